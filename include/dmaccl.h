@@ -1,0 +1,200 @@
+/*
+ * dmaccl: DMA Collective Communication Library.
+ *
+ * Collectives (AllGather, AlltoAll) run on the GPUs' copy engines; the
+ * collective path launches no kernel and leaves every SM to the application.
+ * The API follows NCCL's: same buffer layouts, same stream semantics, same
+ * group rules. This header is C99 and needs only <stddef.h> and CUDA's
+ * runtime type for streams.
+ */
+#ifndef DMACCL_H_
+#define DMACCL_H_
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DMACCL_MAJOR 0
+#define DMACCL_MINOR 1
+#define DMACCL_PATCH 0
+#define DMACCL_VERSION_CODE (DMACCL_MAJOR * 10000 + DMACCL_MINOR * 100 + DMACCL_PATCH)
+
+/*
+ * Result codes. One list generates the enum, the names and the messages
+ * (dmacclGetErrorString), so they cannot drift apart. Codes 0-7 have NCCL's
+ * numbers and meanings.
+ */
+#define DMACCL_RESULT_LIST(X)                                                                     \
+  X(dmacclSuccess, 0, "no error")                                                                 \
+  X(dmacclUnhandledCudaError, 1, "unhandled CUDA error (see dmacclCommGetLastError for the call)") \
+  X(dmacclSystemError, 2, "system error (out of memory, thread or OS call failed)")               \
+  X(dmacclInternalError, 3, "internal error: a dmaccl bug, please report it")                     \
+  X(dmacclInvalidArgument, 4, "invalid argument (dmacclCommGetLastError names it)")              \
+  X(dmacclInvalidUsage, 5, "invalid usage: the call is not allowed in this state")                \
+  X(dmacclRemoteError, 6, "a peer rank failed or disagreed about the operation")                  \
+  X(dmacclInProgress, 7, "operation still in progress")                                           \
+  X(dmacclTimeout, 8, "timed out waiting for peers")                                              \
+  X(dmacclUnsupported, 9, "not supported on this system or build")
+
+typedef enum {
+#define DMACCL_RESULT_ENUM_(name, value, msg) name = value,
+  DMACCL_RESULT_LIST(DMACCL_RESULT_ENUM_)
+#undef DMACCL_RESULT_ENUM_
+  dmacclNumResults
+} dmacclResult_t;
+
+/* Element types. Sizes: 1 byte for int8/uint8/fp8, 2 for fp16/bf16, 4, 8. */
+typedef enum {
+  dmacclInt8 = 0,
+  dmacclUint8 = 1,
+  dmacclInt32 = 2,
+  dmacclUint32 = 3,
+  dmacclInt64 = 4,
+  dmacclUint64 = 5,
+  dmacclFloat16 = 6,
+  dmacclBfloat16 = 7,
+  dmacclFloat32 = 8,
+  dmacclFloat64 = 9,
+  dmacclFloat8e4m3 = 10,
+  dmacclFloat8e5m2 = 11,
+  dmacclNumTypes = 12
+} dmacclDataType_t;
+
+/* Where a communicator's collectives run. */
+typedef enum {
+  dmacclExecutorDefault = 0, /* CUDA, or DMACCL_EXECUTOR=host|cuda */
+  dmacclExecutorCuda = 1,    /* copy engines of the GPUs, buffers in device memory */
+  dmacclExecutorHost = 2     /* ranks as host threads, buffers in host memory (tests, no GPU) */
+} dmacclExecutor_t;
+
+typedef struct dmacclComm *dmacclComm_t;
+
+/*
+ * Communicator configuration. Always initialize with DMACCL_CONFIG_INITIALIZER
+ * so that fields added later get their defaults; the size/magic/version
+ * fields let the library tell which fields a caller knows about.
+ *
+ * algorithm: NULL for the built-in selection table, or a selection string in
+ * the grammar of DMACCL_ALGO (docs/algorithms.md), e.g.
+ *   "allgather:push1;alltoall:0-64K:batch,64K-inf:pushn".
+ * It overrides DMACCL_ALGO for this communicator.
+ */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  dmacclExecutor_t executor;
+  const char *algorithm;
+} dmacclConfig_t;
+
+#define DMACCL_CONFIG_MAGIC 0xd3acc10fu
+#define DMACCL_CONFIG_INITIALIZER                                                                  \
+  { sizeof(dmacclConfig_t), DMACCL_CONFIG_MAGIC, DMACCL_VERSION_CODE, dmacclExecutorDefault, NULL }
+
+/* Version as DMACCL_VERSION_CODE. Never fails except for a NULL pointer. */
+dmacclResult_t dmacclGetVersion(int *version);
+
+/* A static sentence for a result code; never NULL. */
+const char *dmacclGetErrorString(dmacclResult_t result);
+
+/*
+ * A sentence about the last failure seen on comm: which call, which argument,
+ * which value. With comm == NULL, the last failure of a call made by this
+ * thread (used when the failing call had no valid communicator). Empty string
+ * when nothing failed. The string stays valid until the next failing call.
+ */
+const char *dmacclCommGetLastError(dmacclComm_t comm);
+
+/*
+ * An error found after a call returned (for example ranks that disagree about
+ * the operation). Returns dmacclSuccess and stores dmacclSuccess in *asyncError
+ * when there is none.
+ */
+dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncError);
+
+/*
+ * Creates ndev communicators, one per device, for one process driving all of
+ * them (collective over the ndev devices, not over processes). comms[i] is rank
+ * i on device devlist[i] (devlist NULL means devices 0..ndev-1). config may be
+ * NULL for defaults; it applies to every communicator.
+ *
+ * CUDA executor: enables peer access between every pair of devices and fails
+ * with dmacclUnsupported, naming the pair, if two devices cannot reach each
+ * other. A device may appear only once. Must not be called inside a group.
+ * Host executor: devlist is ignored; ranks are host threads.
+ * On failure nothing is created and comms is left untouched.
+ */
+dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
+                                 const dmacclConfig_t *config);
+
+/*
+ * Frees the communicator's resources after waiting for its queued operations
+ * to finish. Destroying one rank while peers still run collectives with it is
+ * undefined, as with NCCL.
+ */
+dmacclResult_t dmacclCommDestroy(dmacclComm_t comm);
+
+dmacclResult_t dmacclCommCount(const dmacclComm_t comm, int *count);
+dmacclResult_t dmacclCommUserRank(const dmacclComm_t comm, int *rank);
+/* CUDA device of the communicator; -1 for the host executor. */
+dmacclResult_t dmacclCommCuDevice(const dmacclComm_t comm, int *device);
+
+/*
+ * Blocks the calling thread until every collective issued on comm has
+ * completed: for the CUDA executor, until its copies and handshakes are done
+ * on the device; for the host executor, until this rank's part has run.
+ * Waits for peers that have not yet issued the matching call.
+ */
+dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm);
+
+/*
+ * Groups, as in NCCL. Between dmacclGroupStart and dmacclGroupEnd calls are
+ * only checked and recorded; dmacclGroupEnd issues them. Groups nest; only the
+ * outermost End issues. A thread that issues collectives for several ranks of
+ * one dmacclCommInitAll set must put them in one group (the calls of one rank
+ * outside a group from that thread are fine). A call that fails inside a group
+ * is not recorded and does not abort the group.
+ */
+dmacclResult_t dmacclGroupStart(void);
+dmacclResult_t dmacclGroupEnd(void);
+
+/*
+ * AllGather: every rank contributes sendcount elements; rank r's elements end
+ * up in every rank's recvbuff at recvbuff + r*sendcount*size(datatype).
+ * recvbuff holds nranks*sendcount elements.
+ *
+ * In place when sendbuff == recvbuff + rank*sendcount*size(datatype); any
+ * other overlap of sendbuff and recvbuff is an error.
+ *
+ * Stream semantics (CUDA executor): the operation starts after the work
+ * already queued on stream and later work on stream starts after it; when it
+ * completes recvbuff is filled and sendbuff may be reused. Buffers must be
+ * device memory of the communicator's GPU; stream must belong to that GPU (0
+ * means its legacy default stream). The call does not block the host.
+ * Host executor: buffers are host memory, stream must be 0, and completion is
+ * observed with dmacclCommSynchronize.
+ *
+ * All ranks must issue the same collectives with the same sendcount and
+ * datatype, in the same order. Buffers may be NULL only when sendcount is 0.
+ */
+dmacclResult_t dmacclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                               dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream);
+
+/*
+ * AlltoAll: the count elements that rank r sends to rank j are taken from
+ * sendbuff + j*count*size(datatype) and land in rank j's recvbuff at
+ * recvbuff + r*count*size(datatype). Both buffers hold nranks*count elements.
+ * Not in place: sendbuff and recvbuff must not overlap. Stream semantics and
+ * buffer rules as dmacclAllGather.
+ */
+dmacclResult_t dmacclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                              dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DMACCL_H_ */

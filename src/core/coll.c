@@ -1,0 +1,23 @@
+/* The collective entry points: check, then record (in a group) or post. */
+#include "core.h"
+
+static dmacclResult_t issue(coreOp *op, const char *call) {
+  dmacclResult_t rc = coreCheckCollArgs(op, call);
+  if (rc != dmacclSuccess) return rc;
+  if (coreGroupActive()) return coreGroupRecord(op);
+  rc = coreCheckSoloUse(op->comm, call);
+  if (rc != dmacclSuccess) return rc;
+  return corePost(op);
+}
+
+dmacclResult_t dmacclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                               dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream) {
+  coreOp op = {comm, PLAN_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, 0, 0, stream, 0};
+  return issue(&op, "dmacclAllGather");
+}
+
+dmacclResult_t dmacclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                              dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream) {
+  coreOp op = {comm, PLAN_COLL_ALLTOALL, sendbuff, recvbuff, count, datatype, 0, 0, stream, 0};
+  return issue(&op, "dmacclAlltoAll");
+}

@@ -1,0 +1,179 @@
+/* Communicator lifetime and queries. */
+#include "../exec/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static unsigned long nextCliqueId = 1;
+
+dmacclResult_t dmacclGetVersion(int *version) {
+  if (!version) return coreError(NULL, dmacclInvalidArgument, "dmacclGetVersion: version is NULL");
+  *version = DMACCL_VERSION_CODE;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t resolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out) {
+  dmacclExecutor_t e = config ? config->executor : dmacclExecutorDefault;
+  if ((unsigned)e > dmacclExecutorHost)
+    return coreError(NULL, dmacclInvalidArgument,
+                     "dmacclCommInitAll: config->executor %d is not a dmacclExecutor_t", (int)e);
+  if (e == dmacclExecutorDefault) {
+    const char *env = coreParamString("DMACCL_EXECUTOR");
+    if (!env[0] || strcasecmp(env, "cuda") == 0) e = dmacclExecutorCuda;
+    else if (strcasecmp(env, "host") == 0) e = dmacclExecutorHost;
+    else
+      return coreError(NULL, dmacclInvalidArgument,
+                       "dmacclCommInitAll: DMACCL_EXECUTOR='%s' is neither cuda nor host", env);
+  }
+  *out = e;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t buildTable(const dmacclConfig_t *config, planTable *t) {
+  char err[256];
+  planTableDefaults(t);
+  const char *env = coreParamString("DMACCL_ALGO");
+  if (planTableParse(t, env, err, sizeof(err)))
+    return coreError(NULL, dmacclInvalidArgument, "dmacclCommInitAll: DMACCL_ALGO: %s", err);
+  if (config && config->algorithm && planTableParse(t, config->algorithm, err, sizeof(err)))
+    return coreError(NULL, dmacclInvalidArgument, "dmacclCommInitAll: config->algorithm: %s", err);
+  return dmacclSuccess;
+}
+
+static dmacclResult_t checkConfig(const dmacclConfig_t *config) {
+  if (!config) return dmacclSuccess;
+  if (config->magic != DMACCL_CONFIG_MAGIC || config->size < sizeof(size_t) + 2 * sizeof(unsigned) ||
+      config->size > sizeof(dmacclConfig_t))
+    return coreError(NULL, dmacclInvalidArgument,
+                     "dmacclCommInitAll: config was not initialized with DMACCL_CONFIG_INITIALIZER "
+                     "(size %zu, magic 0x%x)", config->size, config->magic);
+  return dmacclSuccess;
+}
+
+static void freeClique(coreClique *c) {
+  if (!c) return;
+  for (int s = 0; s < CORE_BOARD_DEPTH; s++) free(c->slots[s].ops);
+  pthread_mutex_destroy(&c->lock);
+  pthread_cond_destroy(&c->cond);
+  free(c->comms);
+  free(c);
+}
+
+dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
+                                 const dmacclConfig_t *config) {
+  const char *call = "dmacclCommInitAll";
+  if (coreGroupActive())
+    return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+  if (!comms) return coreError(NULL, dmacclInvalidArgument, "%s: comms is NULL", call);
+  if (ndev < 1 || ndev > CORE_MAX_RANKS)
+    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d is not in 1..%d", call, ndev, CORE_MAX_RANKS);
+  dmacclResult_t rc = checkConfig(config);
+  if (rc != dmacclSuccess) return rc;
+  dmacclExecutor_t executor = dmacclExecutorDefault;
+  if ((rc = resolveExecutor(config, &executor)) != dmacclSuccess) return rc;
+  planTable table;
+  if ((rc = buildTable(config, &table)) != dmacclSuccess) return rc;
+  if (devlist && executor == dmacclExecutorCuda) {
+    for (int i = 0; i < ndev; i++) {
+      if (devlist[i] < 0)
+        return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i, devlist[i]);
+      for (int j = 0; j < i; j++)
+        if (devlist[j] == devlist[i])
+          return coreError(NULL, dmacclInvalidArgument,
+                           "%s: devlist[%d] = %d repeats devlist[%d]: one rank per device", call, i,
+                           devlist[i], j);
+    }
+  }
+
+  coreClique *c = calloc(1, sizeof(*c));
+  dmacclComm_t *made = calloc((size_t)ndev, sizeof(*made));
+  if (!c || !made) goto nomem;
+  c->comms = made;
+  c->nranks = ndev;
+  c->alive = ndev;
+  c->nextLaunch = 1;
+  c->table = table;
+  c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->cond, NULL);
+  for (int s = 0; s < CORE_BOARD_DEPTH; s++)
+    if (!(c->slots[s].ops = calloc((size_t)ndev, sizeof(coreOp)))) goto nomem;
+  for (int i = 0; i < ndev; i++) {
+    if (!(made[i] = calloc(1, sizeof(struct dmacclComm)))) goto nomem;
+    made[i]->rank = i;
+    made[i]->nranks = ndev;
+    made[i]->device = executor == dmacclExecutorCuda ? (devlist ? devlist[i] : i) : -1;
+    made[i]->executor = executor;
+    made[i]->exec = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
+    made[i]->clique = c;
+  }
+  rc = made[0]->exec->init(made, ndev, devlist);
+  if (rc != dmacclSuccess) goto fail;
+  memcpy(comms, made, (size_t)ndev * sizeof(*made));
+  CORE_INFO("%s: %d ranks on the %s executor", call, ndev, made[0]->exec->name);
+  return dmacclSuccess;
+
+nomem:
+  rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+fail:
+  if (made)
+    for (int i = 0; i < ndev; i++) {
+      if (made[i]) planScheduleFree(&made[i]->sched);
+      free(made[i]);
+    }
+  if (c) {
+    c->comms = NULL;
+    freeClique(c);
+  }
+  free(made);
+  return rc;
+}
+
+dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommSynchronize");
+  if (rc != dmacclSuccess) return rc;
+  coreWaitLaunched(comm);
+  return comm->exec->sync(comm, comm->posted);
+}
+
+dmacclResult_t dmacclCommDestroy(dmacclComm_t comm) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommDestroy");
+  if (rc != dmacclSuccess) return rc;
+  coreWaitLaunched(comm);
+  rc = comm->exec->sync(comm, comm->posted);
+  comm->exec->fini(comm);
+  coreClique *c = comm->clique;
+  planScheduleFree(&comm->sched);
+  pthread_mutex_lock(&c->lock);
+  c->comms[comm->rank] = NULL;
+  int last = --c->alive == 0;
+  pthread_mutex_unlock(&c->lock);
+  free(comm);
+  if (last) freeClique(c);
+  return rc;
+}
+
+dmacclResult_t dmacclCommCount(const dmacclComm_t comm, int *count) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommCount");
+  if (rc != dmacclSuccess) return rc;
+  if (!count) return coreError(comm, dmacclInvalidArgument, "dmacclCommCount: count is NULL");
+  *count = comm->nranks;
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclCommUserRank(const dmacclComm_t comm, int *rank) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommUserRank");
+  if (rc != dmacclSuccess) return rc;
+  if (!rank) return coreError(comm, dmacclInvalidArgument, "dmacclCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclCommCuDevice(const dmacclComm_t comm, int *device) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommCuDevice");
+  if (rc != dmacclSuccess) return rc;
+  if (!device) return coreError(comm, dmacclInvalidArgument, "dmacclCommCuDevice: device is NULL");
+  *device = comm->device;
+  return dmacclSuccess;
+}

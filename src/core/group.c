@@ -1,0 +1,88 @@
+/*
+ * Groups. Calls inside a group are checked and recorded on the calling
+ * thread; the outermost dmacclGroupEnd posts them, interleaved across ranks
+ * (first call of every rank, then second, ...), so one thread can issue the
+ * calls of every rank of a set without waiting on itself.
+ */
+#include "core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local int depth;
+static _Thread_local coreOp *ops;
+static _Thread_local int nops, capops;
+
+/* Ranks this thread issued for outside a group, per set. */
+#define SOLO_SLOTS 16
+static _Thread_local struct {
+  unsigned long clique;
+  int rank;
+} solo[SOLO_SLOTS];
+static _Thread_local int nsolo;
+
+int coreGroupActive(void) { return depth > 0; }
+
+dmacclResult_t dmacclGroupStart(void) {
+  depth++;
+  return dmacclSuccess;
+}
+
+dmacclResult_t coreGroupRecord(const coreOp *op) {
+  if (nops == capops) {
+    int cap = capops ? 2 * capops : 16;
+    coreOp *n = realloc(ops, (size_t)cap * sizeof(*n));
+    if (!n) return coreError(op->comm, dmacclSystemError, "group: out of memory recording a call");
+    ops = n;
+    capops = cap;
+  }
+  ops[nops++] = *op;
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclGroupEnd(void) {
+  if (depth == 0)
+    return coreError(NULL, dmacclInvalidUsage, "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
+  if (--depth > 0) return dmacclSuccess;
+  /* Order: by position among the same communicator's calls, then call order. */
+  int *rankIdx = calloc((size_t)nops + 1, sizeof(int));
+  if (!rankIdx) return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  for (int i = 0; i < nops; i++)
+    for (int j = 0; j < i; j++)
+      if (ops[j].comm == ops[i].comm) rankIdx[i]++;
+  for (int i = 1; i < nops; i++)
+    for (int j = i; j > 0 && rankIdx[j] < rankIdx[j - 1]; j--) {
+      coreOp t = ops[j];
+      ops[j] = ops[j - 1];
+      ops[j - 1] = t;
+      int ti = rankIdx[j];
+      rankIdx[j] = rankIdx[j - 1];
+      rankIdx[j - 1] = ti;
+    }
+  free(rankIdx);
+  dmacclResult_t first = dmacclSuccess;
+  for (int i = 0; i < nops; i++) {
+    dmacclResult_t rc = corePost(&ops[i]);
+    if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
+  }
+  nops = 0;
+  return first;
+}
+
+dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call) {
+  if (comm->nranks == 1) return dmacclSuccess;
+  for (int i = 0; i < nsolo && i < SOLO_SLOTS; i++) {
+    if (solo[i].clique != comm->clique->id) continue;
+    if (solo[i].rank == comm->rank) return dmacclSuccess;
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: this thread already issued a call for rank %d outside a group and now "
+                     "issues one for rank %d of the same dmacclCommInitAll set; one thread driving "
+                     "several GPUs must put their calls inside dmacclGroupStart/dmacclGroupEnd "
+                     "(nothing was issued)",
+                     call, solo[i].rank, comm->rank);
+  }
+  int slot = nsolo++ % SOLO_SLOTS;
+  solo[slot].clique = comm->clique->id;
+  solo[slot].rank = comm->rank;
+  return dmacclSuccess;
+}

@@ -1,0 +1,106 @@
+/*
+ * Posting and launching. A rank's call is posted to its set's board under
+ * the sequence number it has in that rank's order of calls (all ranks call in
+ * the same order, so sequence numbers name operations across ranks). When the
+ * last rank posts a sequence number, every rank's buffers are known and the
+ * operation is launched for all ranks, in sequence order, by whichever thread
+ * made it complete. Calls never wait for peers, except when a rank runs more
+ * than CORE_BOARD_DEPTH operations ahead of the slowest one.
+ */
+#include "../exec/exec.h"
+
+#include <string.h>
+
+static int sameOp(const coreOp *a, const coreOp *b) {
+  return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
+}
+
+/* Launches one complete slot for every rank. Called with the lock held. */
+static void launchSlot(coreClique *c, coreBoardSlot *slot) {
+  const coreOp *ref = &slot->ops[0];
+  const void *send[CORE_MAX_RANKS];
+  void *recv[CORE_MAX_RANKS];
+  int agree = 1;
+  for (int r = 0; r < c->nranks; r++) {
+    send[r] = slot->ops[r].sendbuff;
+    recv[r] = slot->ops[r].recvbuff;
+    if (!sameOp(ref, &slot->ops[r])) agree = 0;
+  }
+  execBuffers bufs = {send, recv};
+  /* One selection for all ranks: they must run the same algorithm. */
+  size_t size = (size_t)c->nranks * ref->chunkBytes;
+  const planRange *why = NULL;
+  planAlgo algo = planSelect(&c->table, ref->coll, size, &why);
+  if (agree && ref->chunkBytes)
+    CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
+              planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,
+              why ? why->hi : 0);
+
+  for (int r = 0; r < c->nranks; r++) {
+    dmacclComm_t comm = c->comms[r];
+    const coreOp *op = &slot->ops[r];
+    planArgs args = {op->coll, r, c->nranks, op->chunkBytes, op->inPlace};
+    if (!agree) {
+      const coreOp *bad = &slot->ops[0];
+      int br = 0;
+      for (int q = 0; q < c->nranks; q++)
+        if (!sameOp(ref, &slot->ops[q])) bad = &slot->ops[br = q];
+      coreSetAsyncError(comm, dmacclInvalidUsage,
+                        "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
+                        "rank %d called %s with count %zu of %s; nothing was copied",
+                        (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
+                        coreTypeName(ref->datatype), br, planCollName(bad->coll), bad->count,
+                        coreTypeName(bad->datatype));
+      args.chunkBytes = 0; /* empty schedule: releases the caller's stream */
+    }
+    if (planBuild(&args, algo, &comm->sched) != 0) {
+      coreSetAsyncError(comm, dmacclSystemError, "operation %llu: out of memory building the schedule",
+                        (unsigned long long)slot->seq);
+      args.chunkBytes = 0;
+      planBuild(&args, algo, &comm->sched); /* an empty schedule allocates nothing */
+    }
+    dmacclResult_t rc = comm->exec->launch(comm, op, &comm->sched, &bufs);
+    if (rc != dmacclSuccess)
+      coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s", (unsigned long long)slot->seq,
+                        comm->lastError);
+  }
+}
+
+static void launchReady(coreClique *c) {
+  for (;;) {
+    coreBoardSlot *slot = &c->slots[c->nextLaunch % CORE_BOARD_DEPTH];
+    if (slot->seq != c->nextLaunch || slot->nposted != c->nranks) break;
+    launchSlot(c, slot);
+    slot->nposted = 0;
+    c->nextLaunch++;
+    pthread_cond_broadcast(&c->cond);
+  }
+}
+
+dmacclResult_t corePost(coreOp *op) {
+  dmacclComm_t comm = op->comm;
+  coreClique *c = comm->clique;
+  pthread_mutex_lock(&c->lock);
+  op->seq = comm->posted + 1;
+  coreBoardSlot *slot = &c->slots[op->seq % CORE_BOARD_DEPTH];
+  /* The slot may still hold an operation CORE_BOARD_DEPTH older. */
+  while (slot->nposted > 0 && slot->seq != op->seq) pthread_cond_wait(&c->cond, &c->lock);
+  dmacclResult_t rc = comm->exec->post(comm, op);
+  if (rc == dmacclSuccess) {
+    comm->posted = op->seq;
+    slot->seq = op->seq;
+    slot->ops[comm->rank] = *op;
+    slot->nposted++;
+    launchReady(c);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+dmacclResult_t coreWaitLaunched(dmacclComm_t comm) {
+  coreClique *c = comm->clique;
+  pthread_mutex_lock(&c->lock);
+  while (c->nextLaunch <= comm->posted) pthread_cond_wait(&c->cond, &c->lock);
+  pthread_mutex_unlock(&c->lock);
+  return dmacclSuccess;
+}

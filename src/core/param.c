@@ -1,0 +1,55 @@
+/* Environment parameters, one line each, and the debug log. */
+#include "core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct {
+  const char *name, *def, *doc;
+} params[] = {
+    {"DMACCL_DEBUG", "", "log level: WARN (failures) or INFO (decisions: peer access, algorithm per call)"},
+    {"DMACCL_ALGO", "", "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
+    {"DMACCL_EXECUTOR", "", "executor when the config leaves it default: cuda or host"},
+    {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
+};
+
+const char *coreParamString(const char *name) {
+  for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+    if (strcmp(params[i].name, name) == 0) {
+      const char *v = getenv(name);
+      return v ? v : params[i].def;
+    }
+  return NULL;
+}
+
+void coreParamPrintAll(void *file) {
+  for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+    fprintf((FILE *)file, "%-20s = %-10s # %s\n", params[i].name, coreParamString(params[i].name),
+            params[i].doc);
+}
+
+static int logLevel = -1;
+
+coreLogLevel coreLogLevelGet(void) {
+  int l = __atomic_load_n(&logLevel, __ATOMIC_RELAXED);
+  if (l < 0) {
+    const char *v = coreParamString("DMACCL_DEBUG");
+    l = CORE_LOG_NONE;
+    if (strcasecmp(v, "WARN") == 0) l = CORE_LOG_WARN;
+    if (strcasecmp(v, "INFO") == 0) l = CORE_LOG_INFO;
+    __atomic_store_n(&logLevel, l, __ATOMIC_RELAXED);
+  }
+  return (coreLogLevel)l;
+}
+
+void coreLog(coreLogLevel level, const char *fmt, ...) {
+  char buf[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "dmaccl %s: %s\n", level == CORE_LOG_WARN ? "WARN" : "INFO", buf);
+}

@@ -1,0 +1,80 @@
+/*
+ * Direct algorithms: every rank exchanges its blocks with every peer in one
+ * step, peers visited in rotated order (rank r starts with r+1) so that no
+ * peer is the first target of everyone.
+ *
+ *   push: I write my block for peer p into p's receive buffer.
+ *   pull: I read p's block for me from p's send buffer.
+ *
+ * Issue forms:
+ *   *1  one lane: signal ENTRY to all, self copy, wait ENTRY from all,
+ *       the peer copies back to back, signal EXIT to all, wait EXIT from all.
+ *   *n  one lane per peer (lane d-1 for the peer at distance d): each lane
+ *       runs its peer's handshake and copy; the self copy is on lane 0.
+ *   *b  as *1, with the self and peer copies marked as one batch.
+ */
+#include "plan_internal.h"
+
+#include <stdlib.h>
+
+static int isPull(planAlgo a) {
+  return a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB;
+}
+static int isPerPeer(planAlgo a) { return a == PLAN_ALGO_PUSHN || a == PLAN_ALGO_PULLN; }
+static int isBatch(planAlgo a) { return a == PLAN_ALGO_PUSHB || a == PLAN_ALGO_PULLB; }
+
+/* The copy that moves the block between me and peer p (p may be me). */
+static int addBlockCopy(planSchedule *s, const planArgs *a, const planLayout *l, int pull, int p,
+                        int lane, int batch) {
+  int from = pull ? p : a->rank, to = pull ? a->rank : p;
+  return planAddCopy(s, lane, l->src(a, from, to), l->dst(a, from, to), a->chunkBytes, batch);
+}
+
+static int needSelfCopy(const planArgs *a) { return !(a->coll == PLAN_COLL_ALLGATHER && a->inPlace); }
+
+static int buildOneLane(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
+  int n = a->nranks, r = a->rank, pull = isPull(algo), batch = isBatch(algo);
+  int rc = 0;
+  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  /* The self copy needs no peer: with single copies it overlaps the entry
+   * handshake; in batch form it joins the batch. */
+  if (!rc && needSelfCopy(a) && !batch) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  if (!rc && needSelfCopy(a) && batch) rc = addBlockCopy(s, a, l, pull, r, 0, 1);
+  for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, l, pull, (r + d) % n, 0, batch);
+  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  return rc;
+}
+
+static int buildPerPeer(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
+  int n = a->nranks, r = a->rank, pull = isPull(algo);
+  int rc = 0;
+  if (needSelfCopy(a)) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n, lane = d - 1;
+    rc = planAddSync(s, PLAN_STEP_SIGNAL, lane, p, PLAN_PHASE_ENTRY);
+    if (!rc) rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_ENTRY);
+    if (!rc) rc = addBlockCopy(s, a, l, pull, p, lane, 0);
+    if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, lane, p, PLAN_PHASE_EXIT);
+    if (!rc) rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_EXIT);
+  }
+  return rc;
+}
+
+int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo,
+                    planSchedule *s) {
+  planScheduleReset(s, args, algo);
+  /* Nothing moves: no copy and no handshake (every rank sees the same count). */
+  if (args->chunkBytes == 0) return 0;
+  return isPerPeer(algo) ? buildPerPeer(args, layout, algo, s) : buildOneLane(args, layout, algo, s);
+}
+
+int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
+  const planLayout *layout =
+      args->coll == PLAN_COLL_ALLGATHER ? &planAllGatherLayout : &planAlltoAllLayout;
+  if ((unsigned)algo >= PLAN_NUM_ALGOS || args->nranks < 1 || args->rank < 0 ||
+      args->rank >= args->nranks)
+    return -1;
+  return planBuildDirect(args, layout, algo, s);
+}

@@ -1,0 +1,124 @@
+/*
+ * Planning layer: turns one rank's part of a collective into a schedule of
+ * typed steps. Pure C11, no CUDA header: it builds and is tested with a plain
+ * C compiler, and the same schedule runs on every executor.
+ *
+ * Synchronization model. Every rank owns two flag slots per peer, one for the
+ * ENTRY phase and one for the EXIT phase. SIGNAL(peer, phase) stores the
+ * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
+ * blocks its lane until my slot [phase][peer] has reached the epoch.
+ *   ENTRY: "my buffers are ready": everything queued before the collective on
+ *          my stream is done, so peers may read my sendbuff or write my recvbuff.
+ *   EXIT:  "I am done with your buffers": my copies that touch the peer are
+ *          complete.
+ * A rank's part is complete when it has seen EXIT from every peer.
+ *
+ * Lanes are independent in-order queues (internal streams on the CUDA
+ * executor). All steps that involve one peer are on one lane, so no ordering
+ * across lanes is ever needed besides the fork at the start and the join at
+ * the end, which executors provide.
+ */
+#ifndef DMACCL_PLAN_H_
+#define DMACCL_PLAN_H_
+
+#include <stddef.h>
+
+typedef enum { PLAN_COLL_ALLGATHER = 0, PLAN_COLL_ALLTOALL = 1, PLAN_NUM_COLLS = 2 } planColl;
+
+/* Algorithms. Direction (push: write into peers; pull: read from peers) times
+ * issue form (one lane; one lane per peer; one batch command on one lane). */
+typedef enum {
+  PLAN_ALGO_PUSH1 = 0,
+  PLAN_ALGO_PUSHN = 1,
+  PLAN_ALGO_PUSHB = 2,
+  PLAN_ALGO_PULL1 = 3,
+  PLAN_ALGO_PULLN = 4,
+  PLAN_ALGO_PULLB = 5,
+  PLAN_NUM_ALGOS = 6
+} planAlgo;
+
+typedef enum { PLAN_STEP_COPY = 0, PLAN_STEP_SIGNAL = 1, PLAN_STEP_WAIT = 2 } planStepKind;
+typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1 } planBuf;
+typedef enum { PLAN_PHASE_ENTRY = 0, PLAN_PHASE_EXIT = 1, PLAN_NUM_PHASES = 2 } planPhase;
+
+typedef struct {
+  int rank;     /* whose buffer */
+  planBuf buf;  /* which of its buffers */
+  size_t off;   /* byte offset into it */
+} planLoc;
+
+typedef struct {
+  planStepKind kind;
+  int lane;
+  /* COPY */
+  planLoc src, dst;
+  size_t bytes;
+  int batch; /* consecutive batch copies on a lane may be issued as one command */
+  /* SIGNAL / WAIT */
+  int peer;
+  planPhase phase;
+} planStep;
+
+typedef struct {
+  planColl coll;
+  planAlgo algo;
+  int rank, nranks;
+  int nlanes; /* lanes 0..nlanes-1 are used */
+  int nsteps, cap;
+  planStep *steps;
+} planSchedule;
+
+/* Arguments of one rank's call, as the planner needs them. */
+typedef struct {
+  planColl coll;
+  int rank, nranks;
+  size_t chunkBytes; /* AllGather: sendcount*size; AlltoAll: count*size (one block) */
+  int inPlace;       /* AllGather only: sendbuff is recvbuff's own block */
+} planArgs;
+
+/* Builds the schedule of args.rank with algorithm algo into s (s is reset;
+ * planScheduleFree releases it). Returns 0, or -1 on allocation failure. */
+int planBuild(const planArgs *args, planAlgo algo, planSchedule *s);
+void planScheduleFree(planSchedule *s);
+
+/* Algorithm and collective names ("push1", "allgather"). */
+const char *planAlgoName(planAlgo a);
+const char *planCollName(planColl c);
+/* Returns 0 and sets *out, or -1 for an unknown name. */
+int planAlgoParse(const char *name, size_t len, planAlgo *out);
+int planCollParse(const char *name, size_t len, planColl *out);
+
+/*
+ * Selection table: for each collective, size ranges [lo, hi) of the
+ * collective's size (nccl-tests' size: AllGather = nranks*chunk bytes,
+ * AlltoAll = nranks*block bytes) mapped to an algorithm. Grammar:
+ *   table  := entry (';' entry)*
+ *   entry  := coll ':' ranged (',' ranged)*
+ *   ranged := [size '-' (size | 'inf') ':'] algo
+ *   size   := digits [K|M|G]   (binary units)
+ * An entry without a range covers all sizes. Later ranges override earlier
+ * ones where they overlap; a string that names only some collectives leaves
+ * the others as they were. Empty strings change nothing.
+ */
+#define PLAN_MAX_RANGES 16
+typedef struct {
+  size_t lo, hi; /* hi == SIZE_MAX means infinity */
+  planAlgo algo;
+} planRange;
+typedef struct {
+  int nranges[PLAN_NUM_COLLS];
+  planRange ranges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
+} planTable;
+
+/* Built-in defaults, in the grammar above. */
+extern const char planDefaultTable[];
+
+/* Applies str on top of *t. On error returns -1, leaves *t unchanged, and
+ * writes a sentence naming the offending text into err. */
+int planTableParse(planTable *t, const char *str, char *err, size_t errlen);
+/* Resets *t to the built-in defaults. */
+void planTableDefaults(planTable *t);
+/* The algorithm for a collective of the given size, and the range that chose it. */
+planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why);
+
+#endif /* DMACCL_PLAN_H_ */

@@ -1,0 +1,207 @@
+/*
+ * Algorithm names and the selection table: size ranges per collective mapped
+ * to an algorithm. The built-in defaults are written in the same grammar that
+ * DMACCL_ALGO and dmacclConfig_t.algorithm use, and go through the same parser.
+ */
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/*
+ * Defaults measured on 4x H200 (docs/results-foundation.md): below 4 MB all
+ * forms are bound by command issue and synchronization and one lane issues
+ * the fewest commands; from 4 MB the single-lane push keeps one copy engine
+ * busy per rank at full NVLink rate.
+ */
+const char planDefaultTable[] = "allgather:0-inf:push1;alltoall:0-inf:push1";
+
+static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb",
+                                                      "pull1", "pulln", "pullb"};
+static const char *const collNames[PLAN_NUM_COLLS] = {"allgather", "alltoall"};
+
+const char *planAlgoName(planAlgo a) {
+  return (unsigned)a < PLAN_NUM_ALGOS ? algoNames[a] : "unknown";
+}
+const char *planCollName(planColl c) {
+  return (unsigned)c < PLAN_NUM_COLLS ? collNames[c] : "unknown";
+}
+
+static int matchName(const char *name, size_t len, const char *cand) {
+  return strlen(cand) == len && strncasecmp(name, cand, len) == 0;
+}
+
+int planAlgoParse(const char *name, size_t len, planAlgo *out) {
+  for (int i = 0; i < PLAN_NUM_ALGOS; i++)
+    if (matchName(name, len, algoNames[i])) return *out = (planAlgo)i, 0;
+  if (matchName(name, len, "batch")) return *out = PLAN_ALGO_PUSHB, 0; /* alias */
+  return -1;
+}
+
+int planCollParse(const char *name, size_t len, planColl *out) {
+  for (int i = 0; i < PLAN_NUM_COLLS; i++)
+    if (matchName(name, len, collNames[i])) return *out = (planColl)i, 0;
+  return -1;
+}
+
+/* Parses "123", "64K", "4M", "1G" or "inf" spanning exactly [p, p+len). */
+static int parseSize(const char *p, size_t len, size_t *out) {
+  if (matchName(p, len, "inf")) return *out = SIZE_MAX, 0;
+  if (len == 0 || !isdigit((unsigned char)p[0])) return -1;
+  size_t v = 0, i = 0;
+  for (; i < len && isdigit((unsigned char)p[i]); i++) {
+    size_t d = (size_t)(p[i] - '0');
+    if (v > (SIZE_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  int shift = 0;
+  if (i < len) {
+    switch (toupper((unsigned char)p[i])) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    default: return -1;
+    }
+    if (++i != len) return -1;
+  }
+  if (shift && v > (SIZE_MAX >> shift)) return -1;
+  *out = v << shift;
+  return 0;
+}
+
+/* Inserts [lo,hi)->algo into a collective's list: the new range overrides
+ * the parts of older ranges it overlaps. */
+static int insertRange(planTable *t, planColl c, planRange nr) {
+  planRange out[PLAN_MAX_RANGES];
+  int n = 0;
+  for (int i = 0; i < t->nranges[c]; i++) {
+    planRange r = t->ranges[c][i];
+    if (r.hi <= nr.lo || r.lo >= nr.hi) {
+      if (n == PLAN_MAX_RANGES) return -1;
+      out[n++] = r;
+      continue;
+    }
+    if (r.lo < nr.lo) {
+      if (n == PLAN_MAX_RANGES) return -1;
+      out[n++] = (planRange){r.lo, nr.lo, r.algo};
+    }
+    if (r.hi > nr.hi) {
+      if (n == PLAN_MAX_RANGES) return -1;
+      out[n++] = (planRange){nr.hi, r.hi, r.algo};
+    }
+  }
+  if (n == PLAN_MAX_RANGES) return -1;
+  out[n++] = nr;
+  /* Keep ranges sorted by lo for printing and lookup. */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && out[j].lo < out[j - 1].lo; j--) {
+      planRange tmp = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = tmp;
+    }
+  memcpy(t->ranges[c], out, (size_t)n * sizeof(out[0]));
+  t->nranges[c] = n;
+  return 0;
+}
+
+#define PARSE_FAIL(...)                                                                            \
+  do {                                                                                             \
+    snprintf(err, errlen, __VA_ARGS__);                                                            \
+    return -1;                                                                                     \
+  } while (0)
+
+static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char *err,
+                       size_t errlen) {
+  planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1};
+  const char *colon = memchr(p, ':', len);
+  const char *name = p;
+  size_t nameLen = len;
+  if (colon) {
+    const char *dash = memchr(p, '-', (size_t)(colon - p));
+    if (!dash) PARSE_FAIL("size range '%.*s' needs the form LO-HI (e.g. 0-64K or 1M-inf)", (int)(colon - p), p);
+    if (parseSize(p, (size_t)(dash - p), &r.lo))
+      PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G)", (int)(dash - p), p);
+    if (parseSize(dash + 1, (size_t)(colon - dash - 1), &r.hi))
+      PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G, or inf)", (int)(colon - dash - 1), dash + 1);
+    if (r.lo >= r.hi) PARSE_FAIL("empty size range '%.*s': LO must be below HI", (int)(colon - p), p);
+    name = colon + 1;
+    nameLen = len - (size_t)(name - p);
+  }
+  if (planAlgoParse(name, nameLen, &r.algo))
+    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb batch)", (int)nameLen, name);
+  if (insertRange(t, c, r)) PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
+  return 0;
+}
+
+static const char *trimmed(const char *p, const char *end, size_t *len) {
+  while (p < end && isspace((unsigned char)*p)) p++;
+  while (end > p && isspace((unsigned char)end[-1])) end--;
+  *len = (size_t)(end - p);
+  return p;
+}
+
+int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
+  planTable work = *t;
+  if (errlen) err[0] = '\0';
+  if (!str) return 0;
+  const char *p = str;
+  while (*p) {
+    const char *end = strchr(p, ';');
+    if (!end) end = p + strlen(p);
+    size_t len;
+    const char *entry = trimmed(p, end, &len);
+    if (len) {
+      const char *colon = memchr(entry, ':', len);
+      if (!colon) PARSE_FAIL("entry '%.*s' needs the form COLLECTIVE:ALGO", (int)len, entry);
+      planColl c;
+      size_t clen;
+      const char *cname = trimmed(entry, colon, &clen);
+      if (planCollParse(cname, clen, &c))
+        PARSE_FAIL("unknown collective '%.*s' (known: allgather alltoall)", (int)clen, cname);
+      const char *q = colon + 1, *qend = entry + len;
+      if (q == qend) PARSE_FAIL("collective '%.*s' has no algorithm", (int)clen, cname);
+      while (q < qend) {
+        const char *comma = memchr(q, ',', (size_t)(qend - q));
+        if (!comma) comma = qend;
+        size_t rlen;
+        const char *rng = trimmed(q, comma, &rlen);
+        if (!rlen) PARSE_FAIL("empty algorithm in '%.*s'", (int)len, entry);
+        if (parseRanged(&work, c, rng, rlen, err, errlen)) return -1;
+        if (comma + 1 == qend) PARSE_FAIL("empty algorithm in '%.*s'", (int)len, entry);
+        q = comma < qend ? comma + 1 : qend;
+      }
+    }
+    p = *end ? end + 1 : end;
+  }
+  *t = work;
+  return 0;
+}
+
+void planTableDefaults(planTable *t) {
+  char err[256];
+  memset(t, 0, sizeof(*t));
+  for (int c = 0; c < PLAN_NUM_COLLS; c++) {
+    t->nranges[c] = 1;
+    t->ranges[c][0] = (planRange){0, SIZE_MAX, PLAN_ALGO_PUSH1};
+  }
+  /* The built-in string is tested to parse (test_plan_select). */
+  (void)planTableParse(t, planDefaultTable, err, sizeof(err));
+}
+
+planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {
+  for (int i = 0; i < t->nranges[coll]; i++) {
+    const planRange *r = &t->ranges[coll][i];
+    if (size >= r->lo && size < r->hi) {
+      if (why) *why = r;
+      return r->algo;
+    }
+  }
+  /* Only SIZE_MAX itself can miss a [lo, inf) range. */
+  if (why) *why = NULL;
+  return t->nranges[coll] ? t->ranges[coll][t->nranges[coll] - 1].algo : PLAN_ALGO_PUSH1;
+}

@@ -1,0 +1,255 @@
+/*
+ * Bad input on the host executor (what CI can run): every public call
+ * returns a specific code and a message that names the argument, nothing is
+ * written, and the communicator still runs a correct collective afterwards.
+ * The GPU-only cases (memory of the wrong kind or GPU, a stream of another
+ * GPU, a buffer smaller than the count) are in test_gpu_args.c.
+ */
+#include "collcheck.h"
+#include "harness.h"
+
+#include <stdint.h>
+
+#define N 4
+#define COUNT 64
+static dmacclComm_t comms[N];
+static ccEnv env;
+static float *sendb[N], *recvb[N];
+
+#define EXPECT_ERR(call, code, comm, text)                                                         \
+  do {                                                                                             \
+    dmacclResult_t rc_ = (call);                                                                   \
+    ASSERT_EQ_INT(rc_, code);                                                                      \
+    ASSERT_CONTAINS(dmacclCommGetLastError(comm), text);                                           \
+    ASSERT_CONTAINS(dmacclCommGetLastError(NULL), text);                                           \
+  } while (0)
+
+static void poison(void) {
+  for (int r = 0; r < N; r++) {
+    testFillRandom(sendb[r], COUNT * N * sizeof(float), 55 + (uint64_t)r);
+    memset(recvb[r], CC_POISON, COUNT * N * sizeof(float));
+  }
+}
+
+/* Nothing was written and a real collective still works on the same comms. */
+static int untouchedAndUsable(void) {
+  for (int r = 0; r < N; r++) {
+    unsigned char *p = (unsigned char *)recvb[r];
+    for (size_t i = 0; i < COUNT * N * sizeof(float); i++)
+      if (p[i] != CC_POISON) {
+        TEST_FAIL("rank %d recvbuff byte %zu written by a failed call", r, i);
+        return 1;
+      }
+    float check[COUNT * N];
+    testFillRandom(check, sizeof(check), 55 + (uint64_t)r);
+    ASSERT_TRUE(memcmp(check, sendb[r], sizeof(check)) == 0);
+  }
+  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLGATHER, dmacclFloat32, 1001, 0, 31337), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLTOALL, dmacclFloat32, 1001, 0, 31338), 0);
+  return 0;
+}
+
+static int testNullComm(void) {
+  poison();
+  EXPECT_ERR(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, NULL, NULL),
+             dmacclInvalidArgument, NULL, "comm is NULL");
+  EXPECT_ERR(dmacclAlltoAll(sendb[0], recvb[0], COUNT, dmacclFloat32, NULL, NULL),
+             dmacclInvalidArgument, NULL, "comm is NULL");
+  return untouchedAndUsable();
+}
+
+static int testNullBuffers(void) {
+  poison();
+  EXPECT_ERR(dmacclAllGather(NULL, recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "sendbuff is NULL");
+  EXPECT_ERR(dmacclAllGather(sendb[1], NULL, COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "recvbuff is NULL");
+  EXPECT_ERR(dmacclAlltoAll(NULL, recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "sendbuff is NULL");
+  if (untouchedAndUsable()) return 1;
+  /* NULL is fine with count 0, and nothing is written. */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclAllGather(NULL, NULL, 0, dmacclFloat32, comms[r], NULL), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclAlltoAll(NULL, NULL, 0, dmacclFloat32, comms[r], NULL), dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  poison();
+  return untouchedAndUsable();
+}
+
+static int testOverflow(void) {
+  poison();
+  EXPECT_ERR(dmacclAllGather(sendb[2], recvb[2], SIZE_MAX / 2, dmacclInt32, comms[2], NULL),
+             dmacclInvalidArgument, comms[2], "sendcount 9223372036854775807 of int32");
+  EXPECT_ERR(dmacclAlltoAll(sendb[2], recvb[2], SIZE_MAX / 4, dmacclUint8, comms[2], NULL),
+             dmacclInvalidArgument, comms[2], "times 4 ranks overflows");
+  return untouchedAndUsable();
+}
+
+static int testBadDatatype(void) {
+  poison();
+  EXPECT_ERR(dmacclAllGather(sendb[0], recvb[0], COUNT, (dmacclDataType_t)12, comms[0], NULL),
+             dmacclInvalidArgument, comms[0], "datatype 12");
+  EXPECT_ERR(dmacclAlltoAll(sendb[0], recvb[0], COUNT, (dmacclDataType_t)-1, comms[0], NULL),
+             dmacclInvalidArgument, comms[0], "datatype -1");
+  return untouchedAndUsable();
+}
+
+static int testInPlaceOffset(void) {
+  poison();
+  /* Rank 1's block is at recvb[1] + COUNT; recvb[1] + 3 is not it. */
+  EXPECT_ERR(dmacclAllGather(recvb[1] + 3, recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "in place needs sendbuff == recvbuff + rank*sendcount*size");
+  EXPECT_ERR(dmacclAllGather(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "(rank 1)");
+  EXPECT_ERR(dmacclAlltoAll(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidArgument, comms[1], "AlltoAll does not run in place");
+  return untouchedAndUsable();
+}
+
+static int testStreamOnHost(void) {
+  poison();
+  EXPECT_ERR(dmacclAllGather(sendb[3], recvb[3], COUNT, dmacclFloat32, comms[3], (cudaStream_t)0x10),
+             dmacclInvalidArgument, comms[3], "stream 0x10");
+  return untouchedAndUsable();
+}
+
+static int testSeveralRanksOutsideGroup(void) {
+  poison();
+  /* Rank 0 outside a group is fine; rank 1 from the same thread is not. */
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, comms[0], NULL), dmacclSuccess);
+  EXPECT_ERR(dmacclAllGather(sendb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
+             dmacclInvalidUsage, comms[1], "dmacclGroupStart");
+  /* Rank 1 issued nothing; completing the operation in a group works. */
+  unsigned char *p = (unsigned char *)recvb[1];
+  for (size_t i = 0; i < COUNT * N * sizeof(float); i++) ASSERT_EQ_INT(p[i], CC_POISON);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 1; r < N; r++)
+    ASSERT_EQ_INT(dmacclAllGather(sendb[r], recvb[r], COUNT, dmacclFloat32, comms[r], NULL), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int f = 0; f < N; f++) ASSERT_TRUE(memcmp(recvb[r] + f * COUNT, sendb[f], COUNT * sizeof(float)) == 0);
+  poison();
+  return untouchedAndUsable();
+}
+
+static int testGroupMisuse(void) {
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidUsage, NULL, "no group is open");
+  dmacclComm_t more[2];
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  EXPECT_ERR(dmacclCommInitAll(more, 2, NULL, NULL), dmacclInvalidUsage, NULL, "inside a group");
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  /* Nested groups issue at the outermost end only. */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  return 0;
+}
+
+static int testInitArgs(void) {
+  dmacclComm_t c[2] = {NULL, NULL};
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  EXPECT_ERR(dmacclCommInitAll(NULL, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "comms is NULL");
+  EXPECT_ERR(dmacclCommInitAll(c, 0, NULL, &cfg), dmacclInvalidArgument, NULL, "ndev 0");
+  dmacclConfig_t raw;
+  memset(&raw, 0, sizeof(raw));
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &raw), dmacclInvalidArgument, NULL, "DMACCL_CONFIG_INITIALIZER");
+  cfg.algorithm = "allgather:push9";
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "config->algorithm: unknown algorithm 'push9'");
+  cfg.algorithm = NULL;
+  cfg.executor = (dmacclExecutor_t)7;
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "config->executor 7");
+  dmacclConfig_t cuda = DMACCL_CONFIG_INITIALIZER;
+  cuda.executor = dmacclExecutorCuda;
+  int dup[2] = {1, 1};
+  EXPECT_ERR(dmacclCommInitAll(c, 2, dup, &cuda), dmacclInvalidArgument, NULL, "devlist[1] = 1 repeats devlist[0]");
+  cfg.executor = dmacclExecutorHost;
+  setenv("DMACCL_ALGO", "alltoall:0-1K", 1);
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "DMACCL_ALGO");
+  unsetenv("DMACCL_ALGO");
+  cfg.executor = dmacclExecutorDefault;
+  setenv("DMACCL_EXECUTOR", "fpga", 1);
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "DMACCL_EXECUTOR='fpga'");
+  unsetenv("DMACCL_EXECUTOR");
+  ASSERT_TRUE(c[0] == NULL && c[1] == NULL); /* nothing written on failure */
+  return 0;
+}
+
+static int testQueries(void) {
+  int v = -1;
+  ASSERT_EQ_INT(dmacclCommCount(comms[2], &v), dmacclSuccess);
+  ASSERT_EQ_INT(v, N);
+  ASSERT_EQ_INT(dmacclCommUserRank(comms[2], &v), dmacclSuccess);
+  ASSERT_EQ_INT(v, 2);
+  ASSERT_EQ_INT(dmacclCommCuDevice(comms[2], &v), dmacclSuccess);
+  ASSERT_EQ_INT(v, -1);
+  ASSERT_EQ_INT(dmacclGetVersion(&v), dmacclSuccess);
+  ASSERT_EQ_INT(v, DMACCL_VERSION_CODE);
+  EXPECT_ERR(dmacclCommCount(comms[2], NULL), dmacclInvalidArgument, comms[2], "count is NULL");
+  EXPECT_ERR(dmacclCommUserRank(NULL, &v), dmacclInvalidArgument, NULL, "comm is NULL");
+  EXPECT_ERR(dmacclGetVersion(NULL), dmacclInvalidArgument, NULL, "version is NULL");
+  ASSERT_CONTAINS(dmacclGetErrorString(dmacclInvalidArgument), "invalid argument");
+  ASSERT_CONTAINS(dmacclGetErrorString((dmacclResult_t)99), "unknown");
+  return 0;
+}
+
+static int testRanksDisagree(void) {
+  dmacclComm_t c[2];
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  ASSERT_EQ_INT(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclSuccess);
+  poison();
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[1], recvb[1], COUNT + 1, dmacclFloat32, c[1], NULL), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommSynchronize(c[0]), dmacclInvalidUsage);
+  dmacclResult_t async;
+  ASSERT_EQ_INT(dmacclCommGetAsyncError(c[1], &async), dmacclSuccess);
+  ASSERT_EQ_INT(async, dmacclInvalidUsage);
+  ASSERT_CONTAINS(dmacclCommGetLastError(c[1]), "ranks disagree");
+  for (int r = 0; r < 2; r++) {
+    unsigned char *p = (unsigned char *)recvb[r];
+    for (size_t i = 0; i < COUNT * N * sizeof(float); i++) ASSERT_EQ_INT(p[i], CC_POISON);
+  }
+  dmacclCommDestroy(c[0]);
+  dmacclCommDestroy(c[1]);
+  return 0;
+}
+
+int main(void) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  if (dmacclCommInitAll(comms, N, NULL, &cfg) != dmacclSuccess) {
+    fprintf(stderr, "init: %s\n", dmacclCommGetLastError(NULL));
+    return 1;
+  }
+  ccEnvInit(&env, 0, comms, N);
+  for (int r = 0; r < N; r++) {
+    sendb[r] = malloc(COUNT * N * sizeof(float));
+    recvb[r] = malloc(COUNT * N * sizeof(float));
+  }
+  RUN(testNullComm);
+  RUN(testNullBuffers);
+  RUN(testOverflow);
+  RUN(testBadDatatype);
+  RUN(testInPlaceOffset);
+  RUN(testStreamOnHost);
+  RUN(testSeveralRanksOutsideGroup);
+  RUN(testGroupMisuse);
+  RUN(testInitArgs);
+  RUN(testQueries);
+  RUN(testRanksDisagree);
+  for (int r = 0; r < N; r++) {
+    dmacclCommDestroy(comms[r]);
+    free(sendb[r]);
+    free(recvb[r]);
+  }
+  TEST_EXIT();
+}

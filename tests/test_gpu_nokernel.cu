@@ -1,0 +1,121 @@
+/*
+ * The collective path launches no kernel: CUPTI activity records of every
+ * kernel, copy and memset on the GPUs, collected around collectives of every
+ * algorithm, show zero kernels and the expected copies. A positive control
+ * (one tiny kernel of this test) shows that CUPTI does record kernels here.
+ */
+#include <cupti.h>
+
+#include "collcheck.h"
+#include "gpu_common.h"
+
+static int nKernels, nCopies, nMemsets;
+
+static void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
+  *size = 1 << 20;
+  *buffer = (uint8_t *)aligned_alloc(8, *size);
+  *maxRecords = 0;
+}
+
+static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_t, size_t valid) {
+  CUpti_Activity *rec = NULL;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: nKernels++; break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: nCopies++; break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: nMemsets++; break;
+    default: break;
+    }
+  }
+  free(buffer);
+}
+
+static void resetCounts(void) {
+  cuptiActivityFlushAll(1);
+  nKernels = nCopies = nMemsets = 0;
+}
+
+__global__ void touch(int *p) { *p = 1; }
+
+#define CUPTI_OK(call)                                                                             \
+  do {                                                                                             \
+    CUptiResult r_ = (call);                                                                       \
+    if (r_ != CUPTI_SUCCESS) {                                                                     \
+      const char *m_ = "";                                                                         \
+      cuptiGetResultString(r_, &m_);                                                               \
+      printf("%s: %s\n", #call, m_);                                                               \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+
+int main(void) {
+  int ndev = gpuCountOrSkip(2, "test_gpu_nokernel");
+  int n = ndev < 4 ? ndev : 4;
+  CUPTI_OK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
+  CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+  CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2));
+  CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+
+  /* Positive control: our own kernel is seen. */
+  int *flag = NULL;
+  ASSERT_EQ_INT(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ_INT(cudaMalloc((void **)&flag, sizeof(int)), cudaSuccess);
+  ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+  resetCounts();
+  touch<<<1, 1>>>(flag);
+  ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+  cuptiActivityFlushAll(1);
+  printf("control: %d kernel(s) recorded for one launch\n", nKernels);
+  ASSERT_EQ_INT(nKernels, 1);
+
+  const size_t count = 1 << 18; /* 1 MB of floats per block */
+  int devs[CC_MAXR];
+  for (int r = 0; r < n; r++) devs[r] = r;
+  for (int a = 0; a < 6; a++) {
+    char sel[96];
+    snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algos[a], algos[a]);
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorCuda;
+    cfg.algorithm = sel;
+    dmacclComm_t comms[CC_MAXR];
+    ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
+    void *send[CC_MAXR], *recv[CC_MAXR];
+    cudaStream_t st[CC_MAXR];
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(r);
+      ASSERT_EQ_INT(cudaMalloc(&send[r], count * 4 * n), cudaSuccess);
+      ASSERT_EQ_INT(cudaMalloc(&recv[r], count * 4 * n), cudaSuccess);
+      ASSERT_EQ_INT(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking), cudaSuccess);
+      cudaDeviceSynchronize();
+    }
+    resetCounts();
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclAlltoAll(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]), dmacclSuccess);
+    }
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(r);
+      ASSERT_EQ_INT(cudaStreamSynchronize(st[r]), cudaSuccess);
+    }
+    cuptiActivityFlushAll(1);
+    printf("%-6s: %d kernels, %d copies, %d memsets for AllGather+AlltoAll on %d GPUs\n", algos[a],
+           nKernels, nCopies, nMemsets, n);
+    ASSERT_EQ_INT(nKernels, 0);
+    ASSERT_EQ_INT(nMemsets, 0);
+    /* The batch form may be recorded as one copy record per batch. */
+    ASSERT_TRUE(nCopies >= (a == 2 || a == 5 ? 2 * n : 2 * n * (n - 1)));
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(r);
+      cudaFree(send[r]), cudaFree(recv[r]), cudaStreamDestroy(st[r]);
+      dmacclCommDestroy(comms[r]);
+    }
+  }
+  TEST_EXIT();
+}

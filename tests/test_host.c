@@ -1,0 +1,174 @@
+/*
+ * Host executor: the same schedules as on GPUs, ranks as threads on host
+ * memory. All data types, in place and out of place, nranks 1..8, every
+ * algorithm, random data, poisoned outputs with guards; one thread per rank
+ * without groups; many operations in flight before a synchronize.
+ */
+#include "collcheck.h"
+#include "harness.h"
+
+#include <pthread.h>
+
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+#define NALGOS 6
+
+static int makeComms(dmacclComm_t *comms, int n, const char *algo) {
+  char sel[128];
+  snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = sel;
+  dmacclResult_t rc = dmacclCommInitAll(comms, n, NULL, &cfg);
+  if (rc != dmacclSuccess) fprintf(stderr, "init: %s\n", dmacclCommGetLastError(NULL));
+  return rc == dmacclSuccess ? 0 : -1;
+}
+
+static void destroyAll(dmacclComm_t *comms, int n) {
+  for (int r = 0; r < n; r++) dmacclCommDestroy(comms[r]);
+}
+
+static int testAllTypesRanksAlgos(void) {
+  const size_t counts[] = {0, 1, 1023};
+  int runs = 0;
+  uint64_t seed = 1;
+  for (int n = 1; n <= 8; n++)
+    for (int a = 0; a < NALGOS; a++) {
+      dmacclComm_t comms[CC_MAXR];
+      ccEnv env;
+      ASSERT_EQ_INT(makeComms(comms, n, algos[a]), 0);
+      ccEnvInit(&env, 0, comms, n);
+      for (int t = 0; t < dmacclNumTypes; t++)
+        for (int coll = 0; coll < 2; coll++)
+          for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER); inPlace++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+              long long wrong = ccRun(&env, comms, n, coll, (dmacclDataType_t)t, counts[c], inPlace, seed++);
+              if (wrong != 0) {
+                TEST_FAIL("%s %s n=%d type=%d count=%zu inplace=%d: %lld wrong", ccCollName(coll),
+                          algos[a], n, t, counts[c], inPlace, wrong);
+                destroyAll(comms, n);
+                return 1;
+              }
+              runs++;
+            }
+      destroyAll(comms, n);
+    }
+  printf("  %d host collectives checked\n", runs);
+  return 0;
+}
+
+static int testLarge(void) {
+  /* A few MB per rank, odd element count. */
+  for (int a = 0; a < NALGOS; a++) {
+    dmacclComm_t comms[CC_MAXR];
+    ccEnv env;
+    int n = 5;
+    ASSERT_EQ_INT(makeComms(comms, n, algos[a]), 0);
+    ccEnvInit(&env, 0, comms, n);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclFloat32, 300007, 0, 77), 0);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclBfloat16, 300007, 1, 78), 0);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLTOALL, dmacclInt8, 300007, 0, 79), 0);
+    destroyAll(comms, n);
+  }
+  return 0;
+}
+
+/* One thread per rank, calls outside groups, several operations queued
+ * before synchronizing. */
+typedef struct {
+  dmacclComm_t comm;
+  int rank, n, iters;
+  size_t count;
+  unsigned char *send, *recv; /* [iters] consecutive buffers */
+  int rc;
+} threadArg;
+
+static void *rankThread(void *p) {
+  threadArg *a = p;
+  size_t chunk = a->count * 4;
+  for (int i = 0; i < a->iters && !a->rc; i++) {
+    const void *s = a->send + (size_t)i * chunk * (size_t)a->n;
+    void *r = a->recv + (size_t)i * chunk * (size_t)a->n;
+    dmacclResult_t rc = (i % 2) ? dmacclAlltoAll(s, r, a->count, dmacclUint32, a->comm, NULL)
+                                : dmacclAllGather(s, r, a->count, dmacclUint32, a->comm, NULL);
+    if (rc != dmacclSuccess) a->rc = (int)rc;
+  }
+  if (!a->rc) a->rc = (int)dmacclCommSynchronize(a->comm);
+  return NULL;
+}
+
+static int testThreadPerRank(void) {
+  enum { N = 4, ITERS = 150, COUNT = 333 };
+  for (int al = 0; al < NALGOS; al++) {
+    dmacclComm_t comms[N];
+    ASSERT_EQ_INT(makeComms(comms, N, algos[al]), 0);
+    threadArg args[N];
+    pthread_t th[N];
+    size_t blk = (size_t)COUNT * 4, per = blk * N * ITERS;
+    for (int r = 0; r < N; r++) {
+      args[r] = (threadArg){comms[r], r, N, ITERS, COUNT, malloc(per), malloc(per), 0};
+      testFillRandom(args[r].send, per, 900 + (uint64_t)r);
+      memset(args[r].recv, CC_POISON, per);
+      pthread_create(&th[r], NULL, rankThread, &args[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(th[r], NULL);
+    int bad = 0;
+    for (int r = 0; r < N; r++) {
+      if (args[r].rc) {
+        TEST_FAIL("rank %d: result %d: %s", r, args[r].rc, dmacclCommGetLastError(comms[r]));
+        bad = 1;
+      }
+      for (int i = 0; i < ITERS && !bad; i++)
+        for (int f = 0; f < N && !bad; f++) {
+          size_t base = (size_t)i * blk * N;
+          const unsigned char *got = args[r].recv + base + (size_t)f * blk;
+          const unsigned char *want = args[f].send + base + ((i % 2) ? (size_t)r * blk : 0);
+          if (memcmp(got, want, blk) != 0) {
+            TEST_FAIL("%s iteration %d: rank %d block %d wrong", algos[al], i, r, f);
+            bad = 1;
+          }
+        }
+    }
+    for (int r = 0; r < N; r++) free(args[r].send), free(args[r].recv);
+    destroyAll(comms, N);
+    if (bad) return 1;
+  }
+  return 0;
+}
+
+/* More operations in flight than the board holds, from one thread in groups. */
+static int testDeepQueue(void) {
+  enum { N = 3, OPS = 200, COUNT = 17 };
+  dmacclComm_t comms[N];
+  ASSERT_EQ_INT(makeComms(comms, N, "pushn"), 0);
+  size_t blk = COUNT * 8;
+  unsigned char *send[N], *recv[N];
+  for (int r = 0; r < N; r++) {
+    send[r] = malloc(blk * OPS);
+    recv[r] = malloc(blk * N * OPS);
+    testFillRandom(send[r], blk * OPS, 4242 + (uint64_t)r);
+    memset(recv[r], CC_POISON, blk * N * OPS);
+  }
+  for (int i = 0; i < OPS; i++) {
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int r = 0; r < N; r++)
+      ASSERT_EQ_INT(dmacclAllGather(send[r] + (size_t)i * blk, recv[r] + (size_t)i * blk * N, COUNT,
+                                    dmacclFloat64, comms[r], NULL), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  }
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < OPS; i++)
+      for (int f = 0; f < N; f++)
+        ASSERT_TRUE(memcmp(recv[r] + (size_t)i * blk * N + (size_t)f * blk, send[f] + (size_t)i * blk, blk) == 0);
+  for (int r = 0; r < N; r++) free(send[r]), free(recv[r]);
+  destroyAll(comms, N);
+  return 0;
+}
+
+int main(void) {
+  RUN(testAllTypesRanksAlgos);
+  RUN(testLarge);
+  RUN(testThreadPerRank);
+  RUN(testDeepQueue);
+  TEST_EXIT();
+}

@@ -1,0 +1,108 @@
+/* dmaccl-perf's command line, size stepping and bandwidth arithmetic. */
+#include "harness.h"
+#include "perf/args.h"
+
+static int parse(perfArgs *a, char *err, const char *line) {
+  char buf[512], *argv[32];
+  int argc = 0;
+  snprintf(buf, sizeof(buf), "dmaccl-perf %s", line);
+  for (char *t = strtok(buf, " "); t && argc < 32; t = strtok(NULL, " ")) argv[argc++] = t;
+  return perfParseArgs(argc, argv, a, err, 256);
+}
+
+static int testDefaults(void) {
+  perfArgs a;
+  char err[256];
+  ASSERT_EQ_INT(parse(&a, err, ""), 0);
+  ASSERT_EQ_INT(a.minBytes, 1024);
+  ASSERT_EQ_INT(a.maxBytes, 64 << 20);
+  ASSERT_EQ_INT(a.iters, 20);
+  ASSERT_EQ_INT(a.warmup, 5);
+  ASSERT_EQ_INT(a.check, 1);
+  ASSERT_EQ_INT(a.type, dmacclFloat32);
+  ASSERT_EQ_INT(a.nalgos, 7);
+  ASSERT_TRUE(strcmp(a.algos[0], "auto") == 0);
+  return 0;
+}
+
+static int testFlags(void) {
+  perfArgs a;
+  char err[256];
+  ASSERT_EQ_INT(parse(&a, err, "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -a push1,pulln -B host -o alltoall -N 0"), 0);
+  ASSERT_EQ_INT(a.minBytes, 8);
+  ASSERT_EQ_INT(a.maxBytes, 1u << 30);
+  ASSERT_TRUE(a.stepFactor == 4.0);
+  ASSERT_EQ_INT(a.nranks, 3);
+  ASSERT_EQ_INT(a.iters, 7);
+  ASSERT_EQ_INT(a.warmup, 0);
+  ASSERT_EQ_INT(a.check, 0);
+  ASSERT_EQ_INT(a.type, dmacclBfloat16);
+  ASSERT_EQ_INT(a.nalgos, 2);
+  ASSERT_TRUE(strcmp(a.algos[1], "pulln") == 0);
+  ASSERT_EQ_INT(a.executor, PERF_EXEC_HOST);
+  ASSERT_EQ_INT(a.colls, PERF_ALLTOALL);
+  ASSERT_EQ_INT(a.baseline, 0);
+  ASSERT_EQ_INT(parse(&a, err, "-h"), 1);
+  return 0;
+}
+
+static int testErrors(void) {
+  perfArgs a;
+  char err[256];
+  const struct {
+    const char *line, *msg;
+  } bad[] = {
+      {"-b 1X", "bad value '1X' for -b"},  {"-e", "-e needs a value"},
+      {"-f 1", "bad value '1' for -f"},    {"-g 0", "bad value '0' for -g"},
+      {"-d float7", "bad value 'float7'"}, {"-a push9", "unknown algorithm 'push9'"},
+      {"-B gpu", "bad value 'gpu'"},       {"-q 1", "unknown option '-q'"},
+      {"-b 1M -e 1K", "larger than -e"},   {"foo", "unknown argument 'foo'"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (parse(&a, err, bad[i].line) != -1) {
+      TEST_FAIL("'%s' was accepted", bad[i].line);
+      return 1;
+    }
+    ASSERT_CONTAINS(err, bad[i].msg);
+  }
+  return 0;
+}
+
+static int testStepping(void) {
+  perfArgs a;
+  char err[256];
+  ASSERT_EQ_INT(parse(&a, err, "-b 1K -e 8K"), 0);
+  size_t want[] = {1024, 2048, 4096, 8192}, k = 0;
+  for (size_t s = a.minBytes; s; s = perfNextSize(&a, s)) {
+    ASSERT_TRUE(k < 4);
+    ASSERT_EQ_INT(s, want[k++]);
+  }
+  ASSERT_EQ_INT(k, 4);
+  ASSERT_EQ_INT(parse(&a, err, "-b 100 -e 400 -i 150"), 0);
+  ASSERT_EQ_INT(perfNextSize(&a, 100), 250);
+  ASSERT_EQ_INT(perfNextSize(&a, 250), 400);
+  ASSERT_EQ_INT(perfNextSize(&a, 400), 0);
+  return 0;
+}
+
+static int testArithmetic(void) {
+  /* 1 GB in 2473 us on 4 ranks: NCCL's row in BASELINE.md, 326 GB/s busbw. */
+  double bus = perfBusBw((size_t)1 << 30, 2473.0, 4);
+  ASSERT_TRUE(bus > 325.0 && bus < 326.0);
+  ASSERT_TRUE(perfAlgBw(1000, 1.0) == 1.0); /* 1000 B in 1 us = 1 GB/s */
+  ASSERT_EQ_INT(perfCount(1024, 4, 4), 64);
+  ASSERT_EQ_INT(perfCount(1000, 3, 4), 83);
+  size_t v;
+  ASSERT_EQ_INT(perfParseSize("64MB", &v), 0);
+  ASSERT_EQ_INT(v, 64 << 20);
+  return 0;
+}
+
+int main(void) {
+  RUN(testDefaults);
+  RUN(testFlags);
+  RUN(testErrors);
+  RUN(testStepping);
+  RUN(testArithmetic);
+  TEST_EXIT();
+}

@@ -1,0 +1,308 @@
+/*
+ * Planning tests, no executor: for nranks 1..8, every algorithm, AllGather
+ * (in and out of place) and AlltoAll, block sizes 0, 1, odd and large:
+ *  - every destination block is written exactly once, from the block the
+ *    collective's contract names (written here from NCCL's layouts, not from
+ *    the planner's layout hooks);
+ *  - no copy reaches outside the buffers or writes a send buffer;
+ *  - for small sizes, a byte-level replay: every output byte written exactly
+ *    once with the right value and guard bytes around the buffers untouched;
+ *  - the handshake protocol: a copy that touches a peer is preceded on its
+ *    lane by WAIT(ENTRY) from that peer and followed by SIGNAL(EXIT) to it,
+ *    every SIGNAL has exactly one matching WAIT at the peer, and a rank waits
+ *    for EXIT from every peer that touches its buffers.
+ */
+#include "harness.h"
+#include "plan.h"
+
+#define MAXR 8
+
+typedef struct {
+  int nranks, inPlace;
+  planColl coll;
+  size_t chunk;
+} caseT;
+
+static size_t sendSize(const caseT *c) {
+  return c->coll == PLAN_COLL_ALLGATHER ? c->chunk : c->chunk * (size_t)c->nranks;
+}
+static size_t recvSize(const caseT *c) { return c->chunk * (size_t)c->nranks; }
+
+/* Expected source of block f of rank t's receive buffer. */
+static planLoc expectedSrc(const caseT *c, int t, int f) {
+  if (c->coll == PLAN_COLL_ALLGATHER)
+    return c->inPlace ? (planLoc){f, PLAN_BUF_RECV, (size_t)f * c->chunk} : (planLoc){f, PLAN_BUF_SEND, 0};
+  return (planLoc){f, PLAN_BUF_SEND, (size_t)t * c->chunk};
+}
+
+/* In place, rank f's send buffer is its receive block f: normalize. */
+static planLoc normalize(const caseT *c, planLoc l) {
+  if (c->coll == PLAN_COLL_ALLGATHER && c->inPlace && l.buf == PLAN_BUF_SEND)
+    return (planLoc){l.rank, PLAN_BUF_RECV, (size_t)l.rank * c->chunk + l.off};
+  return l;
+}
+
+static int touchesPeer(const planStep *st, int me, int *peer) {
+  if (st->dst.rank != me) return *peer = st->dst.rank, 1;
+  if (st->src.rank != me) return *peer = st->src.rank, 1;
+  return 0;
+}
+
+static int checkCase(const caseT *c, planAlgo algo) {
+  planSchedule s[MAXR];
+  memset(s, 0, sizeof(s));
+  int n = c->nranks;
+  int written[MAXR][MAXR];
+  memset(written, 0, sizeof(written));
+  int sig[PLAN_NUM_PHASES][MAXR][MAXR], wai[PLAN_NUM_PHASES][MAXR][MAXR];
+  memset(sig, 0, sizeof(sig));
+  memset(wai, 0, sizeof(wai));
+  int rc = 0;
+  for (int r = 0; r < n; r++) {
+    planArgs a = {c->coll, r, n, c->chunk, c->inPlace};
+    if (planBuild(&a, algo, &s[r]) != 0) {
+      TEST_FAIL("planBuild failed");
+      rc = 1;
+      goto out;
+    }
+  }
+  for (int r = 0; r < n && !rc; r++) {
+    const planSchedule *sc = &s[r];
+    if (c->chunk == 0 && sc->nsteps != 0) {
+      TEST_FAIL("%s n=%d: count 0 has %d steps", planAlgoName(algo), n, sc->nsteps);
+      rc = 1;
+      break;
+    }
+    int entrySeen[MAXR][MAXR]; /* [lane][peer] */
+    memset(entrySeen, 0, sizeof(entrySeen));
+    int pendingExit[MAXR][MAXR]; /* copy touching peer not yet followed by SIGNAL EXIT on lane */
+    memset(pendingExit, 0, sizeof(pendingExit));
+    for (int i = 0; i < sc->nsteps && !rc; i++) {
+      const planStep *st = &sc->steps[i];
+      if (st->lane < 0 || st->lane >= sc->nlanes || st->lane >= MAXR) {
+        TEST_FAIL("lane %d outside 0..%d", st->lane, sc->nlanes - 1);
+        rc = 1;
+        break;
+      }
+      if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
+        if (st->peer < 0 || st->peer >= n || st->peer == r) {
+          TEST_FAIL("rank %d: sync step with peer %d", r, st->peer);
+          rc = 1;
+          break;
+        }
+        if (st->kind == PLAN_STEP_SIGNAL) {
+          sig[st->phase][r][st->peer]++;
+          if (st->phase == PLAN_PHASE_EXIT) pendingExit[st->lane][st->peer] = 0;
+        } else {
+          wai[st->phase][r][st->peer]++;
+          if (st->phase == PLAN_PHASE_ENTRY) entrySeen[st->lane][st->peer] = 1;
+        }
+        continue;
+      }
+      /* COPY */
+      planLoc src = st->src, dst = st->dst;
+      if (st->bytes != c->chunk || dst.buf != PLAN_BUF_RECV) {
+        TEST_FAIL("%s rank %d: copy of %zu bytes into buf %d", planAlgoName(algo), r, st->bytes, dst.buf);
+        rc = 1;
+        break;
+      }
+      size_t srcLimit = src.buf == PLAN_BUF_SEND ? sendSize(c) : recvSize(c);
+      if (src.rank < 0 || src.rank >= n || dst.rank < 0 || dst.rank >= n || src.off > srcLimit ||
+          srcLimit - src.off < st->bytes || dst.off > recvSize(c) || recvSize(c) - dst.off < st->bytes ||
+          dst.off % c->chunk) {
+        TEST_FAIL("%s rank %d: copy out of bounds", planAlgoName(algo), r);
+        rc = 1;
+        break;
+      }
+      if (src.rank != r && dst.rank != r) {
+        TEST_FAIL("rank %d copies between two other ranks", r);
+        rc = 1;
+        break;
+      }
+      int f = (int)(dst.off / c->chunk), t = dst.rank;
+      planLoc want = normalize(c, expectedSrc(c, t, f)), got = normalize(c, src);
+      if (got.rank != want.rank || got.buf != want.buf || got.off != want.off) {
+        TEST_FAIL("%s n=%d rank %d: block %d of rank %d comes from (%d,%d,%zu), expected (%d,%d,%zu)",
+                  planAlgoName(algo), n, r, f, t, got.rank, got.buf, got.off, want.rank, want.buf, want.off);
+        rc = 1;
+        break;
+      }
+      written[t][f]++;
+      int p;
+      if (touchesPeer(st, r, &p)) {
+        if (!entrySeen[st->lane][p]) {
+          TEST_FAIL("%s rank %d: copy touching rank %d before WAIT(ENTRY) on its lane", planAlgoName(algo), r, p);
+          rc = 1;
+          break;
+        }
+        pendingExit[st->lane][p] = 1;
+      }
+    }
+    for (int l = 0; l < MAXR && !rc; l++)
+      for (int p = 0; p < n; p++)
+        if (pendingExit[l][p]) {
+          TEST_FAIL("%s rank %d: copy touching rank %d not followed by SIGNAL(EXIT)", planAlgoName(algo), r, p);
+          rc = 1;
+        }
+  }
+  for (int t = 0; t < n && !rc; t++)
+    for (int f = 0; f < n; f++) {
+      int want = c->chunk == 0 ? 0 : (c->coll == PLAN_COLL_ALLGATHER && c->inPlace && f == t ? 0 : 1);
+      if (written[t][f] != want) {
+        TEST_FAIL("%s %s n=%d chunk=%zu inplace=%d: block %d of rank %d written %d times, expected %d",
+                  planCollName(c->coll), planAlgoName(algo), n, c->chunk, c->inPlace, f, t,
+                  written[t][f], want);
+        rc = 1;
+        break;
+      }
+    }
+  /* Signals and waits pair up; a rank touched by a peer waits for its EXIT. */
+  for (int ph = 0; ph < PLAN_NUM_PHASES && !rc; ph++)
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++) {
+        if (sig[ph][a][b] != wai[ph][b][a] || sig[ph][a][b] > 1) {
+          TEST_FAIL("%s phase %d: rank %d signals rank %d %d times, rank %d waits %d times",
+                    planAlgoName(algo), ph, a, b, sig[ph][a][b], b, wai[ph][b][a]);
+          rc = 1;
+        }
+        if (a != b && c->chunk && n > 1 && wai[PLAN_PHASE_EXIT][a][b] != 1) {
+          TEST_FAIL("%s: rank %d does not wait for EXIT from rank %d", planAlgoName(algo), a, b);
+          rc = 1;
+        }
+      }
+out:
+  for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+  return rc;
+}
+
+/* Byte-level replay of all ranks' copies (sync ignored: the plan says the
+ * copies are independent), with guard bytes around every buffer. */
+#define GUARD 64
+static int replayCase(const caseT *c, planAlgo algo) {
+  int n = c->nranks, rc = 0;
+  size_t ss = sendSize(c), rs = recvSize(c);
+  unsigned char *send[MAXR], *recv[MAXR], *wcount[MAXR];
+  planSchedule s;
+  memset(&s, 0, sizeof(s));
+  for (int r = 0; r < n; r++) {
+    send[r] = malloc(ss + 2 * GUARD);
+    recv[r] = malloc(rs + 2 * GUARD);
+    wcount[r] = calloc(rs + 2 * GUARD, 1);
+    memset(send[r], 0xEE, ss + 2 * GUARD);
+    memset(recv[r], 0xDD, rs + 2 * GUARD);
+    testFillRandom(send[r] + GUARD, ss, 1000u + (unsigned)r);
+    if (c->inPlace) testFillRandom(recv[r] + GUARD + (size_t)r * c->chunk, c->chunk, 1000u + (unsigned)r);
+  }
+  for (int r = 0; r < n && !rc; r++) {
+    planArgs a = {c->coll, r, n, c->chunk, c->inPlace};
+    if (planBuild(&a, algo, &s) != 0) rc = 1;
+    for (int i = 0; i < s.nsteps && !rc; i++) {
+      const planStep *st = &s.steps[i];
+      if (st->kind != PLAN_STEP_COPY) continue;
+      /* In place the send buffer is the receive block. */
+      unsigned char *sb = st->src.buf == PLAN_BUF_SEND
+                              ? (c->inPlace ? recv[st->src.rank] + GUARD + (size_t)st->src.rank * c->chunk
+                                            : send[st->src.rank] + GUARD)
+                              : recv[st->src.rank] + GUARD;
+      memcpy(recv[st->dst.rank] + GUARD + st->dst.off, sb + st->src.off, st->bytes);
+      for (size_t k = 0; k < st->bytes; k++) wcount[st->dst.rank][GUARD + st->dst.off + k]++;
+    }
+  }
+  for (int t = 0; t < n && !rc; t++) {
+    for (size_t k = 0; k < GUARD; k++)
+      if (recv[t][k] != 0xDD || recv[t][GUARD + rs + k] != 0xDD || wcount[t][k] || wcount[t][GUARD + rs + k]) {
+        TEST_FAIL("%s: guard byte of rank %d's receive buffer touched", planAlgoName(algo), t);
+        rc = 1;
+        break;
+      }
+    for (int f = 0; f < n && !rc; f++) {
+      int selfInPlace = c->inPlace && f == t;
+      /* The source bytes: from rank f's data, at the block the contract names. */
+      unsigned char *want = malloc(c->chunk + 1);
+      if (c->coll == PLAN_COLL_ALLGATHER) testFillRandom(want, c->chunk, 1000u + (unsigned)f);
+      else memcpy(want, send[f] + GUARD + (size_t)t * c->chunk, c->chunk);
+      const unsigned char *got = recv[t] + GUARD + (size_t)f * c->chunk;
+      long long d = testFirstDiff(got, want, c->chunk);
+      if (d >= 0) {
+        TEST_FAIL("%s n=%d: rank %d block %d byte %lld: 0x%02x, expected 0x%02x", planAlgoName(algo), n, t, f, d, got[d], want[d]);
+        rc = 1;
+      }
+      for (size_t k = 0; k < c->chunk && !rc; k++)
+        if (wcount[t][GUARD + (size_t)f * c->chunk + k] != (selfInPlace ? 0 : 1)) {
+          TEST_FAIL("%s: rank %d block %d byte %zu written %d times", planAlgoName(algo), t, f, k,
+                    wcount[t][GUARD + (size_t)f * c->chunk + k]);
+          rc = 1;
+        }
+      free(want);
+    }
+    for (size_t k = 0; k < 2 * GUARD + ss && !rc && !c->inPlace; k++) {
+      int inData = k >= GUARD && k < GUARD + ss;
+      if (!inData && send[t][k] != 0xEE) {
+        TEST_FAIL("guard byte of rank %d's send buffer touched", t);
+        rc = 1;
+      }
+    }
+  }
+  planScheduleFree(&s);
+  for (int r = 0; r < n; r++) free(send[r]), free(recv[r]), free(wcount[r]);
+  return rc;
+}
+
+static int testAllCases(void) {
+  const size_t chunks[] = {0, 1, 7, 4099, (size_t)3 << 33};
+  int ncase = 0;
+  for (int n = 1; n <= MAXR; n++)
+    for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+      for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
+        for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
+          for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+            caseT c = {n, inPlace, (planColl)coll, chunks[k]};
+            if (checkCase(&c, (planAlgo)a)) return 1;
+            if (c.chunk <= 4099 && replayCase(&c, (planAlgo)a)) return 1;
+            ncase++;
+          }
+  printf("  %d plan cases checked\n", ncase);
+  return 0;
+}
+
+static int testRotatedOrder(void) {
+  /* Rank r's first peer copy goes to r+1: no peer is everyone's first target. */
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+    if (a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB) continue;
+    for (int r = 0; r < 4; r++) {
+      planSchedule s = {0};
+      planArgs args = {PLAN_COLL_ALLTOALL, r, 4, 16, 0};
+      ASSERT_EQ_INT(planBuild(&args, (planAlgo)a, &s), 0);
+      int first = -1;
+      for (int i = 0; i < s.nsteps && first < 0; i++)
+        if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].dst.rank != r) first = s.steps[i].dst.rank;
+      planScheduleFree(&s);
+      ASSERT_EQ_INT(first, (r + 1) % 4);
+    }
+  }
+  return 0;
+}
+
+static int testLanes(void) {
+  planSchedule s = {0};
+  planArgs args = {PLAN_COLL_ALLGATHER, 2, 5, 64, 0};
+  ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSHN, &s), 0);
+  ASSERT_EQ_INT(s.nlanes, 4);
+  ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &s), 0);
+  ASSERT_EQ_INT(s.nlanes, 1);
+  ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSHB, &s), 0);
+  int batch = 0;
+  for (int i = 0; i < s.nsteps; i++) batch += s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].batch;
+  ASSERT_EQ_INT(batch, 5);
+  planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0};
+  ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_PUSH1, &s), -1);
+  planScheduleFree(&s);
+  return 0;
+}
+
+int main(void) {
+  RUN(testAllCases);
+  RUN(testRotatedOrder);
+  RUN(testLanes);
+  TEST_EXIT();
+}

@@ -1,0 +1,127 @@
+/* Selection table and its parser: valid strings, overrides, malformed input
+ * (clear error naming the text, table unchanged), the built-in defaults. */
+#include "harness.h"
+#include "plan.h"
+
+#include <stdint.h>
+
+static int testDefaultsParse(void) {
+  planTable t;
+  char err[256];
+  planTableDefaults(&t);
+  planTable u = t;
+  ASSERT_EQ_INT(planTableParse(&u, planDefaultTable, err, sizeof(err)), 0);
+  ASSERT_TRUE(memcmp(&t, &u, sizeof(t)) == 0);
+  for (int c = 0; c < PLAN_NUM_COLLS; c++) {
+    /* Defaults cover every size. */
+    size_t sizes[] = {0, 1, 4096, (size_t)1 << 30, SIZE_MAX - 1};
+    for (int i = 0; i < 5; i++) {
+      const planRange *why = NULL;
+      planSelect(&t, (planColl)c, sizes[i], &why);
+      ASSERT_TRUE(why != NULL);
+    }
+  }
+  return 0;
+}
+
+static int testIssueExample(void) {
+  planTable t;
+  char err[256];
+  planTableDefaults(&t);
+  ASSERT_EQ_INT(planTableParse(&t, "allgather:push1;alltoall:batch", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 12345, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLTOALL, 12345, NULL), PLAN_ALGO_PUSHB);
+  return 0;
+}
+
+static int testRanges(void) {
+  planTable t;
+  char err[256];
+  planTableDefaults(&t);
+  ASSERT_EQ_INT(planTableParse(&t, " allgather : pull1 ; allgather:64K-4M:pushn, 4M-inf:pullb ", err,
+                               sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 0, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 65535, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 65536, NULL), PLAN_ALGO_PUSHN);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, (4u << 20) - 1, NULL), PLAN_ALGO_PUSHN);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 4u << 20, NULL), PLAN_ALGO_PULLB);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, SIZE_MAX - 1, NULL), PLAN_ALGO_PULLB);
+  /* A later string overrides only what it names. */
+  ASSERT_EQ_INT(planTableParse(&t, "allgather:1K-2K:push1", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1500, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 2048, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1023, NULL), PLAN_ALGO_PULL1);
+  /* Names are case-insensitive; empty entries are ignored. */
+  ASSERT_EQ_INT(planTableParse(&t, ";;AllToAll:PULLN;", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLTOALL, 7, NULL), PLAN_ALGO_PULLN);
+  ASSERT_EQ_INT(planTableParse(&t, "", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planTableParse(&t, NULL, err, sizeof(err)), 0);
+  return 0;
+}
+
+static int testMalformed(void) {
+  const struct {
+    const char *in, *msg;
+  } bad[] = {
+      {"allgather", "needs the form"},
+      {"allreduce:push1", "unknown collective 'allreduce'"},
+      {"allgather:push2", "unknown algorithm 'push2'"},
+      {"allgather:", "has no algorithm"},
+      {"allgather:push1,", "empty algorithm"},
+      {"allgather:64K:push1", "needs the form LO-HI"},
+      {"allgather:1X-2M:push1", "bad size '1X'"},
+      {"allgather:1K-2Q:push1", "bad size '2Q'"},
+      {"allgather:4M-1M:push1", "empty size range"},
+      {"allgather:99999999999999999999-inf:push1", "bad size"},
+      {"allgather:push1;alltoall:nope", "unknown algorithm 'nope'"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    planTable t, before;
+    char err[256];
+    planTableDefaults(&t);
+    before = t;
+    if (planTableParse(&t, bad[i].in, err, sizeof(err)) != -1) {
+      TEST_FAIL("'%s' parsed", bad[i].in);
+      return 1;
+    }
+    ASSERT_CONTAINS(err, bad[i].msg);
+    ASSERT_TRUE(memcmp(&t, &before, sizeof(t)) == 0);
+  }
+  return 0;
+}
+
+static int testTooManyRanges(void) {
+  planTable t;
+  char err[256], buf[4096];
+  planTableDefaults(&t);
+  size_t o = (size_t)snprintf(buf, sizeof(buf), "alltoall:");
+  for (int i = 0; i < PLAN_MAX_RANGES + 2; i++)
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d-%d:pull1", i ? "," : "", 2 * i + 1, 2 * i + 2);
+  ASSERT_EQ_INT(planTableParse(&t, buf, err, sizeof(err)), -1);
+  ASSERT_CONTAINS(err, "too many size ranges");
+  return 0;
+}
+
+static int testNames(void) {
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+    planAlgo got;
+    const char *name = planAlgoName((planAlgo)a);
+    ASSERT_EQ_INT(planAlgoParse(name, strlen(name), &got), 0);
+    ASSERT_EQ_INT(got, a);
+  }
+  planAlgo got;
+  ASSERT_EQ_INT(planAlgoParse("batch", 5, &got), 0);
+  ASSERT_EQ_INT(got, PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planAlgoParse("pus", 3, &got), -1);
+  return 0;
+}
+
+int main(void) {
+  RUN(testDefaultsParse);
+  RUN(testIssueExample);
+  RUN(testRanges);
+  RUN(testMalformed);
+  RUN(testTooManyRanges);
+  RUN(testNames);
+  TEST_EXIT();
+}

@@ -1,0 +1,21 @@
+/* NCCL as a baseline in the same run (one process driving all GPUs). Built
+ * as a stub that reports "not built" when NCCL was not found. */
+#ifndef DMACCL_PERF_BASELINE_NCCL_H_
+#define DMACCL_PERF_BASELINE_NCCL_H_
+
+#include "dmaccl.h"
+
+#include <stddef.h>
+
+typedef struct ncclBase ncclBase;
+
+/* NULL with a reason in err when NCCL is missing or fails to start. */
+ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen);
+/* Issues one collective on every rank, grouped (coll: PERF_ALLGATHER or
+ * PERF_ALLTOALL). 0 on success. */
+int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
+                  dmacclDataType_t type, const cudaStream_t *streams);
+const char *ncclBaseVersion(ncclBase *b);
+void ncclBaseFini(ncclBase *b);
+
+#endif
