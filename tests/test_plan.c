@@ -249,7 +249,7 @@ static int replayCase(const caseT *c, planAlgo algo) {
 }
 
 static int testAllCases(void) {
-  const size_t chunks[] = {0, 1, 7, 4099, (size_t)3 << 33};
+  const size_t chunks[] = {0, 1, 7, 4099, PLAN_SIDE_LANE_BYTES + 3, (size_t)3 << 33};
   int ncase = 0;
   for (int n = 1; n <= MAXR; n++)
     for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
@@ -258,7 +258,8 @@ static int testAllCases(void) {
           for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
             caseT c = {n, inPlace, (planColl)coll, chunks[k]};
             if (checkCase(&c, (planAlgo)a)) return 1;
-            if (c.chunk <= 4099 && replayCase(&c, (planAlgo)a)) return 1;
+            int small = c.chunk <= 4099 || (c.chunk <= PLAN_SIDE_LANE_BYTES + 3 && n <= 4);
+            if (small && replayCase(&c, (planAlgo)a)) return 1;
             ncase++;
           }
   printf("  %d plan cases checked\n", ncase);
@@ -294,6 +295,16 @@ static int testLanes(void) {
   int batch = 0;
   for (int i = 0; i < s.nsteps; i++) batch += s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].batch;
   ASSERT_EQ_INT(batch, 5);
+  /* A large self copy runs on a side lane of its own, never past nranks lanes. */
+  planArgs big = {PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0};
+  for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
+    ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
+    int self = -1;
+    for (int i = 0; i < s.nsteps; i++)
+      if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank == 1 && s.steps[i].dst.rank == 1) self = s.steps[i].lane;
+    ASSERT_EQ_INT(self, s.nlanes - 1);
+    ASSERT_TRUE(s.nlanes >= 2 && s.nlanes <= 4);
+  }
   planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0};
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_PUSH1, &s), -1);
   planScheduleFree(&s);

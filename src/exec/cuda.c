@@ -2,7 +2,7 @@
  * CUDA executor: runs schedules on the GPUs' copy engines and launches no
  * kernel.
  *
- * Streams. Each rank owns nranks-1 internal lanes (non-blocking streams). At
+ * Streams. Each rank owns nranks internal lanes (non-blocking streams). At
  * the call (post), the caller's stream records a fork event and then waits,
  * with a stream memory operation, for the rank's "done" flag to reach the
  * operation's epoch; so later work on the caller's stream waits for the
@@ -155,7 +155,7 @@ static dmacclResult_t createState(dmacclComm_t comm) {
     return coreError(NULL, dmacclSystemError, "dmacclCommInitAll: out of memory");
   }
   s->device = comm->device;
-  s->nlanes = n > 1 ? n - 1 : 1;
+  s->nlanes = n; /* peer lanes plus a side lane for large self copies */
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
   s->join = calloc((size_t)s->nlanes, sizeof(*s->join));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));

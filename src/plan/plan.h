@@ -63,10 +63,13 @@ typedef struct {
   planColl coll;
   planAlgo algo;
   int rank, nranks;
-  int nlanes; /* lanes 0..nlanes-1 are used */
+  int nlanes; /* lanes 0..nlanes-1 are used; never more than max(nranks, 1) */
   int nsteps, cap;
   planStep *steps;
 } planSchedule;
+
+/* Self copies from this size on get a lane of their own (direct.c). */
+#define PLAN_SIDE_LANE_BYTES ((size_t)1 << 20)
 
 /* Arguments of one rank's call, as the planner needs them. */
 typedef struct {
