@@ -295,15 +295,17 @@ static int testLanes(void) {
   int batch = 0;
   for (int i = 0; i < s.nsteps; i++) batch += s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].batch;
   ASSERT_EQ_INT(batch, 5);
-  /* A large self copy runs on a side lane of its own, never past nranks lanes. */
+  /* A large self copy runs on a side lane of its own in the one-lane and
+   * batch forms, on lane 0 with one lane per peer. */
   planArgs big = {PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0};
   for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
     ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
     int self = -1;
     for (int i = 0; i < s.nsteps; i++)
       if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank == 1 && s.steps[i].dst.rank == 1) self = s.steps[i].lane;
-    ASSERT_EQ_INT(self, s.nlanes - 1);
-    ASSERT_TRUE(s.nlanes >= 2 && s.nlanes <= 4);
+    int perPeer = al == PLAN_ALGO_PUSHN || al == PLAN_ALGO_PULLN;
+    ASSERT_EQ_INT(self, perPeer ? 0 : 1);
+    ASSERT_EQ_INT(s.nlanes, perPeer ? 3 : 2);
   }
   planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0};
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_PUSH1, &s), -1);
