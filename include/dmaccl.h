@@ -27,23 +27,23 @@ extern "C" {
  * (dmacclGetErrorString), so they cannot drift apart. Codes 0-7 have NCCL's
  * numbers and meanings.
  */
-#define DMACCL_RESULT_LIST(X)                                                                     \
-  X(dmacclSuccess, 0, "no error")                                                                 \
+#define DMACCL_RESULT_LIST(X)                                                                      \
+  X(dmacclSuccess, 0, "no error")                                                                  \
   X(dmacclUnhandledCudaError, 1, "unhandled CUDA error (see dmacclCommGetLastError for the call)") \
-  X(dmacclSystemError, 2, "system error (out of memory, thread or OS call failed)")               \
-  X(dmacclInternalError, 3, "internal error: a dmaccl bug, please report it")                     \
-  X(dmacclInvalidArgument, 4, "invalid argument (dmacclCommGetLastError names it)")              \
-  X(dmacclInvalidUsage, 5, "invalid usage: the call is not allowed in this state")                \
-  X(dmacclRemoteError, 6, "a peer rank failed or disagreed about the operation")                  \
-  X(dmacclInProgress, 7, "operation still in progress")                                           \
-  X(dmacclTimeout, 8, "timed out waiting for peers")                                              \
+  X(dmacclSystemError, 2, "system error (out of memory, thread or OS call failed)")                \
+  X(dmacclInternalError, 3, "internal error: a dmaccl bug, please report it")                      \
+  X(dmacclInvalidArgument, 4, "invalid argument (dmacclCommGetLastError names it)")                \
+  X(dmacclInvalidUsage, 5, "invalid usage: the call is not allowed in this state")                 \
+  X(dmacclRemoteError, 6, "a peer rank failed or disagreed about the operation")                   \
+  X(dmacclInProgress, 7, "operation still in progress")                                            \
+  X(dmacclTimeout, 8, "timed out waiting for peers")                                               \
   X(dmacclUnsupported, 9, "not supported on this system or build")
 
 typedef enum {
 #define DMACCL_RESULT_ENUM_(name, value, msg) name = value,
   DMACCL_RESULT_LIST(DMACCL_RESULT_ENUM_)
 #undef DMACCL_RESULT_ENUM_
-  dmacclNumResults
+      dmacclNumResults
 } dmacclResult_t;
 
 /* Element types. Sizes: 1 byte for int8/uint8/fp8, 2 for fp16/bf16, 4, 8. */

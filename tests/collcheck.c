@@ -7,7 +7,9 @@ size_t ccTypeSize(dmacclDataType_t t) {
   static const size_t sz[dmacclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   return (unsigned)t < dmacclNumTypes ? sz[t] : 0;
 }
-const char *ccCollName(int coll) { return coll == CC_ALLGATHER ? "allgather" : "alltoall"; }
+const char *ccCollName(int coll) {
+  return coll == CC_ALLGATHER ? "allgather" : "alltoall";
+}
 
 #define CUDA_OK(call)                                                                              \
   do {                                                                                             \
@@ -39,7 +41,8 @@ void ccEnvFini(ccEnv *env, int n) {
 static void *devAlloc(ccEnv *env, int r, size_t bytes) {
   void *p = NULL;
   if (!env->gpu) return malloc(bytes);
-  if (cudaSetDevice(env->dev[r]) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) return NULL;
+  if (cudaSetDevice(env->dev[r]) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess)
+    return NULL;
   return p;
 }
 static void devFree(ccEnv *env, int r, void *p) {
@@ -52,13 +55,17 @@ static void devFree(ccEnv *env, int r, void *p) {
   cudaFree(p);
 }
 static int upload(ccEnv *env, void *dst, const void *src, size_t n) {
-  if (!env->gpu) memcpy(dst, src, n);
-  else CUDA_OK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+  if (!env->gpu)
+    memcpy(dst, src, n);
+  else
+    CUDA_OK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
   return 0;
 }
 static int download(ccEnv *env, void *dst, const void *src, size_t n) {
-  if (!env->gpu) memcpy(dst, src, n);
-  else CUDA_OK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
+  if (!env->gpu)
+    memcpy(dst, src, n);
+  else
+    CUDA_OK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
   return 0;
 }
 
@@ -106,7 +113,8 @@ long long ccRun(ccEnv *env, dmacclComm_t *comms, int n, int coll, dmacclDataType
                             ? dmacclAllGather(send, recv, count, type, comms[r], st)
                             : dmacclAlltoAll(send, recv, count, type, comms[r], st);
     if (rc != dmacclSuccess) {
-      fprintf(stderr, "  rank %d: %s: %s\n", r, dmacclGetErrorString(rc), dmacclCommGetLastError(comms[r]));
+      fprintf(stderr, "  rank %d: %s: %s\n", r, dmacclGetErrorString(rc),
+              dmacclCommGetLastError(comms[r]));
       dmacclGroupEnd();
       goto out;
     }
@@ -127,13 +135,20 @@ long long ccRun(ccEnv *env, dmacclComm_t *comms, int n, int coll, dmacclDataType
   for (int t = 0; t < n; t++) {
     memset(want, CC_POISON, rs + 2 * CC_GUARD);
     for (int f = 0; f < n; f++) {
-      const unsigned char *src = sendHost[f] + CC_GUARD + (coll == CC_ALLGATHER ? 0 : (size_t)t * chunk);
+      const unsigned char *src =
+          sendHost[f] + CC_GUARD + (coll == CC_ALLGATHER ? 0 : (size_t)t * chunk);
       memcpy(want + CC_GUARD + (size_t)f * chunk, src, chunk);
     }
-    if (download(env, got, recvDev[t], rs + 2 * CC_GUARD)) { wrong = -1; goto out; }
+    if (download(env, got, recvDev[t], rs + 2 * CC_GUARD)) {
+      wrong = -1;
+      goto out;
+    }
     wrong += countDiff(got, want, rs + 2 * CC_GUARD, "recvbuff (with guards)", t);
     if (!inPlace) {
-      if (download(env, got, sendDev[t], ss + 2 * CC_GUARD)) { wrong = -1; goto out; }
+      if (download(env, got, sendDev[t], ss + 2 * CC_GUARD)) {
+        wrong = -1;
+        goto out;
+      }
       wrong += countDiff(got, sendHost[t], ss + 2 * CC_GUARD, "sendbuff (must be unchanged)", t);
     }
   }

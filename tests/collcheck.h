@@ -15,9 +15,9 @@
 enum { CC_ALLGATHER = 0, CC_ALLTOALL = 1 };
 
 typedef struct {
-  int gpu;                       /* 0: host executor, 1: CUDA executor */
-  int dev[CC_MAXR];              /* device of each rank (gpu only) */
-  cudaStream_t stream[CC_MAXR];  /* the caller's stream of each rank (gpu only) */
+  int gpu;                      /* 0: host executor, 1: CUDA executor */
+  int dev[CC_MAXR];             /* device of each rank (gpu only) */
+  cudaStream_t stream[CC_MAXR]; /* the caller's stream of each rank (gpu only) */
 } ccEnv;
 
 /* Creates one stream per rank on the CUDA executor. */

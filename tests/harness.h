@@ -33,7 +33,7 @@ static int testFailures __attribute__((unused));
   do {                                                                                             \
     long long a_ = (long long)(a), b_ = (long long)(b);                                            \
     if (a_ != b_) {                                                                                \
-      TEST_FAIL("%s == %s: %lld != %lld", #a, #b, a_, b_);                                          \
+      TEST_FAIL("%s == %s: %lld != %lld", #a, #b, a_, b_);                                         \
       return 1;                                                                                    \
     }                                                                                              \
   } while (0)
@@ -64,7 +64,9 @@ static int testFailures __attribute__((unused));
 
 #include "common/data.h"
 
-static inline void testFillRandom(void *p, size_t n, uint64_t seed) { dataFillRandom(p, n, seed); }
+static inline void testFillRandom(void *p, size_t n, uint64_t seed) {
+  dataFillRandom(p, n, seed);
+}
 
 /* Index of the first byte that differs, or -1. */
 static inline long long testFirstDiff(const void *a, const void *b, size_t n) {

@@ -101,7 +101,8 @@ static int testInPlaceOffset(void) {
   poison();
   /* Rank 1's block is at recvb[1] + COUNT; recvb[1] + 3 is not it. */
   EXPECT_ERR(dmacclAllGather(recvb[1] + 3, recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
-             dmacclInvalidArgument, comms[1], "in place needs sendbuff == recvbuff + rank*sendcount*size");
+             dmacclInvalidArgument, comms[1],
+             "in place needs sendbuff == recvbuff + rank*sendcount*size");
   EXPECT_ERR(dmacclAllGather(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
              dmacclInvalidArgument, comms[1], "(rank 1)");
   EXPECT_ERR(dmacclAlltoAll(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
@@ -111,15 +112,17 @@ static int testInPlaceOffset(void) {
 
 static int testStreamOnHost(void) {
   poison();
-  EXPECT_ERR(dmacclAllGather(sendb[3], recvb[3], COUNT, dmacclFloat32, comms[3], (cudaStream_t)0x10),
-             dmacclInvalidArgument, comms[3], "stream 0x10");
+  EXPECT_ERR(
+      dmacclAllGather(sendb[3], recvb[3], COUNT, dmacclFloat32, comms[3], (cudaStream_t)0x10),
+      dmacclInvalidArgument, comms[3], "stream 0x10");
   return untouchedAndUsable();
 }
 
 static int testSeveralRanksOutsideGroup(void) {
   poison();
   /* Rank 0 outside a group is fine; rank 1 from the same thread is not. */
-  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, comms[0], NULL), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, comms[0], NULL),
+                dmacclSuccess);
   EXPECT_ERR(dmacclAllGather(sendb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
              dmacclInvalidUsage, comms[1], "dmacclGroupStart");
   /* Rank 1 issued nothing; completing the operation in a group works. */
@@ -127,11 +130,13 @@ static int testSeveralRanksOutsideGroup(void) {
   for (size_t i = 0; i < COUNT * N * sizeof(float); i++) ASSERT_EQ_INT(p[i], CC_POISON);
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
   for (int r = 1; r < N; r++)
-    ASSERT_EQ_INT(dmacclAllGather(sendb[r], recvb[r], COUNT, dmacclFloat32, comms[r], NULL), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclAllGather(sendb[r], recvb[r], COUNT, dmacclFloat32, comms[r], NULL),
+                  dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
   for (int r = 0; r < N; r++)
-    for (int f = 0; f < N; f++) ASSERT_TRUE(memcmp(recvb[r] + f * COUNT, sendb[f], COUNT * sizeof(float)) == 0);
+    for (int f = 0; f < N; f++)
+      ASSERT_TRUE(memcmp(recvb[r] + f * COUNT, sendb[f], COUNT * sizeof(float)) == 0);
   poison();
   return untouchedAndUsable();
 }
@@ -158,24 +163,28 @@ static int testInitArgs(void) {
   EXPECT_ERR(dmacclCommInitAll(c, 0, NULL, &cfg), dmacclInvalidArgument, NULL, "ndev 0");
   dmacclConfig_t raw;
   memset(&raw, 0, sizeof(raw));
-  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &raw), dmacclInvalidArgument, NULL, "DMACCL_CONFIG_INITIALIZER");
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &raw), dmacclInvalidArgument, NULL,
+             "DMACCL_CONFIG_INITIALIZER");
   cfg.algorithm = "allgather:push9";
   EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
              "config->algorithm: unknown algorithm 'push9'");
   cfg.algorithm = NULL;
   cfg.executor = (dmacclExecutor_t)7;
-  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "config->executor 7");
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "config->executor 7");
   dmacclConfig_t cuda = DMACCL_CONFIG_INITIALIZER;
   cuda.executor = dmacclExecutorCuda;
   int dup[2] = {1, 1};
-  EXPECT_ERR(dmacclCommInitAll(c, 2, dup, &cuda), dmacclInvalidArgument, NULL, "devlist[1] = 1 repeats devlist[0]");
+  EXPECT_ERR(dmacclCommInitAll(c, 2, dup, &cuda), dmacclInvalidArgument, NULL,
+             "devlist[1] = 1 repeats devlist[0]");
   cfg.executor = dmacclExecutorHost;
   setenv("DMACCL_ALGO", "alltoall:0-1K", 1);
   EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "DMACCL_ALGO");
   unsetenv("DMACCL_ALGO");
   cfg.executor = dmacclExecutorDefault;
   setenv("DMACCL_EXECUTOR", "fpga", 1);
-  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "DMACCL_EXECUTOR='fpga'");
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "DMACCL_EXECUTOR='fpga'");
   unsetenv("DMACCL_EXECUTOR");
   ASSERT_TRUE(c[0] == NULL && c[1] == NULL); /* nothing written on failure */
   return 0;
@@ -206,8 +215,10 @@ static int testRanksDisagree(void) {
   ASSERT_EQ_INT(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclSuccess);
   poison();
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL), dmacclSuccess);
-  ASSERT_EQ_INT(dmacclAllGather(sendb[1], recvb[1], COUNT + 1, dmacclFloat32, c[1], NULL), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+                dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[1], recvb[1], COUNT + 1, dmacclFloat32, c[1], NULL),
+                dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   ASSERT_EQ_INT(dmacclCommSynchronize(c[0]), dmacclInvalidUsage);
   dmacclResult_t async;

@@ -17,13 +17,13 @@ typedef struct {
 static int runSet(int n) {
   /* Counts are per block; sizes are total receive bytes at n=4. */
   const sizeCase sizes[] = {
-      {dmacclFloat32, 0},            /* 0 B */
-      {dmacclInt8, 1},               /* 1 element */
-      {dmacclFloat16, 333},          /* odd */
-      {dmacclFloat64, 4099},         /* ~128 KB */
-      {dmacclBfloat16, 262147},      /* ~2 MB, odd */
-      {dmacclUint8, 16777213},       /* ~64 MB, odd */
-      {dmacclFloat32, 16777216},     /* 256 MB at 4 ranks */
+      {dmacclFloat32, 0},        /* 0 B */
+      {dmacclInt8, 1},           /* 1 element */
+      {dmacclFloat16, 333},      /* odd */
+      {dmacclFloat64, 4099},     /* ~128 KB */
+      {dmacclBfloat16, 262147},  /* ~2 MB, odd */
+      {dmacclUint8, 16777213},   /* ~64 MB, odd */
+      {dmacclFloat32, 16777216}, /* 256 MB at 4 ranks */
   };
   int devs[CC_MAXR];
   for (int r = 0; r < n; r++) devs[r] = r;
@@ -47,12 +47,14 @@ static int runSet(int n) {
       if (s == sizeof(sizes) / sizeof(sizes[0]) - 1) count = count * 4 / (size_t)n;
       for (int coll = 0; coll < 2 && !bad; coll++)
         for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER) && !bad; inPlace++) {
-          long long w = ccRun(&env, comms, n, coll, sizes[s].type, count, inPlace, 1000 * s + 10 * coll + inPlace);
-          printf("  n=%d %-5s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n, algos[a], ccCollName(coll),
-                 count, ccTypeSize(sizes[s].type), inPlace, w == 0 ? "ok" : "WRONG");
+          long long w = ccRun(&env, comms, n, coll, sizes[s].type, count, inPlace,
+                              1000 * s + 10 * coll + inPlace);
+          printf("  n=%d %-5s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n, algos[a],
+                 ccCollName(coll), count, ccTypeSize(sizes[s].type), inPlace,
+                 w == 0 ? "ok" : "WRONG");
           if (w != 0) {
-            TEST_FAIL("n=%d %s %s count %zu inplace %d: %lld wrong bytes", n, algos[a], ccCollName(coll),
-                      count, inPlace, w);
+            TEST_FAIL("n=%d %s %s count %zu inplace %d: %lld wrong bytes", n, algos[a],
+                      ccCollName(coll), count, inPlace, w);
             bad = 1;
           }
         }
@@ -64,7 +66,9 @@ static int runSet(int n) {
   return 0;
 }
 
-static int testTwoGpus(void) { return runSet(2); }
+static int testTwoGpus(void) {
+  return runSet(2);
+}
 static int testFourGpus(void) {
   int n = 0;
   cudaGetDeviceCount(&n);
@@ -109,13 +113,16 @@ static int testStreamOrder(void) {
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
     cudaSetDevice(r);
-    ASSERT_EQ_INT(cudaMemcpyAsync(send[r], src[r], bytes, cudaMemcpyDeviceToDevice, env.stream[r]), cudaSuccess);
-    ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], COUNT, dmacclFloat32, comms[r], env.stream[r]), dmacclSuccess);
+    ASSERT_EQ_INT(cudaMemcpyAsync(send[r], src[r], bytes, cudaMemcpyDeviceToDevice, env.stream[r]),
+                  cudaSuccess);
+    ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], COUNT, dmacclFloat32, comms[r], env.stream[r]),
+                  dmacclSuccess);
   }
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
     cudaSetDevice(r);
-    ASSERT_EQ_INT(cudaMemcpyAsync(out, recv[r], bytes * N, cudaMemcpyDeviceToHost, env.stream[r]), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemcpyAsync(out, recv[r], bytes * N, cudaMemcpyDeviceToHost, env.stream[r]),
+                  cudaSuccess);
     ASSERT_EQ_INT(cudaStreamSynchronize(env.stream[r]), cudaSuccess);
     ASSERT_TRUE(memcmp(out, host, bytes * N) == 0);
   }

@@ -73,8 +73,9 @@ static int testOtherGpuMemory(void) {
 static int testTooSmall(void) {
   if (poison()) return 1;
   /* Well past any rounding of the allocation's size. */
-  EXPECT_ERR(dmacclAllGather(sendb[0], recvb[0], COUNT * 1024, dmacclFloat32, comms[0], env.stream[0]),
-             dmacclInvalidArgument, comms[0], "sendbuff");
+  EXPECT_ERR(
+      dmacclAllGather(sendb[0], recvb[0], COUNT * 1024, dmacclFloat32, comms[0], env.stream[0]),
+      dmacclInvalidArgument, comms[0], "sendbuff");
   ASSERT_CONTAINS(dmacclCommGetLastError(comms[0]), "allocation ends");
   return untouchedAndUsable();
 }
@@ -88,12 +89,14 @@ static int testStreamOfOtherGpu(void) {
 
 static int testSeveralGpusOneThread(void) {
   if (poison()) return 1;
-  ASSERT_EQ_INT(dmacclAlltoAll(sendb[0], recvb[0], COUNT, dmacclFloat32, comms[0], env.stream[0]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAlltoAll(sendb[0], recvb[0], COUNT, dmacclFloat32, comms[0], env.stream[0]),
+                dmacclSuccess);
   EXPECT_ERR(dmacclAlltoAll(sendb[1], recvb[1], COUNT, dmacclFloat32, comms[1], env.stream[1]),
              dmacclInvalidUsage, comms[1], "dmacclGroupStart");
   /* Rank 1 joins from a group; the pending operation completes. */
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  ASSERT_EQ_INT(dmacclAlltoAll(sendb[1], recvb[1], COUNT, dmacclFloat32, comms[1], env.stream[1]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAlltoAll(sendb[1], recvb[1], COUNT, dmacclFloat32, comms[1], env.stream[1]),
+                dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
     cudaSetDevice(r);

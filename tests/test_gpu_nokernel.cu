@@ -37,7 +37,9 @@ static void resetCounts(void) {
   nKernels = nCopies = nMemsets = 0;
 }
 
-__global__ void touch(int *p) { *p = 1; }
+__global__ void touch(int *p) {
+  *p = 1;
+}
 
 #define CUPTI_OK(call)                                                                             \
   do {                                                                                             \
@@ -96,8 +98,10 @@ int main(void) {
     resetCounts();
     ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
     for (int r = 0; r < n; r++) {
-      ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]), dmacclSuccess);
-      ASSERT_EQ_INT(dmacclAlltoAll(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
+                    dmacclSuccess);
+      ASSERT_EQ_INT(dmacclAlltoAll(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
+                    dmacclSuccess);
     }
     ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
     for (int r = 0; r < n; r++) {

@@ -41,7 +41,8 @@ static int testAllTypesRanksAlgos(void) {
         for (int coll = 0; coll < 2; coll++)
           for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER); inPlace++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-              long long wrong = ccRun(&env, comms, n, coll, (dmacclDataType_t)t, counts[c], inPlace, seed++);
+              long long wrong =
+                  ccRun(&env, comms, n, coll, (dmacclDataType_t)t, counts[c], inPlace, seed++);
               if (wrong != 0) {
                 TEST_FAIL("%s %s n=%d type=%d count=%zu inplace=%d: %lld wrong", ccCollName(coll),
                           algos[a], n, t, counts[c], inPlace, wrong);
@@ -152,14 +153,16 @@ static int testDeepQueue(void) {
     ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
     for (int r = 0; r < N; r++)
       ASSERT_EQ_INT(dmacclAllGather(send[r] + (size_t)i * blk, recv[r] + (size_t)i * blk * N, COUNT,
-                                    dmacclFloat64, comms[r], NULL), dmacclSuccess);
+                                    dmacclFloat64, comms[r], NULL),
+                    dmacclSuccess);
     ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   }
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
   for (int r = 0; r < N; r++)
     for (int i = 0; i < OPS; i++)
       for (int f = 0; f < N; f++)
-        ASSERT_TRUE(memcmp(recv[r] + (size_t)i * blk * N + (size_t)f * blk, send[f] + (size_t)i * blk, blk) == 0);
+        ASSERT_TRUE(memcmp(recv[r] + (size_t)i * blk * N + (size_t)f * blk,
+                           send[f] + (size_t)i * blk, blk) == 0);
   for (int r = 0; r < N; r++) free(send[r]), free(recv[r]);
   destroyAll(comms, N);
   return 0;

@@ -28,7 +28,10 @@ static int testDefaults(void) {
 static int testFlags(void) {
   perfArgs a;
   char err[256];
-  ASSERT_EQ_INT(parse(&a, err, "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -a push1,pulln -B host -o alltoall -N 0"), 0);
+  ASSERT_EQ_INT(parse(&a, err,
+                      "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -a push1,pulln -B host -o "
+                      "alltoall -N 0"),
+                0);
   ASSERT_EQ_INT(a.minBytes, 8);
   ASSERT_EQ_INT(a.maxBytes, 1u << 30);
   ASSERT_TRUE(a.stepFactor == 4.0);

@@ -26,12 +26,15 @@ typedef struct {
 static size_t sendSize(const caseT *c) {
   return c->coll == PLAN_COLL_ALLGATHER ? c->chunk : c->chunk * (size_t)c->nranks;
 }
-static size_t recvSize(const caseT *c) { return c->chunk * (size_t)c->nranks; }
+static size_t recvSize(const caseT *c) {
+  return c->chunk * (size_t)c->nranks;
+}
 
 /* Expected source of block f of rank t's receive buffer. */
 static planLoc expectedSrc(const caseT *c, int t, int f) {
   if (c->coll == PLAN_COLL_ALLGATHER)
-    return c->inPlace ? (planLoc){f, PLAN_BUF_RECV, (size_t)f * c->chunk} : (planLoc){f, PLAN_BUF_SEND, 0};
+    return c->inPlace ? (planLoc){f, PLAN_BUF_RECV, (size_t)f * c->chunk}
+                      : (planLoc){f, PLAN_BUF_SEND, 0};
   return (planLoc){f, PLAN_BUF_SEND, (size_t)t * c->chunk};
 }
 
@@ -102,14 +105,15 @@ static int checkCase(const caseT *c, planAlgo algo) {
       /* COPY */
       planLoc src = st->src, dst = st->dst;
       if (st->bytes != c->chunk || dst.buf != PLAN_BUF_RECV) {
-        TEST_FAIL("%s rank %d: copy of %zu bytes into buf %d", planAlgoName(algo), r, st->bytes, dst.buf);
+        TEST_FAIL("%s rank %d: copy of %zu bytes into buf %d", planAlgoName(algo), r, st->bytes,
+                  dst.buf);
         rc = 1;
         break;
       }
       size_t srcLimit = src.buf == PLAN_BUF_SEND ? sendSize(c) : recvSize(c);
       if (src.rank < 0 || src.rank >= n || dst.rank < 0 || dst.rank >= n || src.off > srcLimit ||
-          srcLimit - src.off < st->bytes || dst.off > recvSize(c) || recvSize(c) - dst.off < st->bytes ||
-          dst.off % c->chunk) {
+          srcLimit - src.off < st->bytes || dst.off > recvSize(c) ||
+          recvSize(c) - dst.off < st->bytes || dst.off % c->chunk) {
         TEST_FAIL("%s rank %d: copy out of bounds", planAlgoName(algo), r);
         rc = 1;
         break;
@@ -122,8 +126,10 @@ static int checkCase(const caseT *c, planAlgo algo) {
       int f = (int)(dst.off / c->chunk), t = dst.rank;
       planLoc want = normalize(c, expectedSrc(c, t, f)), got = normalize(c, src);
       if (got.rank != want.rank || got.buf != want.buf || got.off != want.off) {
-        TEST_FAIL("%s n=%d rank %d: block %d of rank %d comes from (%d,%d,%zu), expected (%d,%d,%zu)",
-                  planAlgoName(algo), n, r, f, t, got.rank, got.buf, got.off, want.rank, want.buf, want.off);
+        TEST_FAIL(
+            "%s n=%d rank %d: block %d of rank %d comes from (%d,%d,%zu), expected (%d,%d,%zu)",
+            planAlgoName(algo), n, r, f, t, got.rank, got.buf, got.off, want.rank, want.buf,
+            want.off);
         rc = 1;
         break;
       }
@@ -131,7 +137,8 @@ static int checkCase(const caseT *c, planAlgo algo) {
       int p;
       if (touchesPeer(st, r, &p)) {
         if (!entrySeen[st->lane][p]) {
-          TEST_FAIL("%s rank %d: copy touching rank %d before WAIT(ENTRY) on its lane", planAlgoName(algo), r, p);
+          TEST_FAIL("%s rank %d: copy touching rank %d before WAIT(ENTRY) on its lane",
+                    planAlgoName(algo), r, p);
           rc = 1;
           break;
         }
@@ -141,17 +148,20 @@ static int checkCase(const caseT *c, planAlgo algo) {
     for (int l = 0; l < MAXR && !rc; l++)
       for (int p = 0; p < n; p++)
         if (pendingExit[l][p]) {
-          TEST_FAIL("%s rank %d: copy touching rank %d not followed by SIGNAL(EXIT)", planAlgoName(algo), r, p);
+          TEST_FAIL("%s rank %d: copy touching rank %d not followed by SIGNAL(EXIT)",
+                    planAlgoName(algo), r, p);
           rc = 1;
         }
   }
   for (int t = 0; t < n && !rc; t++)
     for (int f = 0; f < n; f++) {
-      int want = c->chunk == 0 ? 0 : (c->coll == PLAN_COLL_ALLGATHER && c->inPlace && f == t ? 0 : 1);
+      int want =
+          c->chunk == 0 ? 0 : (c->coll == PLAN_COLL_ALLGATHER && c->inPlace && f == t ? 0 : 1);
       if (written[t][f] != want) {
-        TEST_FAIL("%s %s n=%d chunk=%zu inplace=%d: block %d of rank %d written %d times, expected %d",
-                  planCollName(c->coll), planAlgoName(algo), n, c->chunk, c->inPlace, f, t,
-                  written[t][f], want);
+        TEST_FAIL(
+            "%s %s n=%d chunk=%zu inplace=%d: block %d of rank %d written %d times, expected %d",
+            planCollName(c->coll), planAlgoName(algo), n, c->chunk, c->inPlace, f, t, written[t][f],
+            want);
         rc = 1;
         break;
       }
@@ -191,7 +201,8 @@ static int replayCase(const caseT *c, planAlgo algo) {
     memset(send[r], 0xEE, ss + 2 * GUARD);
     memset(recv[r], 0xDD, rs + 2 * GUARD);
     testFillRandom(send[r] + GUARD, ss, 1000u + (unsigned)r);
-    if (c->inPlace) testFillRandom(recv[r] + GUARD + (size_t)r * c->chunk, c->chunk, 1000u + (unsigned)r);
+    if (c->inPlace)
+      testFillRandom(recv[r] + GUARD + (size_t)r * c->chunk, c->chunk, 1000u + (unsigned)r);
   }
   for (int r = 0; r < n && !rc; r++) {
     planArgs a = {c->coll, r, n, c->chunk, c->inPlace};
@@ -200,17 +211,19 @@ static int replayCase(const caseT *c, planAlgo algo) {
       const planStep *st = &s.steps[i];
       if (st->kind != PLAN_STEP_COPY) continue;
       /* In place the send buffer is the receive block. */
-      unsigned char *sb = st->src.buf == PLAN_BUF_SEND
-                              ? (c->inPlace ? recv[st->src.rank] + GUARD + (size_t)st->src.rank * c->chunk
-                                            : send[st->src.rank] + GUARD)
-                              : recv[st->src.rank] + GUARD;
+      unsigned char *sb =
+          st->src.buf == PLAN_BUF_SEND
+              ? (c->inPlace ? recv[st->src.rank] + GUARD + (size_t)st->src.rank * c->chunk
+                            : send[st->src.rank] + GUARD)
+              : recv[st->src.rank] + GUARD;
       memcpy(recv[st->dst.rank] + GUARD + st->dst.off, sb + st->src.off, st->bytes);
       for (size_t k = 0; k < st->bytes; k++) wcount[st->dst.rank][GUARD + st->dst.off + k]++;
     }
   }
   for (int t = 0; t < n && !rc; t++) {
     for (size_t k = 0; k < GUARD; k++)
-      if (recv[t][k] != 0xDD || recv[t][GUARD + rs + k] != 0xDD || wcount[t][k] || wcount[t][GUARD + rs + k]) {
+      if (recv[t][k] != 0xDD || recv[t][GUARD + rs + k] != 0xDD || wcount[t][k] ||
+          wcount[t][GUARD + rs + k]) {
         TEST_FAIL("%s: guard byte of rank %d's receive buffer touched", planAlgoName(algo), t);
         rc = 1;
         break;
@@ -219,12 +232,15 @@ static int replayCase(const caseT *c, planAlgo algo) {
       int selfInPlace = c->inPlace && f == t;
       /* The source bytes: from rank f's data, at the block the contract names. */
       unsigned char *want = malloc(c->chunk + 1);
-      if (c->coll == PLAN_COLL_ALLGATHER) testFillRandom(want, c->chunk, 1000u + (unsigned)f);
-      else memcpy(want, send[f] + GUARD + (size_t)t * c->chunk, c->chunk);
+      if (c->coll == PLAN_COLL_ALLGATHER)
+        testFillRandom(want, c->chunk, 1000u + (unsigned)f);
+      else
+        memcpy(want, send[f] + GUARD + (size_t)t * c->chunk, c->chunk);
       const unsigned char *got = recv[t] + GUARD + (size_t)f * c->chunk;
       long long d = testFirstDiff(got, want, c->chunk);
       if (d >= 0) {
-        TEST_FAIL("%s n=%d: rank %d block %d byte %lld: 0x%02x, expected 0x%02x", planAlgoName(algo), n, t, f, d, got[d], want[d]);
+        TEST_FAIL("%s n=%d: rank %d block %d byte %lld: 0x%02x, expected 0x%02x",
+                  planAlgoName(algo), n, t, f, d, got[d], want[d]);
         rc = 1;
       }
       for (size_t k = 0; k < c->chunk && !rc; k++)
@@ -276,7 +292,8 @@ static int testRotatedOrder(void) {
       ASSERT_EQ_INT(planBuild(&args, (planAlgo)a, &s), 0);
       int first = -1;
       for (int i = 0; i < s.nsteps && first < 0; i++)
-        if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].dst.rank != r) first = s.steps[i].dst.rank;
+        if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].dst.rank != r)
+          first = s.steps[i].dst.rank;
       planScheduleFree(&s);
       ASSERT_EQ_INT(first, (r + 1) % 4);
     }
@@ -302,7 +319,8 @@ static int testLanes(void) {
     ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
     int self = -1;
     for (int i = 0; i < s.nsteps; i++)
-      if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank == 1 && s.steps[i].dst.rank == 1) self = s.steps[i].lane;
+      if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank == 1 && s.steps[i].dst.rank == 1)
+        self = s.steps[i].lane;
     int perPeer = al == PLAN_ALGO_PUSHN || al == PLAN_ALGO_PULLN;
     ASSERT_EQ_INT(self, perPeer ? 0 : 1);
     ASSERT_EQ_INT(s.nlanes, perPeer ? 3 : 2);

@@ -38,8 +38,9 @@ static int testRanges(void) {
   planTable t;
   char err[256];
   planTableDefaults(&t);
-  ASSERT_EQ_INT(planTableParse(&t, " allgather : pull1 ; allgather:64K-4M:pushn, 4M-inf:pullb ", err,
-                               sizeof(err)), 0);
+  ASSERT_EQ_INT(planTableParse(&t, " allgather : pull1 ; allgather:64K-4M:pushn, 4M-inf:pullb ",
+                               err, sizeof(err)),
+                0);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 65535, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 65536, NULL), PLAN_ALGO_PUSHN);
@@ -96,7 +97,8 @@ static int testTooManyRanges(void) {
   planTableDefaults(&t);
   size_t o = (size_t)snprintf(buf, sizeof(buf), "alltoall:");
   for (int i = 0; i < PLAN_MAX_RANGES + 2; i++)
-    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d-%d:pull1", i ? "," : "", 2 * i + 1, 2 * i + 2);
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d-%d:pull1", i ? "," : "", 2 * i + 1,
+                          2 * i + 2);
   ASSERT_EQ_INT(planTableParse(&t, buf, err, sizeof(err)), -1);
   ASSERT_CONTAINS(err, "too many size ranges");
   return 0;

@@ -62,13 +62,15 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
       return coreError(comm, dmacclInvalidArgument,
                        "%s: sendbuff %p overlaps recvbuff [%p, %p) but is not this rank's block: "
                        "in place needs sendbuff == recvbuff + rank*sendcount*size = %p (rank %d)",
-                       call, op->sendbuff, op->recvbuff, (const void *)((const char *)op->recvbuff + total),
-                       (const void *)own, comm->rank);
+                       call, op->sendbuff, op->recvbuff,
+                       (const void *)((const char *)op->recvbuff + total), (const void *)own,
+                       comm->rank);
     } else {
-      return coreError(comm, dmacclInvalidArgument,
-                       "%s: sendbuff [%p, %p) overlaps recvbuff [%p, %p); AlltoAll does not run in place",
-                       call, op->sendbuff, (const void *)((const char *)op->sendbuff + sendBytes),
-                       op->recvbuff, (const void *)((const char *)op->recvbuff + total));
+      return coreError(
+          comm, dmacclInvalidArgument,
+          "%s: sendbuff [%p, %p) overlaps recvbuff [%p, %p); AlltoAll does not run in place", call,
+          op->sendbuff, (const void *)((const char *)op->sendbuff + sendBytes), op->recvbuff,
+          (const void *)((const char *)op->recvbuff + total));
     }
   }
   return dmacclSuccess;

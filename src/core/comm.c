@@ -20,8 +20,10 @@ static dmacclResult_t resolveExecutor(const dmacclConfig_t *config, dmacclExecut
                      "dmacclCommInitAll: config->executor %d is not a dmacclExecutor_t", (int)e);
   if (e == dmacclExecutorDefault) {
     const char *env = coreParamString("DMACCL_EXECUTOR");
-    if (!env[0] || strcasecmp(env, "cuda") == 0) e = dmacclExecutorCuda;
-    else if (strcasecmp(env, "host") == 0) e = dmacclExecutorHost;
+    if (!env[0] || strcasecmp(env, "cuda") == 0)
+      e = dmacclExecutorCuda;
+    else if (strcasecmp(env, "host") == 0)
+      e = dmacclExecutorHost;
     else
       return coreError(NULL, dmacclInvalidArgument,
                        "dmacclCommInitAll: DMACCL_EXECUTOR='%s' is neither cuda nor host", env);
@@ -43,11 +45,12 @@ static dmacclResult_t buildTable(const dmacclConfig_t *config, planTable *t) {
 
 static dmacclResult_t checkConfig(const dmacclConfig_t *config) {
   if (!config) return dmacclSuccess;
-  if (config->magic != DMACCL_CONFIG_MAGIC || config->size < sizeof(size_t) + 2 * sizeof(unsigned) ||
-      config->size > sizeof(dmacclConfig_t))
+  if (config->magic != DMACCL_CONFIG_MAGIC ||
+      config->size < sizeof(size_t) + 2 * sizeof(unsigned) || config->size > sizeof(dmacclConfig_t))
     return coreError(NULL, dmacclInvalidArgument,
                      "dmacclCommInitAll: config was not initialized with DMACCL_CONFIG_INITIALIZER "
-                     "(size %zu, magic 0x%x)", config->size, config->magic);
+                     "(size %zu, magic 0x%x)",
+                     config->size, config->magic);
   return dmacclSuccess;
 }
 
@@ -67,7 +70,8 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
     return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
   if (!comms) return coreError(NULL, dmacclInvalidArgument, "%s: comms is NULL", call);
   if (ndev < 1 || ndev > CORE_MAX_RANKS)
-    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d is not in 1..%d", call, ndev, CORE_MAX_RANKS);
+    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d is not in 1..%d", call, ndev,
+                     CORE_MAX_RANKS);
   dmacclResult_t rc = checkConfig(config);
   if (rc != dmacclSuccess) return rc;
   dmacclExecutor_t executor = dmacclExecutorDefault;
@@ -77,7 +81,8 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   if (devlist && executor == dmacclExecutorCuda) {
     for (int i = 0; i < ndev; i++) {
       if (devlist[i] < 0)
-        return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i, devlist[i]);
+        return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i,
+                         devlist[i]);
       for (int j = 0; j < i; j++)
         if (devlist[j] == devlist[i])
           return coreError(NULL, dmacclInvalidArgument,

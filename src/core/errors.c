@@ -9,7 +9,7 @@ static _Thread_local char threadLastError[512];
 
 const char *dmacclGetErrorString(dmacclResult_t result) {
   switch (result) {
-#define DMACCL_RESULT_STR_(name, value, msg)                                                      \
+#define DMACCL_RESULT_STR_(name, value, msg)                                                       \
   case name: return msg;
     DMACCL_RESULT_LIST(DMACCL_RESULT_STR_)
 #undef DMACCL_RESULT_STR_
@@ -24,7 +24,8 @@ const char *dmacclCommGetLastError(dmacclComm_t comm) {
 dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncError) {
   dmacclResult_t rc = coreCheckComm(comm, "dmacclCommGetAsyncError");
   if (rc != dmacclSuccess) return rc;
-  if (!asyncError) return coreError(comm, dmacclInvalidArgument, "dmacclCommGetAsyncError: asyncError is NULL");
+  if (!asyncError)
+    return coreError(comm, dmacclInvalidArgument, "dmacclCommGetAsyncError: asyncError is NULL");
   *asyncError = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
   return dmacclSuccess;
 }
@@ -32,8 +33,7 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
 static void record(dmacclComm_t comm, const char *fmt, va_list ap) {
   vsnprintf(threadLastError, sizeof(threadLastError), fmt, ap);
   if (comm) memcpy(comm->lastError, threadLastError, sizeof(comm->lastError));
-  if (coreLogLevelGet() >= CORE_LOG_WARN)
-    coreLog(CORE_LOG_WARN, "%s", threadLastError);
+  if (coreLogLevelGet() >= CORE_LOG_WARN) coreLog(CORE_LOG_WARN, "%s", threadLastError);
 }
 
 dmacclResult_t coreError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...) {
@@ -50,5 +50,6 @@ void coreSetAsyncError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, 
   record(comm, fmt, ap);
   va_end(ap);
   dmacclResult_t none = dmacclSuccess;
-  __atomic_compare_exchange_n(&comm->asyncError, &none, code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  __atomic_compare_exchange_n(&comm->asyncError, &none, code, 0, __ATOMIC_RELEASE,
+                              __ATOMIC_RELAXED);
 }

@@ -21,7 +21,9 @@ static _Thread_local struct {
 } solo[SOLO_SLOTS];
 static _Thread_local int nsolo;
 
-int coreGroupActive(void) { return depth > 0; }
+int coreGroupActive(void) {
+  return depth > 0;
+}
 
 dmacclResult_t dmacclGroupStart(void) {
   depth++;
@@ -42,7 +44,8 @@ dmacclResult_t coreGroupRecord(const coreOp *op) {
 
 dmacclResult_t dmacclGroupEnd(void) {
   if (depth == 0)
-    return coreError(NULL, dmacclInvalidUsage, "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
+    return coreError(NULL, dmacclInvalidUsage,
+                     "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
   /* Order: by position among the same communicator's calls, then call order. */
   int *rankIdx = calloc((size_t)nops + 1, sizeof(int));

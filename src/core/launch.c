@@ -54,15 +54,16 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
       args.chunkBytes = 0; /* empty schedule: releases the caller's stream */
     }
     if (planBuild(&args, algo, &comm->sched) != 0) {
-      coreSetAsyncError(comm, dmacclSystemError, "operation %llu: out of memory building the schedule",
+      coreSetAsyncError(comm, dmacclSystemError,
+                        "operation %llu: out of memory building the schedule",
                         (unsigned long long)slot->seq);
       args.chunkBytes = 0;
       planBuild(&args, algo, &comm->sched); /* an empty schedule allocates nothing */
     }
     dmacclResult_t rc = comm->exec->launch(comm, op, &comm->sched, &bufs);
     if (rc != dmacclSuccess)
-      coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s", (unsigned long long)slot->seq,
-                        comm->lastError);
+      coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s",
+                        (unsigned long long)slot->seq, comm->lastError);
   }
 }
 

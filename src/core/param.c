@@ -10,8 +10,10 @@
 static const struct {
   const char *name, *def, *doc;
 } params[] = {
-    {"DMACCL_DEBUG", "", "log level: WARN (failures) or INFO (decisions: peer access, algorithm per call)"},
-    {"DMACCL_ALGO", "", "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
+    {"DMACCL_DEBUG", "",
+     "log level: WARN (failures) or INFO (decisions: peer access, algorithm per call)"},
+    {"DMACCL_ALGO", "",
+     "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
     {"DMACCL_EXECUTOR", "", "executor when the config leaves it default: cuda or host"},
     {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
 };

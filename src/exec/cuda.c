@@ -49,8 +49,8 @@ static void loadDriver(void) {
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     enum cudaDriverEntryPointQueryResult q;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000,
-                                                     cudaEnableDefault, &q);
+    cudaError_t e =
+        cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000, cudaEnableDefault, &q);
     if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*want[i].fn) {
       drv.status = e != cudaSuccess ? e : cudaErrorSymbolNotFound;
       drv.missing = want[i].name;
@@ -75,8 +75,12 @@ typedef struct {
   size_t *bsize;
 } cudaState;
 
-static cudaState *stateOf(dmacclComm_t c) { return (cudaState *)c->execState; }
-static uint32_t *doneFlag(cudaState *s, int nranks) { return s->flags + PLAN_NUM_PHASES * nranks; }
+static cudaState *stateOf(dmacclComm_t c) {
+  return (cudaState *)c->execState;
+}
+static uint32_t *doneFlag(cudaState *s, int nranks) {
+  return s->flags + PLAN_NUM_PHASES * nranks;
+}
 
 static dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e) {
   cudaGetLastError(); /* clear a sticky-free error so the comm stays usable */
@@ -87,7 +91,8 @@ static dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t 
 static dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r) {
   const char *msg = "unknown";
   if (drv.getErrorString) drv.getErrorString(r, &msg);
-  return coreError(comm, dmacclUnhandledCudaError, "%s failed: CUresult %d (%s)", what, (int)r, msg);
+  return coreError(comm, dmacclUnhandledCudaError, "%s failed: CUresult %d (%s)", what, (int)r,
+                   msg);
 }
 
 #define CUDA_TRY(comm, call)                                                                       \
@@ -196,7 +201,8 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
     return coreError(NULL, dmacclUnsupported, "%s: driver entry point %s not available (%s)", call,
                      drv.missing, cudaGetErrorString(drv.status));
   if (!devlist && n > ndevs)
-    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d but only %d CUDA devices", call, n, ndevs);
+    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d but only %d CUDA devices", call, n,
+                     ndevs);
   for (int i = 0; i < n; i++)
     if (comms[i]->device >= ndevs)
       return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d but only %d CUDA devices",
@@ -292,15 +298,17 @@ static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
   cudaState *s = stateOf(comm);
   int prev = enterDevice(s->device);
   CUDA_TRY(comm, cudaEventRecord(s->fork[op->seq % CORE_BOARD_DEPTH], op->stream));
-  CU_TRY(comm, drv.waitValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
-                               (cuuint32_t)op->seq, CU_STREAM_WAIT_VALUE_GEQ));
+  CU_TRY(comm,
+         drv.waitValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
+                         (cuuint32_t)op->seq, CU_STREAM_WAIT_VALUE_GEQ));
 out:
   leaveDevice(prev, s->device);
   return rc;
 }
 
 static void *locate(const execBuffers *b, planLoc l) {
-  const char *base = l.buf == PLAN_BUF_SEND ? (const char *)b->send[l.rank] : (char *)b->recv[l.rank];
+  const char *base =
+      l.buf == PLAN_BUF_SEND ? (const char *)b->send[l.rank] : (char *)b->recv[l.rank];
   return (void *)(base + l.off);
 }
 
@@ -386,10 +394,11 @@ out:
   /* The done flag is written even after a failure, so the caller's stream
    * is not left waiting forever. */
   {
-    CUresult r = drv.writeValue32((CUstream)s->lanes[0],
-                                  (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks), epoch,
-                                  CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS && rc == dmacclSuccess) rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
+    CUresult r =
+        drv.writeValue32((CUstream)s->lanes[0], (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
+                         epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS && rc == dmacclSuccess)
+      rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
   }
   leaveDevice(prev, s->device);
   return rc;

@@ -22,8 +22,8 @@ typedef struct execOps {
   void (*fini)(dmacclComm_t comm);
   /* Checks that [ptr, ptr+bytes) is memory this executor can use for comm;
    * argName names the argument in the error. */
-  dmacclResult_t (*checkBuffer)(dmacclComm_t comm, const void *ptr, size_t bytes,
-                                const char *call, const char *argName);
+  dmacclResult_t (*checkBuffer)(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
+                                const char *argName);
   dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call);
   /* On the caller's thread, in call order, before the peers may have called:
    * ties the operation to the caller's stream. */

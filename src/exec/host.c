@@ -38,7 +38,9 @@ typedef struct {
   double timeoutSec;
 } hostState;
 
-static hostState *stateOf(dmacclComm_t c) { return (hostState *)c->execState; }
+static hostState *stateOf(dmacclComm_t c) {
+  return (hostState *)c->execState;
+}
 
 static double nowSec(void) {
   struct timespec ts;
@@ -47,7 +49,8 @@ static double nowSec(void) {
 }
 
 static void *locate(const hostJob *j, planLoc l) {
-  const char *base = l.buf == PLAN_BUF_SEND ? (const char *)j->send[l.rank] : (char *)j->recv[l.rank];
+  const char *base =
+      l.buf == PLAN_BUF_SEND ? (const char *)j->send[l.rank] : (char *)j->recv[l.rank];
   return (void *)(base + l.off);
 }
 
@@ -86,8 +89,10 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
     }
     if (finished) return 0;
     if (!progressed) {
-      if (start == 0) start = nowSec();
-      else if (nowSec() - start > stateOf(comm)->timeoutSec) return -1;
+      if (start == 0)
+        start = nowSec();
+      else if (nowSec() - start > stateOf(comm)->timeoutSec)
+        return -1;
       sched_yield();
     } else {
       start = 0;
@@ -106,9 +111,10 @@ static void *workerMain(void *arg) {
     pthread_mutex_unlock(&h->mu);
     int peer = -1;
     if (runJob(comm, j, &peer) != 0)
-      coreSetAsyncError(comm, dmacclTimeout,
-                        "operation %llu: rank %d waited more than %.0f s for rank %d (host executor)",
-                        (unsigned long long)j->seq, comm->rank, h->timeoutSec, peer);
+      coreSetAsyncError(
+          comm, dmacclTimeout,
+          "operation %llu: rank %d waited more than %.0f s for rank %d (host executor)",
+          (unsigned long long)j->seq, comm->rank, h->timeoutSec, peer);
     pthread_mutex_lock(&h->mu);
     h->done++;
     pthread_cond_broadcast(&h->cv);
@@ -172,7 +178,8 @@ static dmacclResult_t hostInit(dmacclComm_t *comms, int n, const int *devlist) {
   return dmacclSuccess;
 nomem:
   for (int i = 0; i < n; i++) hostFini(comms[i]);
-  return coreError(NULL, dmacclSystemError, "dmacclCommInitAll: host executor: out of memory or threads");
+  return coreError(NULL, dmacclSystemError,
+                   "dmacclCommInitAll: host executor: out of memory or threads");
 }
 
 static dmacclResult_t hostCheckBuffer(dmacclComm_t comm, const void *ptr, size_t bytes,

@@ -26,8 +26,12 @@
 static int isPull(planAlgo a) {
   return a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB;
 }
-static int isPerPeer(planAlgo a) { return a == PLAN_ALGO_PUSHN || a == PLAN_ALGO_PULLN; }
-static int isBatch(planAlgo a) { return a == PLAN_ALGO_PUSHB || a == PLAN_ALGO_PULLB; }
+static int isPerPeer(planAlgo a) {
+  return a == PLAN_ALGO_PUSHN || a == PLAN_ALGO_PULLN;
+}
+static int isBatch(planAlgo a) {
+  return a == PLAN_ALGO_PUSHB || a == PLAN_ALGO_PULLB;
+}
 
 /* The copy that moves the block between me and peer p (p may be me). */
 static int addBlockCopy(planSchedule *s, const planArgs *a, const planLayout *l, int pull, int p,
@@ -36,7 +40,9 @@ static int addBlockCopy(planSchedule *s, const planArgs *a, const planLayout *l,
   return planAddCopy(s, lane, l->src(a, from, to), l->dst(a, from, to), a->chunkBytes, batch);
 }
 
-static int needSelfCopy(const planArgs *a) { return !(a->coll == PLAN_COLL_ALLGATHER && a->inPlace); }
+static int needSelfCopy(const planArgs *a) {
+  return !(a->coll == PLAN_COLL_ALLGATHER && a->inPlace);
+}
 
 /* The lane of the self copy: 0, or a side lane past the peer lanes. */
 static int selfLane(const planArgs *a, int peerLanes) {
@@ -49,13 +55,17 @@ static int buildOneLane(const planArgs *a, const planLayout *l, planAlgo algo, p
   /* On a side lane the self copy starts at once; on lane 0 it overlaps the
    * entry handshake with single copies and joins the batch in batch form. */
   if (needSelfCopy(a) && side) rc = addBlockCopy(s, a, l, pull, r, side, 0);
-  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   if (!rc && needSelfCopy(a) && !side && !batch) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
-  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   if (!rc && needSelfCopy(a) && !side && batch) rc = addBlockCopy(s, a, l, pull, r, 0, 1);
   for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, l, pull, (r + d) % n, 0, batch);
-  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
-  for (int d = 1; d < n && !rc; d++) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
   return rc;
 }
 
@@ -83,7 +93,8 @@ int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo alg
   planScheduleReset(s, args, algo);
   /* Nothing moves: no copy and no handshake (every rank sees the same count). */
   if (args->chunkBytes == 0) return 0;
-  return isPerPeer(algo) ? buildPerPeer(args, layout, algo, s) : buildOneLane(args, layout, algo, s);
+  return isPerPeer(algo) ? buildPerPeer(args, layout, algo, s)
+                         : buildOneLane(args, layout, algo, s);
 }
 
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {

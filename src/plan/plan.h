@@ -42,9 +42,9 @@ typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1 } planBuf;
 typedef enum { PLAN_PHASE_ENTRY = 0, PLAN_PHASE_EXIT = 1, PLAN_NUM_PHASES = 2 } planPhase;
 
 typedef struct {
-  int rank;     /* whose buffer */
-  planBuf buf;  /* which of its buffers */
-  size_t off;   /* byte offset into it */
+  int rank;    /* whose buffer */
+  planBuf buf; /* which of its buffers */
+  size_t off;  /* byte offset into it */
 } planLoc;
 
 typedef struct {

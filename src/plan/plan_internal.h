@@ -22,7 +22,6 @@ typedef struct {
 extern const planLayout planAllGatherLayout;
 extern const planLayout planAlltoAllLayout;
 
-int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo,
-                    planSchedule *s);
+int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo, planSchedule *s);
 
 #endif

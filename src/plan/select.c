@@ -14,10 +14,12 @@
 #include <strings.h>
 
 /*
- * Defaults measured on 4x H200 (docs/results-foundation.md): below 4 MB all
- * forms are bound by command issue and synchronization and one lane issues
- * the fewest commands; from 4 MB the single-lane push keeps one copy engine
- * busy per rank at full NVLink rate.
+ * Defaults from measurements on 4x H200 (docs/results/foundation-4xh200.md).
+ * Up to 16 MB every form is bound by host issue and synchronization, and one
+ * lane issues the fewest commands (push1 and pushb within noise of each
+ * other). From 64 MB, back-to-back pushes on one lane keep one copy engine
+ * per rank at NVLink rate (380 GB/s busbw at 1 GB). Pull and one lane per
+ * peer were slower at every size there.
  */
 const char planDefaultTable[] = "allgather:0-inf:push1;alltoall:0-inf:push1";
 
@@ -123,18 +125,24 @@ static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char
   size_t nameLen = len;
   if (colon) {
     const char *dash = memchr(p, '-', (size_t)(colon - p));
-    if (!dash) PARSE_FAIL("size range '%.*s' needs the form LO-HI (e.g. 0-64K or 1M-inf)", (int)(colon - p), p);
+    if (!dash)
+      PARSE_FAIL("size range '%.*s' needs the form LO-HI (e.g. 0-64K or 1M-inf)", (int)(colon - p),
+                 p);
     if (parseSize(p, (size_t)(dash - p), &r.lo))
       PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G)", (int)(dash - p), p);
     if (parseSize(dash + 1, (size_t)(colon - dash - 1), &r.hi))
-      PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G, or inf)", (int)(colon - dash - 1), dash + 1);
-    if (r.lo >= r.hi) PARSE_FAIL("empty size range '%.*s': LO must be below HI", (int)(colon - p), p);
+      PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G, or inf)",
+                 (int)(colon - dash - 1), dash + 1);
+    if (r.lo >= r.hi)
+      PARSE_FAIL("empty size range '%.*s': LO must be below HI", (int)(colon - p), p);
     name = colon + 1;
     nameLen = len - (size_t)(name - p);
   }
   if (planAlgoParse(name, nameLen, &r.algo))
-    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb batch)", (int)nameLen, name);
-  if (insertRange(t, c, r)) PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
+    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb batch)",
+               (int)nameLen, name);
+  if (insertRange(t, c, r))
+    PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
   return 0;
 }
 

@@ -11,10 +11,10 @@ static const struct {
   dmacclDataType_t t;
   size_t size;
 } types[] = {
-    {"int8", dmacclInt8, 1},       {"uint8", dmacclUint8, 1},       {"int32", dmacclInt32, 4},
-    {"uint32", dmacclUint32, 4},   {"int64", dmacclInt64, 8},       {"uint64", dmacclUint64, 8},
-    {"half", dmacclFloat16, 2},    {"bfloat16", dmacclBfloat16, 2}, {"float", dmacclFloat32, 4},
-    {"double", dmacclFloat64, 8},  {"f8e4m3", dmacclFloat8e4m3, 1}, {"f8e5m2", dmacclFloat8e5m2, 1},
+    {"int8", dmacclInt8, 1},      {"uint8", dmacclUint8, 1},       {"int32", dmacclInt32, 4},
+    {"uint32", dmacclUint32, 4},  {"int64", dmacclInt64, 8},       {"uint64", dmacclUint64, 8},
+    {"half", dmacclFloat16, 2},   {"bfloat16", dmacclBfloat16, 2}, {"float", dmacclFloat32, 4},
+    {"double", dmacclFloat64, 8}, {"f8e4m3", dmacclFloat8e4m3, 1}, {"f8e5m2", dmacclFloat8e5m2, 1},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -49,25 +49,26 @@ int perfParseSize(const char *s, size_t *out) {
 }
 
 void perfUsage(FILE *f) {
-  fprintf(f,
-          "usage: dmaccl-perf [options]\n"
-          "  -b SIZE   smallest size (default 1K; K, M, G suffixes)\n"
-          "  -e SIZE   largest size (default 64M)\n"
-          "  -f F      multiply the size by F each step (default 2)\n"
-          "  -i BYTES  add BYTES each step instead of multiplying\n"
-          "  -g N      ranks: GPUs (CUDA, default all) or threads (host, default 4)\n"
-          "  -n N      timed iterations per size (default 20)\n"
-          "  -w N      warm-up iterations (default 5)\n"
-          "  -c 0|1    check every byte of one result per size (default 1)\n"
-          "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
-          "  -a LIST   algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb, or all\n"
-          "            (default: auto,all)\n"
-          "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
-          "  -o LIST   collectives: allgather, alltoall or all (default all)\n"
-          "  -N 0|1    NCCL baseline rows when built with NCCL (default 1)\n"
-          "  -h        this help\n"
-          "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
-          "rank sends. busbw = algbw * (n-1)/n.\n");
+  fprintf(
+      f,
+      "usage: dmaccl-perf [options]\n"
+      "  -b SIZE   smallest size (default 1K; K, M, G suffixes)\n"
+      "  -e SIZE   largest size (default 64M)\n"
+      "  -f F      multiply the size by F each step (default 2)\n"
+      "  -i BYTES  add BYTES each step instead of multiplying\n"
+      "  -g N      ranks: GPUs (CUDA, default all) or threads (host, default 4)\n"
+      "  -n N      timed iterations per size (default 20)\n"
+      "  -w N      warm-up iterations (default 5)\n"
+      "  -c 0|1    check every byte of one result per size (default 1)\n"
+      "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
+      "  -a LIST   algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb, or all\n"
+      "            (default: auto,all)\n"
+      "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
+      "  -o LIST   collectives: allgather, alltoall or all (default all)\n"
+      "  -N 0|1    NCCL baseline rows when built with NCCL (default 1)\n"
+      "  -h        this help\n"
+      "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
+      "rank sends. busbw = algbw * (n-1)/n.\n");
 }
 
 static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
@@ -98,7 +99,9 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
       }
     }
     if (!known) {
-      snprintf(err, errlen, "-a: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb all)", (int)len, p);
+      snprintf(err, errlen,
+               "-a: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb all)",
+               (int)len, p);
       return -1;
     }
     p = c ? c + 1 : p + len;
@@ -168,15 +171,22 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       if (addAlgos(a, v, err, errlen)) return -1;
       break;
     case 'B':
-      if (strcasecmp(v, "cuda") == 0) a->executor = PERF_EXEC_CUDA;
-      else if (strcasecmp(v, "host") == 0) a->executor = PERF_EXEC_HOST;
-      else bad = 1;
+      if (strcasecmp(v, "cuda") == 0)
+        a->executor = PERF_EXEC_CUDA;
+      else if (strcasecmp(v, "host") == 0)
+        a->executor = PERF_EXEC_HOST;
+      else
+        bad = 1;
       break;
     case 'o':
-      if (strcasecmp(v, "allgather") == 0) a->colls = PERF_ALLGATHER;
-      else if (strcasecmp(v, "alltoall") == 0) a->colls = PERF_ALLTOALL;
-      else if (strcasecmp(v, "all") == 0) a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
-      else bad = 1;
+      if (strcasecmp(v, "allgather") == 0)
+        a->colls = PERF_ALLGATHER;
+      else if (strcasecmp(v, "alltoall") == 0)
+        a->colls = PERF_ALLTOALL;
+      else if (strcasecmp(v, "all") == 0)
+        a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
+      else
+        bad = 1;
       break;
     default: snprintf(err, errlen, "unknown option '%s' (see -h)", o); return -1;
     }
@@ -202,7 +212,9 @@ size_t perfCount(size_t bytes, int nranks, size_t typeSize) {
   return bytes / typeSize / (size_t)nranks;
 }
 
-double perfAlgBw(size_t bytes, double us) { return us > 0 ? (double)bytes / us / 1e3 : 0; }
+double perfAlgBw(size_t bytes, double us) {
+  return us > 0 ? (double)bytes / us / 1e3 : 0;
+}
 
 double perfBusBw(size_t bytes, double us, int nranks) {
   return perfAlgBw(bytes, us) * (double)(nranks - 1) / (double)nranks;

@@ -18,8 +18,8 @@ typedef struct {
   int iters, warmup, check;
   dmacclDataType_t type;
   int executor;
-  int colls;                               /* PERF_ALLGATHER | PERF_ALLTOALL */
-  char algos[PERF_MAX_ALGOS][16];          /* "auto" = the library's own selection */
+  int colls;                      /* PERF_ALLGATHER | PERF_ALLTOALL */
+  char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
   int baseline; /* 1: NCCL rows when built with NCCL */
 } perfArgs;

@@ -66,7 +66,9 @@ int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, s
   return r == ncclSuccess ? 0 : -1;
 }
 
-const char *ncclBaseVersion(ncclBase *b) { return b->version; }
+const char *ncclBaseVersion(ncclBase *b) {
+  return b->version;
+}
 
 void ncclBaseFini(ncclBase *b) {
   if (!b) return;
@@ -95,5 +97,7 @@ const char *ncclBaseVersion(ncclBase *b) {
   (void)b;
   return "none";
 }
-void ncclBaseFini(ncclBase *b) { (void)b; }
+void ncclBaseFini(ncclBase *b) {
+  (void)b;
+}
 #endif

@@ -58,7 +58,8 @@ static double nowSec(void) {
   } while (0)
 
 static int issue(bench *b, contender *c, int coll, size_t count) {
-  if (c->isNccl) return ncclBaseIssue(b->nccl, coll, b->send, b->recv, count, b->args.type, b->streams);
+  if (c->isNccl)
+    return ncclBaseIssue(b->nccl, coll, b->send, b->recv, count, b->args.type, b->streams);
   dmacclGroupStart();
   dmacclResult_t rc = dmacclSuccess;
   for (int r = 0; r < b->n && rc == dmacclSuccess; r++) {
@@ -70,7 +71,8 @@ static int issue(bench *b, contender *c, int coll, size_t count) {
   dmacclResult_t e = dmacclGroupEnd();
   if (rc == dmacclSuccess) rc = e;
   if (rc != dmacclSuccess)
-    fprintf(stderr, "dmaccl-perf: %s: %s\n", dmacclGetErrorString(rc), dmacclCommGetLastError(NULL));
+    fprintf(stderr, "dmaccl-perf: %s: %s\n", dmacclGetErrorString(rc),
+            dmacclCommGetLastError(NULL));
   return rc == dmacclSuccess ? 0 : -1;
 }
 
@@ -173,19 +175,23 @@ static void header(bench *b) {
   if (b->gpu) {
     struct cudaDeviceProp p;
     size_t o = 0;
-    for (int r = 0; r < b->n; r++) o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->devs[r]);
+    for (int r = 0; r < b->n; r++)
+      o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->devs[r]);
     if (cudaGetDeviceProperties(&p, b->devs[0]) == cudaSuccess)
       snprintf(gpus + o, sizeof(gpus) - o, " (%s)", p.name);
   }
   int v = 0;
   dmacclGetVersion(&v);
-  printf("# dmaccl-perf (dmaccl %d): executor %s%s, %d ranks%s%s, type %s, iters %d, warmup %d, check %d\n",
+  printf("# dmaccl-perf (dmaccl %d): executor %s%s, %d ranks%s%s, type %s, iters %d, warmup %d, "
+         "check %d\n",
          v, b->gpu ? "cuda" : "host", b->gpu ? "" : " (ranks are threads on host memory)", b->n,
          b->gpu ? ", GPUs" : "", gpus, perfTypeName(b->args.type), b->args.iters, b->args.warmup,
          b->args.check);
-  printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = algbw*(n-1)/n\n");
+  printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = "
+         "algbw*(n-1)/n\n");
   if (b->nccl)
-    printf("# baseline: NCCL %s, one process driving all GPUs, NCCL_NVLS_ENABLE=0; vsNCCL = NCCL time / "
+    printf("# baseline: NCCL %s, one process driving all GPUs, NCCL_NVLS_ENABLE=0; vsNCCL = NCCL "
+           "time / "
            "dmaccl time (above 1: dmaccl faster)\n",
            ncclBaseVersion(b->nccl));
   printf("#\n# %-9s %12s %11s %6s %-6s %10s %9s %9s %7s %7s\n", "coll", "size(B)", "count", "type",
@@ -207,7 +213,8 @@ int main(int argc, char **argv) {
   }
   b.tsize = perfTypeSize(b.args.type);
   int ndev = 0;
-  if (b.args.executor != PERF_EXEC_HOST && (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
+  if (b.args.executor != PERF_EXEC_HOST &&
+      (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
     if (b.args.executor == PERF_EXEC_CUDA) {
       fprintf(stderr, "dmaccl-perf: -B cuda but no CUDA device is present\n");
       return 2;
@@ -218,20 +225,24 @@ int main(int argc, char **argv) {
   b.gpu = ndev > 0 && b.args.executor != PERF_EXEC_HOST;
   b.n = b.args.nranks ? b.args.nranks : (b.gpu ? ndev : 4);
   if (b.n > MAXR || (b.gpu && b.n > ndev)) {
-    fprintf(stderr, "dmaccl-perf: -g %d but %s\n", b.n, b.gpu ? "not that many GPUs" : "too many ranks");
+    fprintf(stderr, "dmaccl-perf: -g %d but %s\n", b.n,
+            b.gpu ? "not that many GPUs" : "too many ranks");
     return 2;
   }
   for (int r = 0; r < b.n; r++) b.devs[r] = r;
   if (setupBuffers(&b)) {
-    fprintf(stderr, "dmaccl-perf: cannot allocate buffers of %zu bytes per rank\n", b.args.maxBytes);
+    fprintf(stderr, "dmaccl-perf: cannot allocate buffers of %zu bytes per rank\n",
+            b.args.maxBytes);
     return 1;
   }
   contender cs[PERF_MAX_ALGOS + 1];
   int nc = 0;
   if (b.gpu && b.args.baseline) {
     b.nccl = ncclBaseInit(b.n, b.devs, err, sizeof(err));
-    if (b.nccl) cs[nc++] = (contender){.name = "nccl", .isNccl = 1};
-    else printf("# no NCCL baseline: %s\n", err);
+    if (b.nccl)
+      cs[nc++] = (contender){.name = "nccl", .isNccl = 1};
+    else
+      printf("# no NCCL baseline: %s\n", err);
   }
   for (int i = 0; i < b.args.nalgos; i++)
     if (makeContender(&b, &cs[nc++], b.args.algos[i])) return 1;
@@ -251,14 +262,16 @@ int main(int argc, char **argv) {
         if (wrong < 0) return 1;
         failures += wrong > 0;
         char vs[16] = "-";
-        if (cs[i].isNccl) ncclUs = us;
-        else if (ncclUs > 0) snprintf(vs, sizeof(vs), "%.2fx", ncclUs / us);
+        if (cs[i].isNccl)
+          ncclUs = us;
+        else if (ncclUs > 0)
+          snprintf(vs, sizeof(vs), "%.2fx", ncclUs / us);
         double bus = perfBusBw(bytes, us, b.n);
         cs[i].sumBusBw[coll] += bus;
         cs[i].nrows[coll]++;
         printf("  %-9s %12zu %11zu %6s %-6s %10.2f %9.2f %9.2f %7lld %7s\n",
-               coll == PERF_ALLGATHER ? "allgather" : "alltoall", bytes, count, perfTypeName(b.args.type),
-               cs[i].name, us, perfAlgBw(bytes, us), bus, wrong, vs);
+               coll == PERF_ALLGATHER ? "allgather" : "alltoall", bytes, count,
+               perfTypeName(b.args.type), cs[i].name, us, perfAlgBw(bytes, us), bus, wrong, vs);
         fflush(stdout);
       }
     }
@@ -267,9 +280,10 @@ int main(int argc, char **argv) {
   for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1)
     for (int i = 0; i < nc; i++)
       if (cs[i].nrows[coll])
-        printf("#   %-9s %-6s %9.2f\n", coll == PERF_ALLGATHER ? "allgather" : "alltoall", cs[i].name,
-               cs[i].sumBusBw[coll] / cs[i].nrows[coll]);
-  printf("# %s\n", failures ? "WRONG RESULTS in some rows (#wrong > 0)" : "all results checked correct");
+        printf("#   %-9s %-6s %9.2f\n", coll == PERF_ALLGATHER ? "allgather" : "alltoall",
+               cs[i].name, cs[i].sumBusBw[coll] / cs[i].nrows[coll]);
+  printf("# %s\n",
+         failures ? "WRONG RESULTS in some rows (#wrong > 0)" : "all results checked correct");
   for (int i = 0; i < nc; i++)
     if (!cs[i].isNccl)
       for (int r = 0; r < b.n; r++) dmacclCommDestroy(cs[i].comms[r]);
