@@ -11,6 +11,22 @@ const char *ccCollName(int coll) {
   return coll == CC_ALLGATHER ? "allgather" : "alltoall";
 }
 
+const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+
+dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo) {
+  char sel[96];
+  int devs[CC_MAXR];
+  for (int r = 0; r < n && r < CC_MAXR; r++) devs[r] = r;
+  snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cfg.algorithm = strcmp(algo, "auto") == 0 ? NULL : sel;
+  dmacclResult_t rc = dmacclCommInitAll(comms, n, gpu ? devs : NULL, &cfg);
+  if (rc != dmacclSuccess)
+    fprintf(stderr, "dmacclCommInitAll(%d, %s): %s\n", n, algo, dmacclCommGetLastError(NULL));
+  return rc;
+}
+
 #define CUDA_OK(call)                                                                              \
   do {                                                                                             \
     cudaError_t e_ = (call);                                                                       \

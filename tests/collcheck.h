@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define CC_MAXR 16
 #define CC_GUARD 256
 #define CC_POISON 0xA5
@@ -30,7 +34,29 @@ void ccEnvFini(ccEnv *env, int n);
 long long ccRun(ccEnv *env, dmacclComm_t *comms, int n, int coll, dmacclDataType_t type,
                 size_t count, int inPlace, uint64_t seed);
 
+/* Creates n communicators (CUDA: GPUs 0..n-1) that use one algorithm for both
+ * collectives; "auto" keeps the built-in selection. Prints the error. */
+dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo);
+
+/* The algorithm names, as dmacclConfig_t.algorithm and DMACCL_ALGO know them. */
+extern const char *const ccAlgos[];
+#define CC_NALGOS 6
+
+/* A call that must fail with code and a message containing text, on comm and
+ * on the calling thread (needs harness.h). */
+#define EXPECT_ERR(call, code, comm, text)                                                         \
+  do {                                                                                             \
+    dmacclResult_t rc_ = (call);                                                                   \
+    ASSERT_EQ_INT(rc_, code);                                                                      \
+    ASSERT_CONTAINS(dmacclCommGetLastError(comm), text);                                           \
+    ASSERT_CONTAINS(dmacclCommGetLastError(NULL), text);                                           \
+  } while (0)
+
 size_t ccTypeSize(dmacclDataType_t t);
 const char *ccCollName(int coll);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,14 +16,6 @@ static dmacclComm_t comms[N];
 static ccEnv env;
 static float *sendb[N], *recvb[N];
 
-#define EXPECT_ERR(call, code, comm, text)                                                         \
-  do {                                                                                             \
-    dmacclResult_t rc_ = (call);                                                                   \
-    ASSERT_EQ_INT(rc_, code);                                                                      \
-    ASSERT_CONTAINS(dmacclCommGetLastError(comm), text);                                           \
-    ASSERT_CONTAINS(dmacclCommGetLastError(NULL), text);                                           \
-  } while (0)
-
 static void poison(void) {
   for (int r = 0; r < N; r++) {
     testFillRandom(sendb[r], COUNT * N * sizeof(float), 55 + (uint64_t)r);

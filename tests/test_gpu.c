@@ -7,8 +7,6 @@
 #include "collcheck.h"
 #include "gpu_common.h"
 
-static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
-
 typedef struct {
   dmacclDataType_t type;
   size_t count;
@@ -25,17 +23,10 @@ static int runSet(int n) {
       {dmacclUint8, 16777213},   /* ~64 MB, odd */
       {dmacclFloat32, 16777216}, /* 256 MB at 4 ranks */
   };
-  int devs[CC_MAXR];
-  for (int r = 0; r < n; r++) devs[r] = r;
-  for (int a = 0; a < 6; a++) {
-    char sel[96];
-    snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algos[a], algos[a]);
-    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-    cfg.executor = dmacclExecutorCuda;
-    cfg.algorithm = sel;
+  for (int a = 0; a < CC_NALGOS; a++) {
     dmacclComm_t comms[CC_MAXR];
-    if (dmacclCommInitAll(comms, n, devs, &cfg) != dmacclSuccess) {
-      TEST_FAIL("init n=%d: %s", n, dmacclCommGetLastError(NULL));
+    if (ccInitAlgo(comms, n, 1, ccAlgos[a]) != dmacclSuccess) {
+      TEST_FAIL("init n=%d %s", n, ccAlgos[a]);
       return 1;
     }
     ccEnv env;
@@ -49,11 +40,11 @@ static int runSet(int n) {
         for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER) && !bad; inPlace++) {
           long long w = ccRun(&env, comms, n, coll, sizes[s].type, count, inPlace,
                               1000 * s + 10 * coll + inPlace);
-          printf("  n=%d %-5s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n, algos[a],
+          printf("  n=%d %-5s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n, ccAlgos[a],
                  ccCollName(coll), count, ccTypeSize(sizes[s].type), inPlace,
                  w == 0 ? "ok" : "WRONG");
           if (w != 0) {
-            TEST_FAIL("n=%d %s %s count %zu inplace %d: %lld wrong bytes", n, algos[a],
+            TEST_FAIL("n=%d %s %s count %zu inplace %d: %lld wrong bytes", n, ccAlgos[a],
                       ccCollName(coll), count, inPlace, w);
             bad = 1;
           }

@@ -14,13 +14,6 @@ static dmacclComm_t comms[N];
 static ccEnv env;
 static float *sendb[N], *recvb[N];
 
-#define EXPECT_ERR(call, code, comm, text)                                                         \
-  do {                                                                                             \
-    dmacclResult_t rc_ = (call);                                                                   \
-    ASSERT_EQ_INT(rc_, code);                                                                      \
-    ASSERT_CONTAINS(dmacclCommGetLastError(comm), text);                                           \
-  } while (0)
-
 static int poison(void) {
   for (int r = 0; r < N; r++) {
     cudaSetDevice(r);

@@ -52,8 +52,6 @@ __global__ void touch(int *p) {
     }                                                                                              \
   } while (0)
 
-static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
-
 int main(void) {
   int ndev = gpuCountOrSkip(2, "test_gpu_nokernel");
   int n = ndev < 4 ? ndev : 4;
@@ -76,16 +74,9 @@ int main(void) {
   ASSERT_EQ_INT(nKernels, 1);
 
   const size_t count = 1 << 18; /* 1 MB of floats per block */
-  int devs[CC_MAXR];
-  for (int r = 0; r < n; r++) devs[r] = r;
-  for (int a = 0; a < 6; a++) {
-    char sel[96];
-    snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algos[a], algos[a]);
-    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-    cfg.executor = dmacclExecutorCuda;
-    cfg.algorithm = sel;
+  for (int a = 0; a < CC_NALGOS; a++) {
     dmacclComm_t comms[CC_MAXR];
-    ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
+    ASSERT_EQ_INT(ccInitAlgo(comms, n, 1, ccAlgos[a]), dmacclSuccess);
     void *send[CC_MAXR], *recv[CC_MAXR];
     cudaStream_t st[CC_MAXR];
     for (int r = 0; r < n; r++) {
@@ -109,8 +100,8 @@ int main(void) {
       ASSERT_EQ_INT(cudaStreamSynchronize(st[r]), cudaSuccess);
     }
     cuptiActivityFlushAll(1);
-    printf("%-6s: %d kernels, %d copies, %d memsets for AllGather+AlltoAll on %d GPUs\n", algos[a],
-           nKernels, nCopies, nMemsets, n);
+    printf("%-6s: %d kernels, %d copies, %d memsets for AllGather+AlltoAll on %d GPUs\n",
+           ccAlgos[a], nKernels, nCopies, nMemsets, n);
     ASSERT_EQ_INT(nKernels, 0);
     ASSERT_EQ_INT(nMemsets, 0);
     /* The batch form may be recorded as one copy record per batch. */

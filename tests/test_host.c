@@ -9,18 +9,8 @@
 
 #include <pthread.h>
 
-static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
-#define NALGOS 6
-
 static int makeComms(dmacclComm_t *comms, int n, const char *algo) {
-  char sel[128];
-  snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
-  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-  cfg.executor = dmacclExecutorHost;
-  cfg.algorithm = sel;
-  dmacclResult_t rc = dmacclCommInitAll(comms, n, NULL, &cfg);
-  if (rc != dmacclSuccess) fprintf(stderr, "init: %s\n", dmacclCommGetLastError(NULL));
-  return rc == dmacclSuccess ? 0 : -1;
+  return ccInitAlgo(comms, n, 0, algo) == dmacclSuccess ? 0 : -1;
 }
 
 static void destroyAll(dmacclComm_t *comms, int n) {
@@ -32,10 +22,10 @@ static int testAllTypesRanksAlgos(void) {
   int runs = 0;
   uint64_t seed = 1;
   for (int n = 1; n <= 8; n++)
-    for (int a = 0; a < NALGOS; a++) {
+    for (int a = 0; a < CC_NALGOS; a++) {
       dmacclComm_t comms[CC_MAXR];
       ccEnv env;
-      ASSERT_EQ_INT(makeComms(comms, n, algos[a]), 0);
+      ASSERT_EQ_INT(makeComms(comms, n, ccAlgos[a]), 0);
       ccEnvInit(&env, 0, comms, n);
       for (int t = 0; t < dmacclNumTypes; t++)
         for (int coll = 0; coll < 2; coll++)
@@ -45,7 +35,7 @@ static int testAllTypesRanksAlgos(void) {
                   ccRun(&env, comms, n, coll, (dmacclDataType_t)t, counts[c], inPlace, seed++);
               if (wrong != 0) {
                 TEST_FAIL("%s %s n=%d type=%d count=%zu inplace=%d: %lld wrong", ccCollName(coll),
-                          algos[a], n, t, counts[c], inPlace, wrong);
+                          ccAlgos[a], n, t, counts[c], inPlace, wrong);
                 destroyAll(comms, n);
                 return 1;
               }
@@ -59,11 +49,11 @@ static int testAllTypesRanksAlgos(void) {
 
 static int testLarge(void) {
   /* A few MB per rank, odd element count. */
-  for (int a = 0; a < NALGOS; a++) {
+  for (int a = 0; a < CC_NALGOS; a++) {
     dmacclComm_t comms[CC_MAXR];
     ccEnv env;
     int n = 5;
-    ASSERT_EQ_INT(makeComms(comms, n, algos[a]), 0);
+    ASSERT_EQ_INT(makeComms(comms, n, ccAlgos[a]), 0);
     ccEnvInit(&env, 0, comms, n);
     ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclFloat32, 300007, 0, 77), 0);
     ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclBfloat16, 300007, 1, 78), 0);
@@ -99,9 +89,9 @@ static void *rankThread(void *p) {
 
 static int testThreadPerRank(void) {
   enum { N = 4, ITERS = 150, COUNT = 333 };
-  for (int al = 0; al < NALGOS; al++) {
+  for (int al = 0; al < CC_NALGOS; al++) {
     dmacclComm_t comms[N];
-    ASSERT_EQ_INT(makeComms(comms, N, algos[al]), 0);
+    ASSERT_EQ_INT(makeComms(comms, N, ccAlgos[al]), 0);
     threadArg args[N];
     pthread_t th[N];
     size_t blk = (size_t)COUNT * 4, per = blk * N * ITERS;
@@ -124,7 +114,7 @@ static int testThreadPerRank(void) {
           const unsigned char *got = args[r].recv + base + (size_t)f * blk;
           const unsigned char *want = args[f].send + base + ((i % 2) ? (size_t)r * blk : 0);
           if (memcmp(got, want, blk) != 0) {
-            TEST_FAIL("%s iteration %d: rank %d block %d wrong", algos[al], i, r, f);
+            TEST_FAIL("%s iteration %d: rank %d block %d wrong", ccAlgos[al], i, r, f);
             bad = 1;
           }
         }
