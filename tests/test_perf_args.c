@@ -30,7 +30,7 @@ static int testFlags(void) {
   char err[256];
   ASSERT_EQ_INT(parse(&a, err,
                       "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -a push1,pulln -B host -o "
-                      "alltoall -N 0"),
+                      "alltoall --baseline none"),
                 0);
   ASSERT_EQ_INT(a.minBytes, 8);
   ASSERT_EQ_INT(a.maxBytes, 1u << 30);
@@ -55,11 +55,17 @@ static int testErrors(void) {
   const struct {
     const char *line, *msg;
   } bad[] = {
-      {"-b 1X", "bad value '1X' for -b"},  {"-e", "-e needs a value"},
-      {"-f 1", "bad value '1' for -f"},    {"-g 0", "bad value '0' for -g"},
-      {"-d float7", "bad value 'float7'"}, {"-a push9", "unknown algorithm 'push9'"},
-      {"-B gpu", "bad value 'gpu'"},       {"-q 1", "unknown option '-q'"},
-      {"-b 1M -e 1K", "larger than -e"},   {"foo", "unknown argument 'foo'"},
+      {"-b 1X", "bad value '1X' for -b"},
+      {"-e", "-e needs a value"},
+      {"-f 1", "bad value '1' for -f"},
+      {"-g 0", "bad value '0' for -g"},
+      {"-d float7", "bad value 'float7'"},
+      {"-a push9", "unknown algorithm 'push9'"},
+      {"-B gpu", "bad value 'gpu'"},
+      {"-q 1", "unknown option '-q'"},
+      {"-b 1M -e 1K", "larger than -e"},
+      {"--baseline nccl-ce", "bad value 'nccl-ce' for --baseline"},
+      {"foo", "unknown argument 'foo'"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     if (parse(&a, err, bad[i].line) != -1) {

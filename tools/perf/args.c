@@ -65,7 +65,7 @@ void perfUsage(FILE *f) {
       "            (default: auto,all)\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
       "  -o LIST   collectives: allgather, alltoall or all (default all)\n"
-      "  -N 0|1    NCCL baseline rows when built with NCCL (default 1)\n"
+      "  --baseline nccl|none  NCCL baseline rows when built with NCCL (default nccl)\n"
       "  -h        this help\n"
       "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
       "rank sends. busbw = algbw * (n-1)/n.\n");
@@ -136,6 +136,18 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return 1;
+    if (strcmp(o, "--baseline") == 0) {
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      if (strcasecmp(v, "nccl") == 0)
+        a->baseline = 1;
+      else if (strcasecmp(v, "none") == 0)
+        a->baseline = 0;
+      else {
+        snprintf(err, errlen, "bad value '%s' for --baseline (nccl or none)", v);
+        return -1;
+      }
+      continue;
+    }
     if (o[0] != '-' || !o[1] || o[2]) {
       snprintf(err, errlen, "unknown argument '%s' (see -h)", o);
       return -1;
@@ -160,7 +172,6 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     case 'n': bad = parseInt(v, 1, 1000000, &a->iters); break;
     case 'w': bad = parseInt(v, 0, 1000000, &a->warmup); break;
     case 'c': bad = parseInt(v, 0, 1, &a->check); break;
-    case 'N': bad = parseInt(v, 0, 1, &a->baseline); break;
     case 'd': {
       bad = 1;
       for (size_t t = 0; t < NTYPES; t++)

@@ -21,7 +21,7 @@ typedef struct {
   int colls;                      /* PERF_ALLGATHER | PERF_ALLTOALL */
   char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
-  int baseline; /* 1: NCCL rows when built with NCCL */
+  int baseline; /* --baseline: 1 = NCCL rows when built with NCCL, 0 = none */
 } perfArgs;
 
 /* 0: parsed; 1: help was asked; -1: error, with a sentence in err. */
