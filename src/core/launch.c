@@ -20,12 +20,13 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   const coreOp *ref = &slot->ops[0];
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
-  int agree = 1;
+  const coreOp *bad = NULL; /* a rank that disagrees with rank 0 */
   for (int r = 0; r < c->nranks; r++) {
     send[r] = slot->ops[r].sendbuff;
     recv[r] = slot->ops[r].recvbuff;
-    if (!sameOp(ref, &slot->ops[r])) agree = 0;
+    if (!bad && !sameOp(ref, &slot->ops[r])) bad = &slot->ops[r];
   }
+  int agree = bad == NULL;
   execBuffers bufs = {send, recv};
   /* One selection for all ranks: they must run the same algorithm. */
   size_t size = (size_t)c->nranks * ref->chunkBytes;
@@ -41,16 +42,12 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     const coreOp *op = &slot->ops[r];
     planArgs args = {op->coll, r, c->nranks, op->chunkBytes, op->inPlace};
     if (!agree) {
-      const coreOp *bad = &slot->ops[0];
-      int br = 0;
-      for (int q = 0; q < c->nranks; q++)
-        if (!sameOp(ref, &slot->ops[q])) bad = &slot->ops[br = q];
       coreSetAsyncError(comm, dmacclInvalidUsage,
                         "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
                         "rank %d called %s with count %zu of %s; nothing was copied",
                         (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
-                        coreTypeName(ref->datatype), br, planCollName(bad->coll), bad->count,
-                        coreTypeName(bad->datatype));
+                        coreTypeName(ref->datatype), bad->comm->rank, planCollName(bad->coll),
+                        bad->count, coreTypeName(bad->datatype));
       args.chunkBytes = 0; /* empty schedule: releases the caller's stream */
     }
     if (planBuild(&args, algo, &comm->sched) != 0) {

@@ -83,7 +83,7 @@ static uint32_t *doneFlag(cudaState *s, int nranks) {
 }
 
 static dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e) {
-  cudaGetLastError(); /* clear a sticky-free error so the comm stays usable */
+  cudaGetLastError(); /* reset the (non-sticky) error so later calls do not see it */
   return coreError(comm, dmacclUnhandledCudaError, "%s failed: %s (%s)", what, cudaGetErrorName(e),
                    cudaGetErrorString(e));
 }
@@ -306,12 +306,6 @@ out:
   return rc;
 }
 
-static void *locate(const execBuffers *b, planLoc l) {
-  const char *base =
-      l.buf == PLAN_BUF_SEND ? (const char *)b->send[l.rank] : (char *)b->recv[l.rank];
-  return (void *)(base + l.off);
-}
-
 static CUdeviceptr flagAddr(dmacclComm_t owner, planPhase ph, int slotRank) {
   cudaState *s = stateOf(owner);
   return (CUdeviceptr)(uintptr_t)(s->flags + ph * owner->nranks + slotRank);
@@ -351,8 +345,8 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_COPY && sch->steps[j].batch &&
            sch->steps[j].lane == st->lane && k < (size_t)comm->nranks;
          j++, k++) {
-      s->bdst[k] = locate(b, sch->steps[j].dst);
-      s->bsrc[k] = locate(b, sch->steps[j].src);
+      s->bdst[k] = execLocate(b, sch->steps[j].dst);
+      s->bsrc[k] = execLocate(b, sch->steps[j].src);
       s->bsize[k] = sch->steps[j].bytes;
     }
     struct cudaMemcpyAttributes attr;
@@ -364,7 +358,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     CUDA_TRY(comm, cudaMemcpyBatchAsync((void *const *)s->bdst, (const void *const *)s->bsrc,
                                         s->bsize, k, &attr, &attrIdx, 1, lane));
   } else {
-    CUDA_TRY(comm, cudaMemcpyAsync(locate(b, st->dst), locate(b, st->src), st->bytes,
+    CUDA_TRY(comm, cudaMemcpyAsync(execLocate(b, st->dst), execLocate(b, st->src), st->bytes,
                                    cudaMemcpyDefault, lane));
     j = i + 1;
   }

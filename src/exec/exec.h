@@ -13,6 +13,13 @@ typedef struct {
   void *const *recv;       /* [nranks] */
 } execBuffers;
 
+/* The address a schedule location names. */
+static inline void *execLocate(const execBuffers *b, planLoc l) {
+  const char *base =
+      l.buf == PLAN_BUF_SEND ? (const char *)b->send[l.rank] : (const char *)b->recv[l.rank];
+  return (void *)(base + l.off);
+}
+
 typedef struct execOps {
   const char *name;
   /* Creates the executor state of every communicator of a new set (one

@@ -48,15 +48,10 @@ static double nowSec(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void *locate(const hostJob *j, planLoc l) {
-  const char *base =
-      l.buf == PLAN_BUF_SEND ? (const char *)j->send[l.rank] : (char *)j->recv[l.rank];
-  return (void *)(base + l.off);
-}
-
 /* Runs one job; returns -1 and the peer on timeout. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
+  const execBuffers b = {j->send, j->recv};
   int nl = s->nlanes;
   int cursor[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) cursor[l] = 0;
@@ -80,7 +75,7 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
           atomic_store_explicit(&peer->flags[st->phase * comm->nranks + comm->rank], j->epoch,
                                 memory_order_release);
         } else {
-          memcpy(locate(j, st->dst), locate(j, st->src), st->bytes);
+          memcpy(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         }
         cursor[l]++;
         progressed = 1;
