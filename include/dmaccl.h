@@ -72,6 +72,15 @@ typedef enum {
 
 typedef struct dmacclComm *dmacclComm_t;
 
+/* The rendezvous of a one-process-per-GPU communicator: a plain byte blob
+ * that one process makes with dmacclGetUniqueId and hands to every rank (by
+ * MPI, a file, a TCP store...), as with NCCL. It names a host-local socket:
+ * every rank must run on the same host. */
+#define DMACCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[DMACCL_UNIQUE_ID_BYTES];
+} dmacclUniqueId;
+
 /*
  * Communicator configuration. Always initialize with DMACCL_CONFIG_INITIALIZER
  * so that fields added later get their defaults; the size/magic/version
@@ -129,6 +138,73 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
  */
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
                                  const dmacclConfig_t *config);
+
+/* Makes a fresh unique id for dmacclCommInitRank. Not collective. */
+dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
+
+/*
+ * Creates rank `rank` of an nranks communicator whose ranks are processes on
+ * one host, one GPU each: the CUDA device current on the calling thread (as
+ * NCCL), or, for the host executor, no device. Collective: every rank calls it
+ * with the same id and nranks, and it returns when all have joined. Rank 0
+ * hosts the rendezvous. A rank that does not arrive within
+ * DMACCL_INIT_TIMEOUT seconds (default 60) makes the others fail with
+ * dmacclTimeout naming it; different nranks, a rank given twice, a rank out of
+ * range, ranks on one GPU or ranks on different executors fail every rank with
+ * dmacclInvalidArgument and a sentence naming them. On failure nothing is
+ * created. config as for dmacclCommInitAll.
+ *
+ * Buffers of such a communicator: device memory from cudaMalloc (reached by
+ * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The
+ * host executor across processes needs buffers from dmacclMemAlloc (shared
+ * memory). Collective calls do not wait for peers: a rank whose peers have not
+ * yet called has its part launched by the communicator's progress thread when
+ * they do, except under CUDA graph capture, where the call returns once the
+ * operation is captured, which needs every peer to have called.
+ */
+dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId uniqueId,
+                                  int rank, const dmacclConfig_t *config);
+
+/*
+ * Abandons the communicator: releases every wait it has queued on its
+ * streams (so no stream, the caller's included, waits forever; operations
+ * not complete are left with undefined buffer contents), then frees it like
+ * dmacclCommDestroy. Not collective: use it after an error, for example
+ * dmacclRemoteError from dmacclCommGetAsyncError when a peer process died.
+ */
+dmacclResult_t dmacclCommAbort(dmacclComm_t comm);
+
+/*
+ * Memory that every rank of comm can reach with one copy command.
+ *
+ * Communicators of dmacclCommInitRank: collective (every rank calls with the
+ * same size, in the same order). Each rank's part is device memory of its GPU
+ * (cuMemCreate; shared memory for the host executor); every rank maps every
+ * rank's part into one virtual range at a fixed stride, so that peers' parts
+ * lie at *ptr + (peer - rank) * stride. Collectives on such buffers need no
+ * registration. Communicators of dmacclCommInitAll: not collective, plain
+ * device memory of the rank's GPU (host memory for the host executor).
+ * dmacclMemFree is local: a peer that still uses its own part is not
+ * disturbed. Free every buffer before destroying comm.
+ */
+dmacclResult_t dmacclMemAlloc(dmacclComm_t comm, size_t size, void **ptr);
+dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr);
+
+/*
+ * Registers [buff, buff+size) of cudaMalloc memory for collectives on comm.
+ * Not collective. Registration is optional: a collective given a buffer that
+ * is neither registered nor from dmacclMemAlloc registers its allocation on
+ * first use through a cache keyed by allocation (CUDA's buffer id, so memory
+ * freed and reallocated at the same address is never confused with the old
+ * one). Cost of a first use: this rank asks CUDA for an IPC handle (a few us),
+ * and every peer opens it (cudaIpcOpenMemHandle, typically 0.1-1 ms) when it
+ * first launches an operation with it; later operations find it in the cache.
+ * Registering ahead moves this rank's part of that cost out of the collective.
+ * Single-process communicators need no registration; there the call only
+ * checks the buffer. *handle is given to dmacclCommDeregister.
+ */
+dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, void **handle);
+dmacclResult_t dmacclCommDeregister(dmacclComm_t comm, void *handle);
 
 /*
  * Frees the communicator's resources after waiting for its queued operations

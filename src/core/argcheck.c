@@ -38,7 +38,7 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   op->chunkBytes = chunk;
   op->inPlace = 0;
 
-  rc = comm->exec->checkStream(comm, op->stream, call);
+  rc = comm->exec->checkStream(comm, op->stream, call, &op->capture);
   if (rc != dmacclSuccess) return rc;
   if (op->count == 0) return dmacclSuccess; /* nothing is read or written */
   if (!op->sendbuff)

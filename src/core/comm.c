@@ -1,5 +1,6 @@
 /* Communicator lifetime and queries. */
 #include "../exec/exec.h"
+#include "../boot/boot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,12 @@ dmacclResult_t dmacclGetVersion(int *version) {
   return dmacclSuccess;
 }
 
-static dmacclResult_t resolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out) {
+dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
+                                   const char *call) {
   dmacclExecutor_t e = config ? config->executor : dmacclExecutorDefault;
   if ((unsigned)e > dmacclExecutorHost)
     return coreError(NULL, dmacclInvalidArgument,
-                     "dmacclCommInitAll: config->executor %d is not a dmacclExecutor_t", (int)e);
+                     "%s: config->executor %d is not a dmacclExecutor_t", call, (int)e);
   if (e == dmacclExecutorDefault) {
     const char *env = coreParamString("DMACCL_EXECUTOR");
     if (!env[0] || strcasecmp(env, "cuda") == 0)
@@ -26,41 +28,66 @@ static dmacclResult_t resolveExecutor(const dmacclConfig_t *config, dmacclExecut
       e = dmacclExecutorHost;
     else
       return coreError(NULL, dmacclInvalidArgument,
-                       "dmacclCommInitAll: DMACCL_EXECUTOR='%s' is neither cuda nor host", env);
+                       "%s: DMACCL_EXECUTOR='%s' is neither cuda nor host", call, env);
   }
   *out = e;
   return dmacclSuccess;
 }
 
-static dmacclResult_t buildTable(const dmacclConfig_t *config, planTable *t) {
+dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call) {
   char err[256];
   planTableDefaults(t);
   const char *env = coreParamString("DMACCL_ALGO");
   if (planTableParse(t, env, err, sizeof(err)))
-    return coreError(NULL, dmacclInvalidArgument, "dmacclCommInitAll: DMACCL_ALGO: %s", err);
+    return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_ALGO: %s", call, err);
   if (config && config->algorithm && planTableParse(t, config->algorithm, err, sizeof(err)))
-    return coreError(NULL, dmacclInvalidArgument, "dmacclCommInitAll: config->algorithm: %s", err);
+    return coreError(NULL, dmacclInvalidArgument, "%s: config->algorithm: %s", call, err);
   return dmacclSuccess;
 }
 
-static dmacclResult_t checkConfig(const dmacclConfig_t *config) {
+dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *call) {
   if (!config) return dmacclSuccess;
   if (config->magic != DMACCL_CONFIG_MAGIC ||
       config->size < sizeof(size_t) + 2 * sizeof(unsigned) || config->size > sizeof(dmacclConfig_t))
     return coreError(NULL, dmacclInvalidArgument,
-                     "dmacclCommInitAll: config was not initialized with DMACCL_CONFIG_INITIALIZER "
+                     "%s: config was not initialized with DMACCL_CONFIG_INITIALIZER "
                      "(size %zu, magic 0x%x)",
-                     config->size, config->magic);
+                     call, config->size, config->magic);
   return dmacclSuccess;
 }
 
-static void freeClique(coreClique *c) {
+void coreFreeClique(coreClique *c) {
   if (!c) return;
+  if (c->mp) {
+    coreShmRelease(&c->board);
+    bootClose(c->boot);
+    free(c->pids);
+  }
   for (int s = 0; s < CORE_BOARD_DEPTH; s++) free(c->slots[s].ops);
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
   free(c->comms);
   free(c);
+}
+
+dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor) {
+  dmacclComm_t comm = calloc(1, sizeof(struct dmacclComm));
+  if (!comm) return NULL;
+  comm->rank = rank;
+  comm->nranks = c->nranks;
+  comm->device = device;
+  comm->executor = executor;
+  comm->exec = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
+  comm->clique = c;
+  pthread_mutex_init(&comm->memLock, NULL);
+  return comm;
+}
+
+void coreFreeComm(dmacclComm_t comm) {
+  if (!comm) return;
+  planScheduleFree(&comm->sched);
+  pthread_mutex_destroy(&comm->memLock);
+  free(comm);
 }
 
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
@@ -72,12 +99,12 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   if (ndev < 1 || ndev > CORE_MAX_RANKS)
     return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d is not in 1..%d", call, ndev,
                      CORE_MAX_RANKS);
-  dmacclResult_t rc = checkConfig(config);
+  dmacclResult_t rc = coreCheckConfig(config, call);
   if (rc != dmacclSuccess) return rc;
   dmacclExecutor_t executor = dmacclExecutorDefault;
-  if ((rc = resolveExecutor(config, &executor)) != dmacclSuccess) return rc;
+  if ((rc = coreResolveExecutor(config, &executor, call)) != dmacclSuccess) return rc;
   planTable table;
-  if ((rc = buildTable(config, &table)) != dmacclSuccess) return rc;
+  if ((rc = coreBuildTable(config, &table, call)) != dmacclSuccess) return rc;
   if (devlist && executor == dmacclExecutorCuda) {
     for (int i = 0; i < ndev; i++) {
       if (devlist[i] < 0)
@@ -105,13 +132,9 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   for (int s = 0; s < CORE_BOARD_DEPTH; s++)
     if (!(c->slots[s].ops = calloc((size_t)ndev, sizeof(coreOp)))) goto nomem;
   for (int i = 0; i < ndev; i++) {
-    if (!(made[i] = calloc(1, sizeof(struct dmacclComm)))) goto nomem;
-    made[i]->rank = i;
-    made[i]->nranks = ndev;
-    made[i]->device = executor == dmacclExecutorCuda ? (devlist ? devlist[i] : i) : -1;
-    made[i]->executor = executor;
-    made[i]->exec = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
-    made[i]->clique = c;
+    if (!(made[i] = coreNewComm(c, i, executor == dmacclExecutorCuda ? (devlist ? devlist[i] : i) : -1,
+                                executor)))
+      goto nomem;
   }
   rc = made[0]->exec->init(made, ndev, devlist);
   if (rc != dmacclSuccess) goto fail;
@@ -124,12 +147,11 @@ nomem:
 fail:
   if (made)
     for (int i = 0; i < ndev; i++) {
-      if (made[i]) planScheduleFree(&made[i]->sched);
-      free(made[i]);
+      coreFreeComm(made[i]);
     }
   if (c) {
     c->comms = NULL;
-    freeClique(c);
+    coreFreeClique(c);
   }
   free(made);
   return rc;
@@ -138,25 +160,54 @@ fail:
 dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
   dmacclResult_t rc = coreCheckComm(comm, "dmacclCommSynchronize");
   if (rc != dmacclSuccess) return rc;
-  coreWaitLaunched(comm);
+  rc = coreWaitLaunched(comm, comm->posted);
+  if (rc != dmacclSuccess) return rc;
   return comm->exec->sync(comm, comm->posted);
+}
+
+/* Destroy and Abort: wait (or release the waits), then free. */
+static dmacclResult_t teardown(dmacclComm_t comm, int abort) {
+  coreClique *c = comm->clique;
+  dmacclResult_t rc = dmacclSuccess;
+  if (!abort) {
+    rc = coreWaitLaunched(comm, comm->posted);
+    if (rc == dmacclSuccess) rc = comm->exec->sync(comm, comm->posted);
+    /* A broken communicator cannot drain: release its waits instead. */
+    abort = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE) != dmacclSuccess;
+  }
+  if (abort) {
+    pthread_mutex_lock(&c->lock);
+    __atomic_store_n(&c->aborting, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    comm->exec->abort(comm);
+  }
+  if (c->mp) coreProgressStop(c);
+  coreMemReleaseAll(comm);
+  comm->exec->fini(comm);
+  pthread_mutex_lock(&c->lock);
+  c->comms[comm->rank] = NULL;
+  int last = --c->alive == 0;
+  pthread_mutex_unlock(&c->lock);
+  coreFreeComm(comm);
+  if (last) coreFreeClique(c);
+  /* Errors of earlier operations were reported through
+   * dmacclCommGetAsyncError; the teardown itself worked. */
+  (void)rc;
+  return dmacclSuccess;
 }
 
 dmacclResult_t dmacclCommDestroy(dmacclComm_t comm) {
   dmacclResult_t rc = coreCheckComm(comm, "dmacclCommDestroy");
   if (rc != dmacclSuccess) return rc;
-  coreWaitLaunched(comm);
-  rc = comm->exec->sync(comm, comm->posted);
-  comm->exec->fini(comm);
-  coreClique *c = comm->clique;
-  planScheduleFree(&comm->sched);
-  pthread_mutex_lock(&c->lock);
-  c->comms[comm->rank] = NULL;
-  int last = --c->alive == 0;
-  pthread_mutex_unlock(&c->lock);
-  free(comm);
-  if (last) freeClique(c);
-  return rc;
+  return teardown(comm, 0);
+}
+
+dmacclResult_t dmacclCommAbort(dmacclComm_t comm) {
+  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommAbort");
+  if (rc != dmacclSuccess) return rc;
+  teardown(comm, 1);
+  return dmacclSuccess;
 }
 
 dmacclResult_t dmacclCommCount(const dmacclComm_t comm, int *count) {

@@ -13,6 +13,18 @@
 #define CORE_MAX_RANKS 256
 
 struct execOps;
+struct bootState;
+
+/* A buffer as a peer process finds it (descriptors on the shared board). */
+typedef enum { CORE_REF_NONE = 0, CORE_REF_MEM = 1, CORE_REF_IPC = 2 } coreRefKind;
+typedef struct {
+  int32_t kind, pad;
+  uint64_t id;   /* MEM: allocation number; IPC: CUDA buffer id of the allocation */
+  uint64_t off;  /* MEM: offset in the owner's part; IPC: offset from the allocation base */
+  uint64_t base; /* IPC: the owner's allocation base and size (cache bookkeeping) */
+  uint64_t size;
+  unsigned char handle[64]; /* IPC: cudaIpcMemHandle_t */
+} coreBufRef;
 
 /* One rank's call, as recorded at the call and used at launch. */
 typedef struct coreOp {
@@ -26,6 +38,8 @@ typedef struct coreOp {
   int inPlace;
   cudaStream_t stream;
   uint64_t seq; /* 1-based position in the comm's sequence: the epoch */
+  int capture;  /* the stream is being captured into a CUDA graph */
+  coreBufRef sendRef, recvRef; /* multi-process communicators only */
 } coreOp;
 
 /* Ranks' calls for one sequence number, gathered until every rank posted. */
@@ -35,7 +49,48 @@ typedef struct {
   coreOp *ops; /* [nranks] */
 } coreBoardSlot;
 
-/* The communicators made by one dmacclCommInitAll. */
+/*
+ * Shared board of a multi-process set: every rank owns one segment of shared
+ * memory, mapped by every rank at a fixed stride. A rank publishes its calls
+ * in its own segment (fields first, seq last with release); peers read them.
+ * The host executor's flags live here too.
+ */
+typedef struct {
+  _Atomic uint64_t seq;
+  int32_t coll, datatype, inPlace, capture;
+  uint64_t count, chunkBytes;
+  coreBufRef send, recv;
+} coreSharedOp;
+
+typedef struct {
+  int32_t rank, pid;
+  _Atomic uint64_t launched; /* highest sequence number this rank has launched */
+  coreSharedOp ops[CORE_BOARD_DEPTH];
+  _Atomic uint32_t hostFlags[]; /* [PLAN_NUM_PHASES][nranks] (host executor) */
+} coreSharedRank;
+
+/* nranks parts of size bytes each, mapped at base + r*stride (shm.c). */
+typedef struct {
+  char *base;
+  size_t size, stride;
+  int nranks;
+} coreShm;
+dmacclResult_t coreShmCreate(struct bootState *boot, int nranks, size_t size, coreShm *out,
+                             char *err, size_t errlen);
+void coreShmRelease(coreShm *m);
+
+/* An allocation of dmacclMemAlloc (mem.c). */
+typedef struct coreMem {
+  struct coreMem *next;
+  uint64_t id;   /* sequence number of the collective call, same on every rank */
+  char *mine;    /* this rank's part */
+  size_t size;   /* bytes of each part */
+  size_t stride; /* distance between ranks' parts; 0 for single-process sets */
+  void *exec;    /* executor's record */
+} coreMem;
+
+/* The communicators made by one dmacclCommInitAll, or the one local rank of
+ * a dmacclCommInitRank set (mp). */
 typedef struct coreClique {
   unsigned long id;
   int nranks;
@@ -46,7 +101,28 @@ typedef struct coreClique {
   coreBoardSlot slots[CORE_BOARD_DEPTH];
   uint64_t nextLaunch; /* lowest sequence number not yet launched */
   planTable table;     /* algorithm selection, one for all ranks */
+  int aborting;        /* dmacclCommAbort is running: waits give up */
+  dmacclResult_t broken; /* a peer died or the watchdog fired: waits give up */
+  char brokenWhy[256];
+  /* Multi-process sets only. */
+  int mp, localRank;
+  struct bootState *boot;
+  coreShm board; /* one coreSharedRank per rank */
+  size_t boardRankBytes;
+  int *pids;
+  coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
+  pthread_t progress;
+  int progressStarted, progressStop;
+  pthread_cond_t progressCv;
+  double timeoutSec;   /* DMACCL_TIMEOUT: 0 = no watchdog */
+  uint64_t completed;  /* highest sequence number known complete (progress thread) */
+  double pendingSince; /* when the oldest incomplete operation was first seen pending */
+  double deadSince;    /* when a peer was first seen dead with work pending */
 } coreClique;
+
+static inline coreSharedRank *coreBoardRank(coreClique *c, int r) {
+  return (coreSharedRank *)(c->board.base + (size_t)r * c->board.stride);
+}
 
 struct dmacclComm {
   int rank, nranks, device;
@@ -58,6 +134,9 @@ struct dmacclComm {
   uint64_t posted;    /* sequence numbers posted */
   dmacclResult_t asyncError;
   char lastError[512];
+  pthread_mutex_t memLock;
+  coreMem *mems;      /* dmacclMemAlloc allocations */
+  uint64_t memCount;  /* dmacclMemAlloc calls so far */
 };
 
 /* Errors (errors.c). coreError records a sentence on comm (may be NULL) and on
@@ -82,13 +161,42 @@ void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(pri
 const char *coreParamString(const char *name); /* getenv with the table's default */
 void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of every parameter */
 
+/* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
+dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
+                                   const char *call);
+dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call);
+dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *call);
+dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
+void coreFreeComm(dmacclComm_t comm);
+void coreFreeClique(coreClique *c);
+
 /* Argument checks (argcheck.c). */
 dmacclResult_t coreCheckComm(dmacclComm_t comm, const char *call);
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
-/* Posting and launching (launch.c). */
-dmacclResult_t corePost(coreOp *op);
-dmacclResult_t coreWaitLaunched(dmacclComm_t comm);
+/* Posting and launching (launch.c: one process; launch_mp.c: ranks as
+ * processes). corePost dispatches; coreWaitLaunched waits until seq is
+ * launched and returns the comm's async error if one stops it. */
+dmacclResult_t corePost(coreOp *op);          /* post, then coreAttach */
+dmacclResult_t corePostNoAttach(coreOp *op);  /* groups attach after posting every call */
+dmacclResult_t coreAttach(coreOp *op);        /* graph capture: join the caller's stream */
+dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq);
+dmacclResult_t coreMpPost(coreOp *op);
+int coreMpLaunchReady(coreClique *c); /* lock held; returns operations launched */
+dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq);
+
+/* Progress thread of a multi-process set (progress.c). */
+dmacclResult_t coreProgressStart(coreClique *c);
+void coreProgressStop(coreClique *c);
+void coreProgressWake(coreClique *c);
+double coreNowSec(void);
+
+/* Registration: where a buffer lives, as peers find it (mem.c). */
+coreMem *coreMemFind(dmacclComm_t comm, const void *ptr, size_t bytes);
+dmacclResult_t coreExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes, coreBufRef *ref,
+                             const char *call, const char *arg);
+dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr);
+void coreMemReleaseAll(dmacclComm_t comm);
 
 /* Groups (group.c). */
 int coreGroupActive(void);

@@ -64,10 +64,19 @@ dmacclResult_t dmacclGroupEnd(void) {
     }
   free(rankIdx);
   dmacclResult_t first = dmacclSuccess;
+  int *posted = calloc((size_t)nops + 1, sizeof(int));
+  if (!posted) return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   for (int i = 0; i < nops; i++) {
-    dmacclResult_t rc = corePost(&ops[i]);
+    dmacclResult_t rc = corePostNoAttach(&ops[i]);
+    posted[i] = rc == dmacclSuccess;
     if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
   }
+  /* Captured calls join their streams once every call of the group is in. */
+  for (int i = 0; i < nops; i++) {
+    dmacclResult_t rc = posted[i] ? coreAttach(&ops[i]) : dmacclSuccess;
+    if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
+  }
+  free(posted);
   nops = 0;
   return first;
 }

@@ -75,7 +75,7 @@ static void launchReady(coreClique *c) {
   }
 }
 
-dmacclResult_t corePost(coreOp *op) {
+static dmacclResult_t spPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
   pthread_mutex_lock(&c->lock);
@@ -95,10 +95,29 @@ dmacclResult_t corePost(coreOp *op) {
   return rc;
 }
 
-dmacclResult_t coreWaitLaunched(dmacclComm_t comm) {
+dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   coreClique *c = comm->clique;
+  if (c->mp) return coreMpWaitLaunched(comm, seq);
   pthread_mutex_lock(&c->lock);
-  while (c->nextLaunch <= comm->posted) pthread_cond_wait(&c->cond, &c->lock);
+  while (c->nextLaunch <= seq && !c->aborting) pthread_cond_wait(&c->cond, &c->lock);
   pthread_mutex_unlock(&c->lock);
   return dmacclSuccess;
+}
+
+dmacclResult_t corePostNoAttach(coreOp *op) {
+  return op->comm->clique->mp ? coreMpPost(op) : spPost(op);
+}
+
+dmacclResult_t coreAttach(coreOp *op) {
+  if (!op->capture) return dmacclSuccess;
+  /* The caller's stream may go on only once the operation is in the graph. */
+  dmacclResult_t rc = coreWaitLaunched(op->comm, op->seq);
+  if (rc != dmacclSuccess) return rc;
+  return op->comm->exec->attach(op->comm, op);
+}
+
+dmacclResult_t corePost(coreOp *op) {
+  dmacclResult_t rc = corePostNoAttach(op);
+  if (rc != dmacclSuccess) return rc;
+  return coreAttach(op);
 }

@@ -16,6 +16,14 @@ static const struct {
      "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
     {"DMACCL_EXECUTOR", "", "executor when the config leaves it default: cuda or host"},
     {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
+    {"DMACCL_INIT_TIMEOUT", "60",
+     "dmacclCommInitRank and other bootstrap exchanges: seconds to wait for every rank"},
+    {"DMACCL_TIMEOUT", "0",
+     "watchdog: seconds an operation may stay pending before the communicator fails with "
+     "dmacclTimeout naming the peer (0 = off)"},
+    {"DMACCL_SIGNAL", "auto",
+     "how a signal reaches a peer's flag: memop (stream memory operation write), copy (4-byte "
+     "copy from a device value), or auto (probe at init: memop where the driver allows it)"},
 };
 
 const char *coreParamString(const char *name) {

@@ -19,76 +19,28 @@
  * as one cuStreamBatchMemOp. Driver entry points come from
  * cudaGetDriverEntryPointByVersion; nothing links libcuda.
  */
-#include "exec.h"
+#include "cuda_internal.h"
+#include "../boot/boot.h"
 
-#include <cuda.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct {
-  CUresult (*waitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-  CUresult (*writeValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-  CUresult (*batchMemOp)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
-  CUresult (*getAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
-  CUresult (*getErrorString)(CUresult, const char **);
-  cudaError_t status;
-  const char *missing;
-} drv;
-static pthread_once_t drvOnce = PTHREAD_ONCE_INIT;
+#define drv (*cudaDriverGet())
 
-static void loadDriver(void) {
-  struct {
-    const char *name;
-    void **fn;
-  } want[] = {
-      {"cuStreamWaitValue32", (void **)&drv.waitValue32},
-      {"cuStreamWriteValue32", (void **)&drv.writeValue32},
-      {"cuStreamBatchMemOp", (void **)&drv.batchMemOp},
-      {"cuMemGetAddressRange", (void **)&drv.getAddressRange},
-      {"cuGetErrorString", (void **)&drv.getErrorString},
-  };
-  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-    enum cudaDriverEntryPointQueryResult q;
-    cudaError_t e =
-        cudaGetDriverEntryPointByVersion(want[i].name, want[i].fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*want[i].fn) {
-      drv.status = e != cudaSuccess ? e : cudaErrorSymbolNotFound;
-      drv.missing = want[i].name;
-      return;
-    }
-  }
-}
-
-#define MEMOP_CHUNK 128
-
-typedef struct {
-  int device;
-  int nlanes;
-  cudaStream_t *lanes;
-  cudaEvent_t fork[CORE_BOARD_DEPTH];
-  cudaEvent_t *join;
-  uint32_t *flags; /* device: [PLAN_NUM_PHASES][nranks], then the done flag */
-  /* Scratch for one batch command, reused under the set's lock. */
-  CUstreamBatchMemOpParams memops[MEMOP_CHUNK];
-  void **bdst;
-  const void **bsrc;
-  size_t *bsize;
-} cudaState;
-
-static cudaState *stateOf(dmacclComm_t c) {
-  return (cudaState *)c->execState;
-}
+#define stateOf cudaStateOf
 static uint32_t *doneFlag(cudaState *s, int nranks) {
-  return s->flags + PLAN_NUM_PHASES * nranks;
+  return s->flags + FLAG_DONE(nranks);
 }
 
-static dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e) {
+dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e) {
   cudaGetLastError(); /* reset the (non-sticky) error so later calls do not see it */
   return coreError(comm, dmacclUnhandledCudaError, "%s failed: %s (%s)", what, cudaGetErrorName(e),
                    cudaGetErrorString(e));
 }
 
-static dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r) {
+dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r) {
   const char *msg = "unknown";
   if (drv.getErrorString) drv.getErrorString(r, &msg);
   return coreError(comm, dmacclUnhandledCudaError, "%s failed: CUresult %d (%s)", what, (int)r,
@@ -114,19 +66,19 @@ static dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r) {
   } while (0)
 
 /* Makes dev current and remembers the caller's device. */
-static int enterDevice(int dev) {
+int cudaEnterDevice(int dev) {
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   if (prev != dev) cudaSetDevice(dev);
   return prev;
 }
-static void leaveDevice(int prev, int dev) {
+void cudaLeaveDevice(int prev, int dev) {
   if (prev >= 0 && prev != dev) cudaSetDevice(prev);
 }
 
-static void destroyState(cudaState *s) {
+static void destroyState(dmacclComm_t comm, cudaState *s) {
   if (!s) return;
-  int prev = enterDevice(s->device);
+  int prev = cudaEnterDevice(s->device);
   for (int l = 0; l < s->nlanes; l++) {
     if (s->lanes && s->lanes[l]) {
       cudaStreamSynchronize(s->lanes[l]);
@@ -134,12 +86,22 @@ static void destroyState(cudaState *s) {
     }
     if (s->join && s->join[l]) cudaEventDestroy(s->join[l]);
   }
-  for (int k = 0; k < CORE_BOARD_DEPTH; k++)
+  if (s->aside) cudaStreamDestroy(s->aside);
+  for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     if (s->fork[k]) cudaEventDestroy(s->fork[k]);
-  if (s->flags) cudaFree(s->flags);
-  leaveDevice(prev, s->device);
+    if (s->tail[k]) cudaEventDestroy(s->tail[k]);
+  }
+  if (comm->clique->mp) {
+    cudaIpcRelease(comm);
+    cudaVmmRelease(&s->flagVmm);
+  } else if (s->flags) {
+    cudaFree(s->flags);
+  }
+  pthread_mutex_destroy(&s->ipcLock);
+  cudaLeaveDevice(prev, s->device);
   free(s->lanes);
   free(s->join);
+  free(s->peerFlags);
   free(s->bdst);
   free(s->bsrc);
   free(s->bsize);
@@ -147,43 +109,100 @@ static void destroyState(cudaState *s) {
 }
 
 static void cudaFini(dmacclComm_t comm) {
-  destroyState(stateOf(comm));
+  destroyState(comm, stateOf(comm));
   comm->execState = NULL;
 }
 
-static dmacclResult_t createState(dmacclComm_t comm) {
+/* Streams, events and flag words of one rank. Multi-process sets map every
+ * rank's flag words through the bootstrap (collective). */
+static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   dmacclResult_t rc = dmacclSuccess;
-  int n = comm->nranks, prev = enterDevice(comm->device);
+  int n = comm->nranks, prev = cudaEnterDevice(comm->device);
   cudaState *s = calloc(1, sizeof(*s));
   if (!s) {
-    leaveDevice(prev, comm->device);
-    return coreError(NULL, dmacclSystemError, "dmacclCommInitAll: out of memory");
+    cudaLeaveDevice(prev, comm->device);
+    return coreError(NULL, dmacclSystemError, "%s: out of memory", call);
   }
   s->device = comm->device;
   s->nlanes = n; /* peer lanes plus a side lane for large self copies */
+  pthread_mutex_init(&s->ipcLock, NULL);
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
   s->join = calloc((size_t)s->nlanes, sizeof(*s->join));
+  s->peerFlags = calloc((size_t)n, sizeof(*s->peerFlags));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));
   s->bsrc = calloc((size_t)n, sizeof(*s->bsrc));
   s->bsize = calloc((size_t)n, sizeof(*s->bsize));
   comm->execState = s;
-  if (!s->lanes || !s->join || !s->bdst || !s->bsrc || !s->bsize) {
-    rc = coreError(NULL, dmacclSystemError, "dmacclCommInitAll: out of memory");
+  if (!s->lanes || !s->join || !s->peerFlags || !s->bdst || !s->bsrc || !s->bsize) {
+    rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
   for (int l = 0; l < s->nlanes; l++) {
     CUDA_TRY(NULL, cudaStreamCreateWithFlags(&s->lanes[l], cudaStreamNonBlocking));
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->join[l], cudaEventDisableTiming));
   }
-  for (int k = 0; k < CORE_BOARD_DEPTH; k++)
+  CUDA_TRY(NULL, cudaStreamCreateWithFlags(&s->aside, cudaStreamNonBlocking));
+  for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->fork[k], cudaEventDisableTiming));
-  size_t flagBytes = (size_t)(PLAN_NUM_PHASES * n + 1) * sizeof(uint32_t);
-  CUDA_TRY(NULL, cudaMalloc((void **)&s->flags, flagBytes));
+    CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->tail[k], cudaEventDisableTiming));
+  }
+  size_t flagBytes = FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t);
+  if (comm->clique->mp) {
+    rc = cudaVmmCreate(comm, flagBytes, &s->flagVmm, call);
+    if (rc != dmacclSuccess) goto out;
+    for (int r = 0; r < n; r++)
+      s->peerFlags[r] = (uint32_t *)(uintptr_t)(s->flagVmm.base + (size_t)r * s->flagVmm.stride);
+    s->flags = s->peerFlags[comm->rank];
+  } else {
+    CUDA_TRY(NULL, cudaMalloc((void **)&s->flags, flagBytes));
+  }
   CUDA_TRY(NULL, cudaMemset(s->flags, 0, flagBytes));
+  uint32_t one = 1;
+  CUDA_TRY(NULL, cudaMemcpy(s->flags + FLAG_ONE(n, s->nlanes), &one, sizeof(one),
+                            cudaMemcpyHostToDevice));
   CUDA_TRY(NULL, cudaDeviceSynchronize());
 out:
-  leaveDevice(prev, s->device);
+  cudaLeaveDevice(prev, s->device);
   return rc;
+}
+
+/*
+ * Signal path: DMACCL_SIGNAL=memop|copy, or auto: write one peer's probe
+ * word with a stream memory operation and keep that path if the driver takes
+ * it, else fall back to 4-byte copies (drivers from CUDA 13.1 on reportedly
+ * refuse remote memory-op writes). Needs peerFlags filled.
+ */
+static dmacclResult_t chooseSignal(dmacclComm_t comm, const char *call) {
+  cudaState *s = stateOf(comm);
+  const char *want = coreParamString("DMACCL_SIGNAL");
+  if (strcmp(want, "memop") == 0) {
+    s->signal = SIGNAL_MEMOP;
+  } else if (strcmp(want, "copy") == 0) {
+    s->signal = SIGNAL_COPY;
+  } else if (strcmp(want, "auto") == 0 || !want[0]) {
+    s->signal = SIGNAL_MEMOP;
+    if (comm->nranks > 1) {
+      int peer = (comm->rank + 1) % comm->nranks;
+      int prev = cudaEnterDevice(s->device);
+      CUdeviceptr probe =
+          (CUdeviceptr)(uintptr_t)(s->peerFlags[peer] + FLAG_PROBE(comm->nranks, s->nlanes, comm->rank));
+      CUresult r = drv.writeValue32((CUstream)s->aside, probe, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
+      cudaError_t e = r == CUDA_SUCCESS ? cudaStreamSynchronize(s->aside) : cudaSuccess;
+      if (r != CUDA_SUCCESS || e != cudaSuccess) {
+        cudaGetLastError();
+        s->signal = SIGNAL_COPY;
+        CORE_INFO("rank %d: remote stream memory-op write refused (CUresult %d, %s): signals "
+                  "by 4-byte copy",
+                  comm->rank, (int)r, cudaGetErrorName(e));
+      }
+      cudaLeaveDevice(prev, s->device);
+    }
+  } else {
+    return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_SIGNAL='%s' is not memop, copy or auto",
+                     call, want);
+  }
+  CORE_INFO("rank %d: signals by %s", comm->rank, s->signal == SIGNAL_MEMOP ? "memop" : "copy");
+  return dmacclSuccess;
 }
 
 static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
@@ -196,7 +215,6 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
     return coreError(NULL, dmacclUnsupported, "%s: no CUDA device (%s); use the host executor",
                      call, e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
   }
-  pthread_once(&drvOnce, loadDriver);
   if (drv.missing)
     return coreError(NULL, dmacclUnsupported, "%s: driver entry point %s not available (%s)", call,
                      drv.missing, cudaGetErrorString(drv.status));
@@ -220,7 +238,7 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
       }
     }
   for (int i = 0; i < n && rc == dmacclSuccess; i++) {
-    int prev = enterDevice(comms[i]->device);
+    int prev = cudaEnterDevice(comms[i]->device);
     for (int j = 0; j < n; j++) {
       if (i == j) continue;
       e = cudaDeviceEnablePeerAccess(comms[j]->device, 0);
@@ -233,11 +251,53 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
         CORE_INFO("peer access GPU %d -> GPU %d enabled", comms[i]->device, comms[j]->device);
       }
     }
-    leaveDevice(prev, comms[i]->device);
+    cudaLeaveDevice(prev, comms[i]->device);
   }
-  for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = createState(comms[i]);
+  for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = createState(comms[i], call);
+  for (int i = 0; i < n && rc == dmacclSuccess; i++)
+    for (int r = 0; r < n; r++) stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+  for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = chooseSignal(comms[i], call);
   if (rc != dmacclSuccess)
     for (int i = 0; i < n; i++) cudaFini(comms[i]);
+  return rc;
+}
+
+static dmacclResult_t cudaIdentify(int *device, char *name, size_t namelen) {
+  int ndevs = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndevs);
+  if (e != cudaSuccess || ndevs == 0) {
+    cudaGetLastError();
+    return coreError(NULL, dmacclUnsupported,
+                     "dmacclCommInitRank: no CUDA device (%s); use the host executor",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+  }
+  if (drv.missing)
+    return coreError(NULL, dmacclUnsupported,
+                     "dmacclCommInitRank: driver entry point %s not available (%s)", drv.missing,
+                     cudaGetErrorString(drv.status));
+  if ((e = cudaGetDevice(device)) != cudaSuccess ||
+      (e = cudaDeviceGetPCIBusId(name, (int)namelen, *device)) != cudaSuccess)
+    return cudaFail(NULL, "dmacclCommInitRank: cudaGetDevice/cudaDeviceGetPCIBusId", e);
+  return dmacclSuccess;
+}
+
+static dmacclResult_t cudaInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
+  const char *call = "dmacclCommInitRank";
+  for (int r = 0; r < comm->nranks; r++) {
+    int dev = -1, can = 0;
+    if (r == comm->rank) continue;
+    if (cudaDeviceGetByPCIBusId(&dev, peerNames[r]) != cudaSuccess ||
+        cudaDeviceCanAccessPeer(&can, comm->device, dev) != cudaSuccess || !can) {
+      cudaGetLastError();
+      return coreError(NULL, dmacclUnsupported,
+                       "%s: GPU %d (rank %d) cannot reach GPU %.32s (rank %d) peer to peer (is it "
+                       "visible in this process? CUDA_VISIBLE_DEVICES must show every rank's GPU)",
+                       call, comm->device, comm->rank, peerNames[r], r);
+    }
+  }
+  dmacclResult_t rc = createState(comm, call);
+  if (rc == dmacclSuccess) rc = chooseSignal(comm, call);
+  if (rc != dmacclSuccess) cudaFini(comm);
   return rc;
 }
 
@@ -245,7 +305,7 @@ static dmacclResult_t cudaCheckBuffer(dmacclComm_t comm, const void *ptr, size_t
                                       const char *call, const char *argName) {
   dmacclResult_t rc = dmacclSuccess;
   struct cudaPointerAttributes a;
-  int prev = enterDevice(comm->device);
+  int prev = cudaEnterDevice(comm->device);
   cudaError_t e = cudaPointerGetAttributes(&a, ptr);
   if (e != cudaSuccess) {
     cudaGetLastError();
@@ -272,13 +332,15 @@ static dmacclResult_t cudaCheckBuffer(dmacclComm_t comm, const void *ptr, size_t
                      "%s: %s %p needs %zu bytes but its allocation ends %zu bytes after it", call,
                      argName, ptr, bytes, avail);
   }
-  leaveDevice(prev, comm->device);
+  cudaLeaveDevice(prev, comm->device);
   return rc;
 }
 
-static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call) {
+static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call,
+                                      int *capturing) {
+  *capturing = 0;
   if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
-    return dmacclSuccess; /* the comm's device's own default stream */
+    return dmacclSuccess; /* the comm's device's own default stream (never captured) */
   int dev = -1;
   cudaError_t e = cudaStreamGetDevice(stream, &dev);
   if (e != cudaSuccess) {
@@ -290,56 +352,127 @@ static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, co
     return coreError(comm, dmacclInvalidArgument,
                      "%s: stream %p belongs to GPU %d, but this communicator (rank %d) uses GPU %d",
                      call, (void *)stream, dev, comm->rank, comm->device);
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if ((e = cudaStreamIsCapturing(stream, &st)) != cudaSuccess) {
+    cudaGetLastError();
+    return coreError(comm, dmacclInvalidArgument, "%s: stream %p: cudaStreamIsCapturing: %s", call,
+                     (void *)stream, cudaGetErrorString(e));
+  }
+  if (st == cudaStreamCaptureStatusInvalidated)
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: stream %p's graph capture was invalidated by an earlier error", call,
+                     (void *)stream);
+  *capturing = st == cudaStreamCaptureStatusActive;
   return dmacclSuccess;
 }
 
+/* Eager: the caller's stream records the fork and waits for the done flag
+ * to reach the epoch, both now, before the peers may have called.
+ * Captured: only the fork; the join comes at attach, after the launch. */
 static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
-  int prev = enterDevice(s->device);
+  int prev = cudaEnterDevice(s->device);
   CUDA_TRY(comm, cudaEventRecord(s->fork[op->seq % CORE_BOARD_DEPTH], op->stream));
-  CU_TRY(comm,
-         drv.waitValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
-                         (cuuint32_t)op->seq, CU_STREAM_WAIT_VALUE_GEQ));
+  if (!op->capture)
+    CU_TRY(comm,
+           drv.waitValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
+                           (cuuint32_t)op->seq, CU_STREAM_WAIT_VALUE_GEQ));
 out:
-  leaveDevice(prev, s->device);
+  cudaLeaveDevice(prev, s->device);
   return rc;
 }
 
-static CUdeviceptr flagAddr(dmacclComm_t owner, planPhase ph, int slotRank) {
-  cudaState *s = stateOf(owner);
-  return (CUdeviceptr)(uintptr_t)(s->flags + ph * owner->nranks + slotRank);
+static dmacclResult_t cudaAttach(dmacclComm_t comm, const coreOp *op) {
+  dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
+  int prev = cudaEnterDevice(s->device);
+  CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->tail[op->seq % CORE_BOARD_DEPTH], 0));
+out:
+  cudaLeaveDevice(prev, s->device);
+  return rc;
+}
+
+/* Address of flag word `word` of rank `owner`, as this rank reaches it. */
+static CUdeviceptr flagWord(cudaState *s, int owner, size_t word) {
+  return (CUdeviceptr)(uintptr_t)(s->peerFlags[owner] + word);
+}
+
+/*
+ * A run of SIGNAL or WAIT steps on one lane.
+ * Eager: signals store the epoch in the peer's eager slot; waits wait for
+ *   their own slot to reach it (cyclic >=, so epochs may wrap).
+ * Graph: signals store 1 in the peer's graph slot; waits wait for 1 and then
+ *   reset their slot to 0, so every replay starts from 0. The reset cannot
+ *   overtake the peer's next signal: the peer sends it only after this rank's
+ *   next signal to it, which this lane issues after the reset.
+ * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one
+ *   local write of the value into the lane's source word (eager), then one
+ *   4-byte copy per peer, ordered after the lane's earlier copies.
+ */
+static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *st, int k, cudaStream_t lane,
+                                uint32_t epoch, int graph) {
+  dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks, me = comm->rank;
+  CUstreamBatchMemOpParams *p = s->memops;
+  memset(p, 0, sizeof(*p) * (size_t)k);
+  if (st[0].kind == PLAN_STEP_WAIT) {
+    for (int i = 0; i < k; i++) {
+      p[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+      p[i].waitValue.address = flagWord(s, me, graph ? FLAG_GRAPH(n, st[i].phase, st[i].peer)
+                                                     : FLAG_EAGER(n, st[i].phase, st[i].peer));
+      p[i].waitValue.value = graph ? 1 : epoch;
+      p[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    }
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+    if (graph) {
+      for (int i = 0; i < k; i++) {
+        memset(&p[i], 0, sizeof(p[i]));
+        p[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        p[i].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i].phase, st[i].peer));
+        p[i].writeValue.value = 0;
+      }
+      CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+    }
+  } else if (s->signal == SIGNAL_MEMOP) {
+    for (int i = 0; i < k; i++) {
+      p[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      p[i].writeValue.address = flagWord(s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me)
+                                                              : FLAG_EAGER(n, st[i].phase, me));
+      p[i].writeValue.value = graph ? 1 : epoch;
+      p[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+    }
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+  } else {
+    size_t srcWord = graph ? FLAG_ONE(n, s->nlanes) : FLAG_SRC(n, st[0].lane);
+    if (!graph)
+      CU_TRY(comm, drv.writeValue32((CUstream)lane, flagWord(s, me, srcWord), epoch,
+                                    CU_STREAM_WRITE_VALUE_DEFAULT));
+    for (int i = 0; i < k; i++) {
+      void *dst = (void *)(uintptr_t)flagWord(s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me)
+                                                                   : FLAG_EAGER(n, st[i].phase, me));
+      CUDA_TRY(comm, cudaMemcpyAsync(dst, (const void *)(uintptr_t)flagWord(s, me, srcWord),
+                                     sizeof(uint32_t), cudaMemcpyDeviceToDevice, lane));
+    }
+  }
+out:
+  return rc;
 }
 
 /* Issues steps[i..] that form one command; returns the index after them. */
 static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
-                    uint32_t epoch, dmacclResult_t *rcOut) {
+                    uint32_t epoch, int graph, dmacclResult_t *rcOut) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   const planStep *st = &sch->steps[i];
   cudaStream_t lane = s->lanes[st->lane];
   int j = i;
   if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
-    int k = 0;
-    for (; j < sch->nsteps && k < MEMOP_CHUNK && sch->steps[j].kind == st->kind &&
-           sch->steps[j].lane == st->lane;
-         j++, k++) {
-      const planStep *x = &sch->steps[j];
-      CUstreamBatchMemOpParams *p = &s->memops[k];
-      memset(p, 0, sizeof(*p));
-      if (x->kind == PLAN_STEP_SIGNAL) {
-        p->writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-        p->writeValue.address = flagAddr(comm->clique->comms[x->peer], x->phase, comm->rank);
-        p->writeValue.value = epoch;
-        p->writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-      } else {
-        p->waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-        p->waitValue.address = flagAddr(comm, x->phase, x->peer);
-        p->waitValue.value = epoch;
-        p->waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
-      }
-    }
-    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, s->memops, 0));
+    while (j < sch->nsteps && j - i < MEMOP_CHUNK && sch->steps[j].kind == st->kind &&
+           sch->steps[j].lane == st->lane)
+      j++;
+    rc = issueSync(comm, st, j - i, lane, epoch, graph);
   } else if (st->batch) {
     size_t k = 0;
     for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_COPY && sch->steps[j].batch &&
@@ -372,12 +505,13 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   uint32_t epoch = (uint32_t)op->seq;
+  int slot = (int)(op->seq % CORE_BOARD_DEPTH);
   int nl = sch->nlanes < 1 ? 1 : sch->nlanes;
-  int prev = enterDevice(s->device);
-  for (int l = 0; l < nl; l++)
-    CUDA_TRY(comm, cudaStreamWaitEvent(s->lanes[l], s->fork[op->seq % CORE_BOARD_DEPTH], 0));
+  int prev = cudaEnterDevice(s->device);
+  s->captured[slot] = op->capture;
+  for (int l = 0; l < nl; l++) CUDA_TRY(comm, cudaStreamWaitEvent(s->lanes[l], s->fork[slot], 0));
   for (int i = 0; i < sch->nsteps;) {
-    i = issueRun(comm, sch, i, b, epoch, &rc);
+    i = issueRun(comm, sch, i, b, epoch, op->capture, &rc);
     if (rc != dmacclSuccess) goto out;
   }
   for (int l = 1; l < nl; l++) {
@@ -386,30 +520,117 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   }
 out:
   /* The done flag is written even after a failure, so the caller's stream
-   * is not left waiting forever. */
-  {
-    CUresult r =
-        drv.writeValue32((CUstream)s->lanes[0], (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
-                         epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS && rc == dmacclSuccess)
-      rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
+   * is not left waiting forever. A captured operation has no done flag: the
+   * caller's stream joins lane 0 through the tail event (attach). */
+  if (!op->capture) {
+    CUresult r = drv.writeValue32((CUstream)s->lanes[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
+                                  epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS && rc == dmacclSuccess) rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
   }
-  leaveDevice(prev, s->device);
+  {
+    cudaError_t e = cudaEventRecord(s->tail[slot], s->lanes[0]);
+    if (e != cudaSuccess && rc == dmacclSuccess) rc = cudaFail(comm, "cudaEventRecord(tail)", e);
+  }
+  cudaLeaveDevice(prev, s->device);
   return rc;
 }
 
+/* Polls rather than blocks, so that a broken communicator (dead peer,
+ * watchdog) returns its error instead of hanging. */
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   (void)seq;
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
-  int prev = enterDevice(s->device);
-  for (int l = 0; l < s->nlanes; l++) CUDA_TRY(comm, cudaStreamSynchronize(s->lanes[l]));
+  coreClique *c = comm->clique;
+  int prev = cudaEnterDevice(s->device);
+  for (int l = 0; l < s->nlanes; l++) {
+    for (int round = 0;; round++) {
+      cudaError_t e = cudaStreamQuery(s->lanes[l]);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) CUDA_TRY(comm, e);
+      dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+      if (broken != dmacclSuccess) {
+        rc = coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
+        goto out;
+      }
+      if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) goto out;
+      if (round > 1000) sched_yield();
+    }
+  }
 out:
-  leaveDevice(prev, s->device);
+  cudaLeaveDevice(prev, s->device);
   if (rc != dmacclSuccess) return rc;
   return __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
 }
 
+/* Releases every wait of this rank: eager slots and done far ahead of any
+ * epoch posted, graph slots at 1. Written by a stream the lanes never block. */
+static void cudaAbort(dmacclComm_t comm) {
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks;
+  uint32_t *w = calloc(FLAG_WORDS(n, s->nlanes), sizeof(uint32_t));
+  if (!w) return;
+  uint32_t far = (uint32_t)comm->posted + (1u << 24);
+  for (int ph = 0; ph < PLAN_NUM_PHASES; ph++)
+    for (int p = 0; p < n; p++) {
+      w[FLAG_EAGER(n, ph, p)] = far;
+      w[FLAG_GRAPH(n, ph, p)] = 1;
+    }
+  w[FLAG_DONE(n)] = far;
+  int prev = cudaEnterDevice(s->device);
+  if (cudaMemcpyAsync(s->flags, w, FLAG_GRAPH(n, 1, n - 1) + 1 < FLAG_WORDS(n, s->nlanes)
+                                       ? (FLAG_GRAPH(n, 1, n - 1) + 1) * sizeof(uint32_t)
+                                       : FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t),
+                      cudaMemcpyHostToDevice, s->aside) != cudaSuccess ||
+      cudaStreamSynchronize(s->aside) != cudaSuccess)
+    cudaGetLastError();
+  CORE_INFO("rank %d: abort released the waits of operations up to %llu", comm->rank,
+            (unsigned long long)comm->posted);
+  cudaLeaveDevice(prev, s->device);
+  free(w);
+}
+
+static int cudaComplete(dmacclComm_t comm, uint64_t seq) {
+  cudaState *s = stateOf(comm);
+  int slot = (int)(seq % CORE_BOARD_DEPTH);
+  if (s->captured[slot]) return 1; /* runs when the graph does */
+  int prev = cudaEnterDevice(s->device);
+  cudaError_t e = cudaEventQuery(s->tail[slot]);
+  if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
+  cudaLeaveDevice(prev, s->device);
+  return e == cudaSuccess;
+}
+
+static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) {
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks, found = 0;
+  uint32_t w[2 * CORE_MAX_RANKS];
+  int prev = cudaEnterDevice(s->device);
+  if (cudaMemcpyAsync(w, s->flags, (size_t)2 * n * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                      s->aside) == cudaSuccess &&
+      cudaStreamSynchronize(s->aside) == cudaSuccess) {
+    for (int ph = 0; ph < PLAN_NUM_PHASES && !found; ph++)
+      for (int p = 0; p < n && !found; p++)
+        if (p != comm->rank && (int32_t)(w[FLAG_EAGER(n, ph, p)] - (uint32_t)seq) < 0) {
+          snprintf(why, whylen, "waiting for rank %d's %s signal (flag holds %u, needs %u)", p,
+                   ph == PLAN_PHASE_ENTRY ? "entry" : "exit", w[FLAG_EAGER(n, ph, p)],
+                   (uint32_t)seq);
+          found = 1;
+        }
+  } else {
+    cudaGetLastError();
+  }
+  cudaLeaveDevice(prev, s->device);
+  return found;
+}
+
+static dmacclResult_t cudaMemAllocOp(dmacclComm_t comm, size_t size, coreMem *m) {
+  return cudaMemAllocImpl(comm, size, m);
+}
+
 const execOps execCudaOps = {
-    "cuda", cudaInit, cudaFini, cudaCheckBuffer, cudaCheckStream, cudaPost, cudaLaunch, cudaSync,
+    "cuda",          cudaInit,        cudaFini,          cudaCheckBuffer, cudaCheckStream,
+    cudaPost,        cudaLaunch,      cudaSync,          cudaIdentify,    cudaInitRank,
+    cudaMemAllocOp,  cudaMemFreeImpl, cudaExportBuf,     cudaImportBuf,   cudaRegisterBuf,
+    cudaDeregisterBuf, cudaAbort,     cudaComplete,      cudaStuck,       cudaAttach,
 };

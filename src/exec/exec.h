@@ -31,7 +31,9 @@ typedef struct execOps {
    * argName names the argument in the error. */
   dmacclResult_t (*checkBuffer)(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
                                 const char *argName);
-  dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call);
+  /* Also says whether stream is being captured into a CUDA graph. */
+  dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call,
+                                int *capturing);
   /* On the caller's thread, in call order, before the peers may have called:
    * ties the operation to the caller's stream. */
   dmacclResult_t (*post)(dmacclComm_t comm, const coreOp *op);
@@ -39,8 +41,35 @@ typedef struct execOps {
    * Called under the set's lock, in sequence order. */
   dmacclResult_t (*launch)(dmacclComm_t comm, const coreOp *op, const planSchedule *s,
                            const execBuffers *bufs);
-  /* Waits for every launched operation of comm to complete. */
+  /* Waits for every launched operation of comm to complete; gives up with
+   * the async error if one is recorded meanwhile. */
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
+
+  /* --- Ranks as processes --- */
+  /* The calling thread's device (-1 for none) and a host-wide name of it
+   * (PCI bus id) that rank 0 uses to find two ranks on one device. */
+  dmacclResult_t (*identify)(int *device, char *name, size_t namelen);
+  /* Creates the state of comm, the local rank of a multi-process set, whose
+   * bootstrap and board are up; peerNames[r] is rank r's identify name. */
+  dmacclResult_t (*initRank)(dmacclComm_t comm, char (*peerNames)[32]);
+  /* dmacclMemAlloc/Free (collective for multi-process sets; see dmaccl.h). */
+  dmacclResult_t (*memAlloc)(dmacclComm_t comm, size_t size, coreMem *m);
+  void (*memFree)(dmacclComm_t comm, coreMem *m);
+  /* A buffer not from dmacclMemAlloc, as peers will find it; and a peer's
+   * such buffer in this process (opened on first use, then cached). */
+  dmacclResult_t (*exportBuf)(dmacclComm_t comm, const void *ptr, size_t bytes, coreBufRef *ref,
+                              const char *call, const char *arg);
+  dmacclResult_t (*importBuf)(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr);
+  dmacclResult_t (*registerBuf)(dmacclComm_t comm, void *ptr, size_t size, void **handle);
+  dmacclResult_t (*deregisterBuf)(dmacclComm_t comm, void *handle);
+  /* Releases every wait comm has queued (dmacclCommAbort). */
+  void (*abort)(dmacclComm_t comm);
+  /* 1 when operation seq has completed on this rank. */
+  int (*complete)(dmacclComm_t comm, uint64_t seq);
+  /* Names, in why, the peer a stuck operation seq waits for; 0 if unknown. */
+  int (*stuck)(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen);
+  /* Graph capture: after op's launch, makes the caller's stream wait for it. */
+  dmacclResult_t (*attach)(dmacclComm_t comm, const coreOp *op);
 } execOps;
 
 extern const execOps execHostOps;

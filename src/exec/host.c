@@ -12,8 +12,10 @@
  * copied before a SIGNAL is visible after the matching WAIT.
  */
 #include "exec.h"
+#include "../boot/boot.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +36,10 @@ typedef struct {
   hostJob jobs[CORE_BOARD_DEPTH];
   uint64_t queued, done; /* sequence numbers queued to and finished by the worker */
   int stop;
-  _Atomic uint32_t *flags; /* [PLAN_NUM_PHASES][nranks] */
+  _Atomic uint32_t *flags;      /* own, [PLAN_NUM_PHASES][nranks]; NULL when on the board */
+  _Atomic uint32_t **peerFlags; /* every rank's flags as seen here */
   double timeoutSec;
+  _Atomic int waitingFor; /* peer the worker waits for, -1 when none (watchdog) */
 } hostState;
 
 static hostState *stateOf(dmacclComm_t c) {
@@ -64,16 +68,17 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
         if (cursor[l] >= s->nsteps) break;
         const planStep *st = &s->steps[cursor[l]];
         if (st->kind == PLAN_STEP_WAIT) {
-          _Atomic uint32_t *f = &stateOf(comm)->flags[st->phase * comm->nranks + st->peer];
+          _Atomic uint32_t *f =
+              &stateOf(comm)->peerFlags[comm->rank][st->phase * comm->nranks + st->peer];
           uint32_t v = atomic_load_explicit(f, memory_order_acquire);
           if ((int32_t)(v - j->epoch) < 0) {
             *stuckPeer = st->peer;
             break;
           }
         } else if (st->kind == PLAN_STEP_SIGNAL) {
-          hostState *peer = stateOf(comm->clique->comms[st->peer]);
-          atomic_store_explicit(&peer->flags[st->phase * comm->nranks + comm->rank], j->epoch,
-                                memory_order_release);
+          atomic_store_explicit(
+              &stateOf(comm)->peerFlags[st->peer][st->phase * comm->nranks + comm->rank], j->epoch,
+              memory_order_release);
         } else {
           memcpy(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         }
@@ -83,7 +88,12 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
       if (cursor[l] < s->nsteps) finished = 0;
     }
     if (finished) return 0;
+    coreClique *c = comm->clique;
+    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE))
+      return -2; /* abandoned: the rest of the job is dropped */
     if (!progressed) {
+      atomic_store_explicit(&stateOf(comm)->waitingFor, *stuckPeer, memory_order_relaxed);
       if (start == 0)
         start = nowSec();
       else if (nowSec() - start > stateOf(comm)->timeoutSec)
@@ -105,7 +115,9 @@ static void *workerMain(void *arg) {
     hostJob *j = &h->jobs[(h->done + 1) % CORE_BOARD_DEPTH];
     pthread_mutex_unlock(&h->mu);
     int peer = -1;
-    if (runJob(comm, j, &peer) != 0)
+    int r = runJob(comm, j, &peer);
+    atomic_store_explicit(&h->waitingFor, -1, memory_order_relaxed);
+    if (r == -1)
       coreSetAsyncError(
           comm, dmacclTimeout,
           "operation %llu: rank %d waited more than %.0f s for rank %d (host executor)",
@@ -134,47 +146,172 @@ static void hostFini(dmacclComm_t comm) {
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h->flags);
+  free(h->peerFlags);
   free(h);
   comm->execState = NULL;
 }
 
-static dmacclResult_t hostInit(dmacclComm_t *comms, int n, const int *devlist) {
-  (void)devlist;
+/* State and worker of one rank; flags NULL means "on the shared board". */
+static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
+  int n = comm->nranks;
   double timeout = atof(coreParamString("DMACCL_HOST_TIMEOUT"));
   if (timeout <= 0) timeout = 60;
-  for (int i = 0; i < n; i++) {
-    hostState *h = calloc(1, sizeof(*h));
-    if (!h || !(h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags)))) {
-      free(h);
-      goto nomem;
-    }
+  hostState *h = calloc(1, sizeof(*h));
+  if (!h) return dmacclSystemError;
+  h->peerFlags = calloc((size_t)n, sizeof(*h->peerFlags));
+  if (withFlags) h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags));
+  int bad = !h->peerFlags || (withFlags && !h->flags);
+  for (int k = 0; k < CORE_BOARD_DEPTH && !bad; k++) {
+    h->jobs[k].send = calloc((size_t)n, sizeof(void *));
+    h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
+    bad |= !h->jobs[k].send || !h->jobs[k].recv;
+  }
+  h->timeoutSec = timeout;
+  atomic_init(&h->waitingFor, -1);
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  comm->execState = h;
+  if (bad || pthread_create(&h->worker, NULL, workerMain, comm) != 0) {
+    /* No worker to join: release by hand. */
     for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
-      h->jobs[k].send = calloc((size_t)n, sizeof(void *));
-      h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
+      free(h->jobs[k].send);
+      free(h->jobs[k].recv);
     }
-    h->timeoutSec = timeout;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
-    comms[i]->execState = h;
-    int bad = 0;
-    for (int k = 0; k < CORE_BOARD_DEPTH; k++) bad |= !h->jobs[k].send || !h->jobs[k].recv;
-    if (bad || pthread_create(&h->worker, NULL, workerMain, comms[i]) != 0) {
-      /* No worker to join: release by hand. */
-      for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
-        free(h->jobs[k].send);
-        free(h->jobs[k].recv);
-      }
-      free(h->flags);
-      free(h);
-      comms[i]->execState = NULL;
-      goto nomem;
-    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h->flags);
+    free(h->peerFlags);
+    free(h);
+    comm->execState = NULL;
+    return dmacclSystemError;
   }
   return dmacclSuccess;
-nomem:
-  for (int i = 0; i < n; i++) hostFini(comms[i]);
-  return coreError(NULL, dmacclSystemError,
-                   "dmacclCommInitAll: host executor: out of memory or threads");
+}
+
+static dmacclResult_t hostInit(dmacclComm_t *comms, int n, const int *devlist) {
+  (void)devlist;
+  for (int i = 0; i < n; i++)
+    if (createState(comms[i], 1) != dmacclSuccess) {
+      for (int k = 0; k < i; k++) hostFini(comms[k]);
+      return coreError(NULL, dmacclSystemError,
+                       "dmacclCommInitAll: host executor: out of memory or threads");
+    }
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < n; r++) stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t hostIdentify(int *device, char *name, size_t namelen) {
+  *device = -1;
+  if (namelen) name[0] = 0;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t hostInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
+  (void)peerNames;
+  if (createState(comm, 0) != dmacclSuccess)
+    return coreError(NULL, dmacclSystemError,
+                     "dmacclCommInitRank: host executor: out of memory or threads");
+  for (int r = 0; r < comm->nranks; r++)
+    stateOf(comm)->peerFlags[r] = coreBoardRank(comm->clique, r)->hostFlags;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t hostMemAlloc(dmacclComm_t comm, size_t size, coreMem *m) {
+  coreClique *c = comm->clique;
+  if (!c->mp) {
+    /* One process: plain memory, which every rank's thread reaches. */
+    if (!(m->mine = calloc(1, size)))
+      return coreError(comm, dmacclSystemError, "dmacclMemAlloc: out of memory (%zu bytes)", size);
+    return dmacclSuccess;
+  }
+  char err[256];
+  uint64_t mine = size, *all = calloc((size_t)comm->nranks, sizeof(uint64_t));
+  coreShm *shm = calloc(1, sizeof(*shm));
+  if (!all || !shm) {
+    free(all), free(shm);
+    return coreError(comm, dmacclSystemError, "dmacclMemAlloc: out of memory");
+  }
+  dmacclResult_t rc = bootAllGather(c->boot, &mine, all, sizeof(mine), err, sizeof(err));
+  for (int r = 0; rc == dmacclSuccess && r < comm->nranks; r++)
+    if (all[r] != mine) {
+      rc = dmacclInvalidArgument;
+      snprintf(err, sizeof(err), "rank %d asked for %llu bytes, rank %d for %llu: sizes must agree",
+               comm->rank, (unsigned long long)mine, r, (unsigned long long)all[r]);
+    }
+  free(all);
+  if (rc == dmacclSuccess) rc = coreShmCreate(c->boot, comm->nranks, size, shm, err, sizeof(err));
+  if (rc != dmacclSuccess) {
+    free(shm);
+    return coreError(comm, rc, "dmacclMemAlloc: %s", err);
+  }
+  m->mine = shm->base + (size_t)comm->rank * shm->stride;
+  m->stride = shm->stride;
+  m->exec = shm;
+  return dmacclSuccess;
+}
+
+static void hostMemFree(dmacclComm_t comm, coreMem *m) {
+  if (!comm->clique->mp) {
+    free(m->mine);
+    return;
+  }
+  coreShmRelease(m->exec);
+  free(m->exec);
+}
+
+static dmacclResult_t hostExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes,
+                                    coreBufRef *ref, const char *call, const char *arg) {
+  (void)ref;
+  return coreError(comm, dmacclInvalidArgument,
+                   "%s: %s %p (%zu bytes) is not inside memory from dmacclMemAlloc: the host "
+                   "executor across processes reaches peers only through it",
+                   call, arg, ptr, bytes);
+}
+
+static dmacclResult_t hostImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref,
+                                    void **addr) {
+  (void)addr;
+  return coreError(comm, dmacclInternalError,
+                   "host executor: rank %d sent a buffer of kind %d, which it cannot export", peer,
+                   ref->kind);
+}
+
+static dmacclResult_t hostRegisterBuf(dmacclComm_t comm, void *ptr, size_t size, void **handle) {
+  if (comm->clique->mp && !coreMemFind(comm, ptr, size))
+    return hostExportBuf(comm, ptr, size, NULL, "dmacclCommRegister", "buff");
+  *handle = ptr; /* nothing to keep: memory is reachable as it is */
+  return dmacclSuccess;
+}
+
+static dmacclResult_t hostDeregisterBuf(dmacclComm_t comm, void *handle) {
+  (void)comm, (void)handle;
+  return dmacclSuccess;
+}
+
+static void hostAbort(dmacclComm_t comm) {
+  (void)comm; /* the worker sees c->aborting and drops what is left */
+}
+
+static int hostComplete(dmacclComm_t comm, uint64_t seq) {
+  hostState *h = stateOf(comm);
+  pthread_mutex_lock(&h->mu);
+  int done = h->done >= seq;
+  pthread_mutex_unlock(&h->mu);
+  return done;
+}
+
+static int hostStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) {
+  (void)seq;
+  int p = atomic_load_explicit(&stateOf(comm)->waitingFor, memory_order_relaxed);
+  if (p < 0) return 0;
+  snprintf(why, whylen, "waiting for rank %d's signal", p);
+  return 1;
+}
+
+static dmacclResult_t hostAttach(dmacclComm_t comm, const coreOp *op) {
+  (void)comm, (void)op;
+  return dmacclSuccess; /* host operations are never captured */
 }
 
 static dmacclResult_t hostCheckBuffer(dmacclComm_t comm, const void *ptr, size_t bytes,
@@ -184,7 +321,9 @@ static dmacclResult_t hostCheckBuffer(dmacclComm_t comm, const void *ptr, size_t
   return dmacclSuccess;
 }
 
-static dmacclResult_t hostCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call) {
+static dmacclResult_t hostCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call,
+                                      int *capturing) {
+  *capturing = 0;
   if (stream != NULL)
     return coreError(comm, dmacclInvalidArgument,
                      "%s: stream %p given to a host-executor communicator: pass 0 and wait with "
@@ -241,10 +380,15 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
   pthread_mutex_lock(&h->mu);
   while (h->done != h->queued) pthread_cond_wait(&h->cv, &h->mu);
   pthread_mutex_unlock(&h->mu);
+  dmacclResult_t broken = __atomic_load_n(&comm->clique->broken, __ATOMIC_ACQUIRE);
+  if (broken != dmacclSuccess) return broken;
   dmacclResult_t err = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
   return err;
 }
 
 const execOps execHostOps = {
-    "host", hostInit, hostFini, hostCheckBuffer, hostCheckStream, hostPost, hostLaunch, hostSync,
+    "host",          hostInit,        hostFini,          hostCheckBuffer, hostCheckStream,
+    hostPost,        hostLaunch,      hostSync,          hostIdentify,    hostInitRank,
+    hostMemAlloc,    hostMemFree,     hostExportBuf,     hostImportBuf,   hostRegisterBuf,
+    hostDeregisterBuf, hostAbort,     hostComplete,      hostStuck,       hostAttach,
 };

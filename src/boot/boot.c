@@ -1,0 +1,425 @@
+#define _GNU_SOURCE /* accept4 */
+/* Bootstrap over an abstract UNIX-domain socket; see boot.h. */
+#include "boot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BOOT_MAGIC 0xb0075d3au
+
+/* What the unique id holds. */
+typedef struct {
+  uint32_t magic;
+  uint32_t version;
+  char name[96]; /* abstract socket name, without the leading NUL */
+} bootId;
+
+_Static_assert(sizeof(bootId) <= sizeof(dmacclUniqueId), "bootId must fit a dmacclUniqueId");
+
+struct bootState {
+  int nranks, rank;
+  double timeoutSec;
+  int listenFd; /* rank 0 only */
+  int *peers;   /* rank 0: connection of every rank (its own is -1) */
+  int root;     /* other ranks: connection to rank 0 */
+};
+
+typedef struct {
+  uint32_t magic;
+  int32_t nranks, rank, pid;
+} bootHello;
+
+/* Rank 0's answer to a hello: 0 and nothing more, or an error code and a sentence. */
+typedef struct {
+  int32_t code;
+  char text[256];
+} bootVerdict;
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static dmacclResult_t fail(char *err, size_t errlen, dmacclResult_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static dmacclResult_t fail(char *err, size_t errlen, dmacclResult_t code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static socklen_t makeAddr(const bootId *id, struct sockaddr_un *a) {
+  memset(a, 0, sizeof(*a));
+  a->sun_family = AF_UNIX;
+  size_t len = strnlen(id->name, sizeof(id->name));
+  memcpy(a->sun_path + 1, id->name, len); /* sun_path[0] = 0: abstract namespace */
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+dmacclResult_t bootIdCreate(dmacclUniqueId *uid, char *err, size_t errlen) {
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    nonce = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid() << 40;
+  }
+  bootId id;
+  memset(&id, 0, sizeof(id));
+  id.magic = BOOT_MAGIC;
+  id.version = DMACCL_VERSION_CODE;
+  snprintf(id.name, sizeof(id.name), "dmaccl-%d-%016llx", (int)getpid(), (unsigned long long)nonce);
+  memset(uid, 0, sizeof(*uid));
+  memcpy(uid->internal, &id, sizeof(id));
+  (void)err, (void)errlen;
+  return dmacclSuccess;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 1 ready, 0 timeout, -1 error. */
+static int waitFd(int fd, short events, double deadline) {
+  for (;;) {
+    double left = deadline - nowSec();
+    if (left <= 0) return 0;
+    struct pollfd p = {fd, events, 0};
+    int ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
+    int r = poll(&p, 1, ms);
+    if (r > 0) return (p.revents & (POLLERR | POLLNVAL)) && !(p.revents & events) ? -1 : 1;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+/* Sends all of buf, with fds attached to the first byte when nfds > 0. */
+static int sendAll(int fd, const void *buf, size_t len, const int *fds, int nfds, double deadline) {
+  const char *p = buf;
+  size_t done = 0;
+  while (done < len) {
+    if (waitFd(fd, POLLOUT, deadline) != 1) return -1;
+    struct iovec iov = {(void *)(p + done), len - done};
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    char ctl[CMSG_SPACE(sizeof(int) * 256)];
+    if (nfds > 0 && done == 0) {
+      memset(ctl, 0, sizeof(ctl));
+      m.msg_control = ctl;
+      m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+      struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+      memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+    }
+    ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
+    }
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* Receives exactly len bytes; collects up to *nfds descriptors (in: capacity,
+ * out: received). 0 on success, -1 on error or closed peer, -2 on timeout. */
+static int recvAll(int fd, void *buf, size_t len, int *fds, int *nfds, double deadline) {
+  char *p = buf;
+  size_t done = 0;
+  int cap = nfds ? *nfds : 0, got = 0;
+  while (done < len) {
+    int w = waitFd(fd, POLLIN, deadline);
+    if (w == 0) return -2;
+    if (w < 0) return -1;
+    struct iovec iov = {p + done, len - done};
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    char ctl[CMSG_SPACE(sizeof(int) * 256)];
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof(ctl);
+    ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
+    }
+    if (n == 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+      int *in = (int *)CMSG_DATA(c);
+      for (int i = 0; i < k; i++) {
+        if (got < cap)
+          fds[got++] = in[i];
+        else
+          close(in[i]);
+      }
+    }
+    done += (size_t)n;
+  }
+  if (nfds) *nfds = got;
+  return 0;
+}
+
+void bootClose(bootState *b) {
+  if (!b) return;
+  if (b->listenFd >= 0) close(b->listenFd);
+  if (b->root >= 0) close(b->root);
+  if (b->peers)
+    for (int r = 0; r < b->nranks; r++)
+      if (b->peers[r] >= 0) close(b->peers[r]);
+  free(b->peers);
+  free(b);
+}
+
+/* Rank 0: accepts every rank's hello until all joined, a rule is broken, or the deadline. */
+static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_t errlen) {
+  dmacclResult_t rc = dmacclSuccess;
+  bootVerdict v;
+  memset(&v, 0, sizeof(v));
+  int joined = 1; /* rank 0 itself */
+  int *extra = calloc((size_t)b->nranks + 64, sizeof(int)), nextra = 0;
+  if (!extra) return fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+  while (joined < b->nranks && rc == dmacclSuccess) {
+    int w = waitFd(b->listenFd, POLLIN, deadline);
+    if (w == 0) {
+      char missing[160] = "";
+      size_t used = 0;
+      for (int r = 1; r < b->nranks && used + 8 < sizeof(missing); r++)
+        if (b->peers[r] < 0)
+          used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d", used ? ", " : "", r);
+      rc = fail(err, errlen, dmacclTimeout,
+                "%d of %d ranks joined within %.0f s (DMACCL_INIT_TIMEOUT); missing rank(s): %s",
+                joined, b->nranks, b->timeoutSec, missing);
+      break;
+    }
+    int c = accept4(b->listenFd, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    bootHello h;
+    if (recvAll(c, &h, sizeof(h), NULL, NULL, deadline) != 0 || h.magic != BOOT_MAGIC) {
+      close(c); /* not one of ours, or it went away */
+      continue;
+    }
+    if (h.nranks != b->nranks) {
+      rc = fail(err, errlen, dmacclInvalidArgument,
+                "rank %d was started with nranks %d but rank 0 with nranks %d", h.rank, h.nranks,
+                b->nranks);
+    } else if (h.rank <= 0 || h.rank >= b->nranks) {
+      rc = fail(err, errlen, dmacclInvalidArgument,
+                "a process (pid %d) joined as rank %d, which is not in 1..%d (rank 0 is taken)",
+                h.pid, h.rank, b->nranks - 1);
+    } else if (b->peers[h.rank] >= 0) {
+      rc = fail(err, errlen, dmacclInvalidArgument,
+                "rank %d joined twice (the second from pid %d): every rank must be unique",
+                h.rank, h.pid);
+    }
+    if (rc == dmacclSuccess) {
+      b->peers[h.rank] = c;
+      joined++;
+    } else if (nextra < b->nranks + 64) {
+      extra[nextra++] = c;
+    } else {
+      close(c);
+    }
+  }
+  /* Everyone connected hears the verdict. */
+  v.code = (int32_t)rc;
+  if (rc != dmacclSuccess) snprintf(v.text, sizeof(v.text), "%s", err);
+  double sendBy = nowSec() + 5; /* the join deadline may have passed */
+  for (int r = 1; r < b->nranks; r++)
+    if (b->peers[r] >= 0) sendAll(b->peers[r], &v, sizeof(v), NULL, 0, sendBy);
+  for (int i = 0; i < nextra; i++) {
+    sendAll(extra[i], &v, sizeof(v), NULL, 0, sendBy);
+    close(extra[i]);
+  }
+  free(extra);
+  return rc;
+}
+
+dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double timeoutSec,
+                        bootState **out, char *err, size_t errlen) {
+  bootId id;
+  memcpy(&id, uid->internal, sizeof(id));
+  if (id.magic != BOOT_MAGIC || !memchr(id.name, 0, sizeof(id.name)) || !id.name[0])
+    return fail(err, errlen, dmacclInvalidArgument,
+                "the unique id was not made by dmacclGetUniqueId (or was corrupted in transit)");
+  if (id.version != DMACCL_VERSION_CODE)
+    return fail(err, errlen, dmacclInvalidUsage,
+                "the unique id comes from dmaccl version %u, this library is %d", id.version,
+                DMACCL_VERSION_CODE);
+  bootState *b = calloc(1, sizeof(*b));
+  if (!b) return fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+  b->nranks = nranks;
+  b->rank = rank;
+  b->timeoutSec = timeoutSec;
+  b->listenFd = b->root = -1;
+  double deadline = nowSec() + timeoutSec;
+  struct sockaddr_un addr;
+  socklen_t alen = makeAddr(&id, &addr);
+  dmacclResult_t rc = dmacclSuccess;
+
+  if (rank == 0) {
+    b->peers = malloc((size_t)nranks * sizeof(int));
+    if (!b->peers) {
+      rc = fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+      goto out;
+    }
+    for (int r = 0; r < nranks; r++) b->peers[r] = -1;
+    b->listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (b->listenFd < 0 || bind(b->listenFd, (struct sockaddr *)&addr, alen) != 0 ||
+        listen(b->listenFd, nranks + 16) != 0) {
+      int e = errno;
+      rc = fail(err, errlen, e == EADDRINUSE ? dmacclInvalidUsage : dmacclSystemError,
+                e == EADDRINUSE ? "rank 0 of this unique id is already running elsewhere (socket "
+                                  "@%s in use): a duplicate rank 0, or a reused id"
+                                : "bootstrap socket @%s: %s",
+                id.name, strerror(e));
+      goto out;
+    }
+    rc = rootGather(b, deadline, err, errlen);
+  } else {
+    /* Rank 0 may not be listening yet: retry until the deadline. */
+    for (;;) {
+      b->root = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (b->root < 0) {
+        rc = fail(err, errlen, dmacclSystemError, "bootstrap socket: %s", strerror(errno));
+        goto out;
+      }
+      if (connect(b->root, (struct sockaddr *)&addr, alen) == 0) break;
+      close(b->root);
+      b->root = -1;
+      if (nowSec() > deadline) {
+        rc = fail(err, errlen, dmacclTimeout,
+                  "rank 0 did not open the rendezvous within %.0f s (DMACCL_INIT_TIMEOUT)",
+                  timeoutSec);
+        goto out;
+      }
+      usleep(1000);
+    }
+    bootHello h = {BOOT_MAGIC, nranks, rank, (int32_t)getpid()};
+    bootVerdict v;
+    if (sendAll(b->root, &h, sizeof(h), NULL, 0, deadline) != 0) {
+      rc = fail(err, errlen, dmacclRemoteError, "rank 0 closed the rendezvous during join");
+      goto out;
+    }
+    /* Rank 0 gives its verdict at its own deadline at the latest: wait a
+     * little longer, so a timeout there arrives here as its sentence. */
+    int r = recvAll(b->root, &v, sizeof(v), NULL, NULL, deadline + 5);
+    if (r == -2)
+      rc = fail(err, errlen, dmacclTimeout,
+                "rank 0 did not confirm the join within %.0f s (DMACCL_INIT_TIMEOUT): some rank "
+                "did not arrive",
+                timeoutSec);
+    else if (r != 0)
+      rc = fail(err, errlen, dmacclRemoteError, "rank 0 closed the rendezvous during join");
+    else if (v.code != 0)
+      rc = fail(err, errlen, (dmacclResult_t)v.code, "rank 0 refused the join: %.200s", v.text);
+  }
+out:
+  if (rc != dmacclSuccess) {
+    bootClose(b);
+    return rc;
+  }
+  if (b->listenFd >= 0) { /* everyone joined: nobody else may connect */
+    close(b->listenFd);
+    b->listenFd = -1;
+  }
+  *out = b;
+  return dmacclSuccess;
+}
+
+static dmacclResult_t ioFail(bootState *b, int r, int peer, char *err, size_t errlen) {
+  if (r == -2)
+    return fail(err, errlen, dmacclTimeout,
+                "bootstrap: rank %d did not take part within %.0f s (ranks must make collective "
+                "calls in the same order)",
+                peer, b->timeoutSec);
+  return fail(err, errlen, dmacclRemoteError,
+              "bootstrap: the connection to rank %d broke (the process exited?)", peer);
+}
+
+/* Through rank 0: gather every rank's bytes (and fd), then send everything back. */
+static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t bytes, int fd,
+                               int *fds, char *err, size_t errlen) {
+  double deadline = nowSec() + b->timeoutSec;
+  int withFd = fds != NULL;
+  uint64_t hdr = bytes, got = 0;
+  if (b->rank != 0) {
+    if (sendAll(b->root, &hdr, sizeof(hdr), NULL, 0, deadline) ||
+        sendAll(b->root, mine, bytes, withFd ? &fd : NULL, withFd, deadline))
+      return ioFail(b, -1, 0, err, errlen);
+    int n = withFd ? b->nranks : 0;
+    int r = recvAll(b->root, &got, sizeof(got), fds, &n, deadline);
+    if (r == 0 && got == UINT64_MAX)
+      return fail(err, errlen, dmacclRemoteError,
+                  "bootstrap: another rank failed this exchange (see its error)");
+    if (r == 0 && got != bytes)
+      return fail(err, errlen, dmacclInvalidUsage,
+                  "bootstrap: ranks disagree about an exchange (%zu bytes here, %llu at rank 0): "
+                  "collective calls out of order?",
+                  bytes, (unsigned long long)got);
+    if (r == 0) r = recvAll(b->root, all, bytes * (size_t)b->nranks, NULL, NULL, deadline);
+    if (r != 0) return ioFail(b, r, 0, err, errlen);
+    if (withFd && n != b->nranks) return fail(err, errlen, dmacclSystemError,
+                                              "bootstrap: received %d of %d descriptors", n, b->nranks);
+    return dmacclSuccess;
+  }
+  memcpy(all, mine, bytes);
+  if (withFd) fds[0] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  dmacclResult_t rc = dmacclSuccess;
+  for (int p = 1; p < b->nranks && rc == dmacclSuccess; p++) {
+    int n = withFd ? 1 : 0, r = recvAll(b->peers[p], &got, sizeof(got), NULL, NULL, deadline);
+    if (r == 0 && got != bytes)
+      rc = fail(err, errlen, dmacclInvalidUsage,
+                "bootstrap: ranks disagree about an exchange (%zu bytes at rank 0, %llu at rank "
+                "%d): collective calls out of order?",
+                bytes, (unsigned long long)got, p);
+    else if (r == 0)
+      r = recvAll(b->peers[p], (char *)all + (size_t)p * bytes, bytes, withFd ? &fds[p] : NULL,
+                  withFd ? &n : NULL, deadline);
+    if (rc == dmacclSuccess && r != 0) rc = ioFail(b, r, p, err, errlen);
+    if (rc == dmacclSuccess && withFd && n != 1)
+      rc = fail(err, errlen, dmacclSystemError, "bootstrap: rank %d sent no descriptor", p);
+  }
+  /* Peers learn of a failure from a short answer. */
+  uint64_t answer = rc == dmacclSuccess ? bytes : UINT64_MAX;
+  for (int p = 1; p < b->nranks; p++) {
+    if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && rc == dmacclSuccess ? fds : NULL,
+                withFd && rc == dmacclSuccess ? b->nranks : 0, deadline) ||
+        (rc == dmacclSuccess &&
+         sendAll(b->peers[p], all, bytes * (size_t)b->nranks, NULL, 0, deadline))) {
+      if (rc == dmacclSuccess) rc = ioFail(b, -1, p, err, errlen);
+    }
+  }
+  if (rc != dmacclSuccess && withFd)
+    for (int p = 0; p < b->nranks; p++)
+      if (fds[p] >= 0) close(fds[p]), fds[p] = -1;
+  return rc;
+}
+
+dmacclResult_t bootAllGather(bootState *b, const void *mine, void *all, size_t bytes, char *err,
+                             size_t errlen) {
+  return exchange(b, mine, all, bytes, -1, NULL, err, errlen);
+}
+
+dmacclResult_t bootAllGatherFd(bootState *b, int fd, int *fds, char *err, size_t errlen) {
+  for (int r = 0; r < b->nranks; r++) fds[r] = -1;
+  int32_t dummy = 0;
+  int32_t *all = calloc((size_t)b->nranks, sizeof(int32_t));
+  if (!all) return fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+  dmacclResult_t rc = exchange(b, &dummy, all, sizeof(dummy), fd, fds, err, errlen);
+  free(all);
+  return rc;
+}

@@ -1,0 +1,158 @@
+/* dmacclGetUniqueId and dmacclCommInitRank: one rank per process. */
+#include "../exec/exec.h"
+#include "../boot/boot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *id) {
+  if (!id) return coreError(NULL, dmacclInvalidArgument, "dmacclGetUniqueId: uniqueId is NULL");
+  char err[256];
+  dmacclResult_t rc = bootIdCreate(id, err, sizeof(err));
+  if (rc != dmacclSuccess) return coreError(NULL, rc, "dmacclGetUniqueId: %s", err);
+  return dmacclSuccess;
+}
+
+/* What each rank tells the others at init. */
+typedef struct {
+  int32_t pid, executor, device, pad;
+  char name[32]; /* executor's name of the device (PCI bus id) */
+} rankInfo;
+
+/* Same verdict on every rank: they all see the same table. */
+static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t errlen) {
+  for (int r = 1; r < n; r++)
+    if (all[r].executor != all[0].executor) {
+      snprintf(err, errlen, "rank 0 uses the %s executor but rank %d the %s executor",
+               all[0].executor == dmacclExecutorCuda ? "cuda" : "host", r,
+               all[r].executor == dmacclExecutorCuda ? "cuda" : "host");
+      return dmacclInvalidArgument;
+    }
+  for (int r = 0; r < n; r++)
+    for (int q = 0; q < r; q++)
+      if (all[r].name[0] && strncmp(all[r].name, all[q].name, sizeof(all[r].name)) == 0) {
+        snprintf(err, errlen,
+                 "ranks %d (pid %d) and %d (pid %d) both use GPU %.32s: one rank per GPU (set the "
+                 "device with cudaSetDevice before dmacclCommInitRank)",
+                 q, all[q].pid, r, all[r].pid, all[r].name);
+        return dmacclInvalidArgument;
+      }
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
+                                  const dmacclConfig_t *config) {
+  const char *call = "dmacclCommInitRank";
+  char err[512];
+  if (coreGroupActive())
+    return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+  if (!out) return coreError(NULL, dmacclInvalidArgument, "%s: comm is NULL", call);
+  if (nranks < 1 || nranks > CORE_MAX_RANKS)
+    return coreError(NULL, dmacclInvalidArgument, "%s: nranks %d is not in 1..%d", call, nranks,
+                     CORE_MAX_RANKS);
+  if (rank < 0 || rank >= nranks)
+    return coreError(NULL, dmacclInvalidArgument, "%s: rank %d is not in 0..%d (nranks %d)", call,
+                     rank, nranks - 1, nranks);
+  dmacclResult_t rc = coreCheckConfig(config, call);
+  if (rc != dmacclSuccess) return rc;
+  dmacclExecutor_t executor = dmacclExecutorDefault;
+  if ((rc = coreResolveExecutor(config, &executor, call)) != dmacclSuccess) return rc;
+  planTable table;
+  if ((rc = coreBuildTable(config, &table, call)) != dmacclSuccess) return rc;
+  const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
+  rankInfo mine;
+  memset(&mine, 0, sizeof(mine));
+  mine.pid = (int32_t)getpid();
+  mine.executor = (int32_t)executor;
+  int device = -1;
+  if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
+  mine.device = device;
+  double timeout = atof(coreParamString("DMACCL_INIT_TIMEOUT"));
+  if (timeout <= 0) timeout = 60;
+
+  coreClique *c = calloc(1, sizeof(*c));
+  rankInfo *all = calloc((size_t)nranks, sizeof(*all));
+  char(*names)[32] = calloc((size_t)nranks, sizeof(*names));
+  dmacclComm_t comm = NULL;
+  if (!c || !all || !names) {
+    free(c), free(all), free(names);
+    return coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+  }
+  c->mp = 1;
+  c->localRank = rank;
+  c->nranks = nranks;
+  c->alive = 1;
+  c->nextLaunch = 1;
+  c->table = table;
+  c->timeoutSec = atof(coreParamString("DMACCL_TIMEOUT"));
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->cond, NULL);
+  if (!(c->comms = calloc((size_t)nranks, sizeof(*c->comms))) ||
+      !(c->pids = calloc((size_t)nranks, sizeof(int)))) {
+    rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+    goto fail;
+  }
+  rc = bootInit(&id, nranks, rank, timeout, &c->boot, err, sizeof(err));
+  if (rc != dmacclSuccess) {
+    rc = coreError(NULL, rc, "%s (rank %d of %d): %s", call, rank, nranks, err);
+    goto fail;
+  }
+  if ((rc = bootAllGather(c->boot, &mine, all, sizeof(mine), err, sizeof(err))) != dmacclSuccess ||
+      (rc = checkInfos(all, nranks, err, sizeof(err))) != dmacclSuccess) {
+    rc = coreError(NULL, rc, "%s (rank %d of %d): %s", call, rank, nranks, err);
+    goto fail;
+  }
+  for (int r = 0; r < nranks; r++) {
+    c->pids[r] = all[r].pid;
+    memcpy(names[r], all[r].name, sizeof(names[r]));
+  }
+  c->boardRankBytes = sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t);
+  rc = coreShmCreate(c->boot, nranks, c->boardRankBytes, &c->board, err, sizeof(err));
+  if (rc != dmacclSuccess) {
+    rc = coreError(NULL, rc, "%s (rank %d): shared board: %s", call, rank, err);
+    goto fail;
+  }
+  coreBoardRank(c, rank)->rank = rank;
+  coreBoardRank(c, rank)->pid = mine.pid;
+  if (!(comm = coreNewComm(c, rank, device, executor))) {
+    rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+    goto fail;
+  }
+  c->comms[rank] = comm;
+  rc = ops->initRank(comm, names);
+  if (rc == dmacclSuccess) rc = coreProgressStart(c);
+  /* All or nothing: every rank learns whether every other rank got here. */
+  {
+    int32_t ok = rc == dmacclSuccess, *oks = calloc((size_t)nranks, sizeof(int32_t));
+    dmacclResult_t arc = oks ? bootAllGather(c->boot, &ok, oks, sizeof(ok), err, sizeof(err))
+                             : dmacclSystemError;
+    int bad = -1;
+    for (int r = 0; oks && arc == dmacclSuccess && r < nranks && bad < 0; r++)
+      if (!oks[r]) bad = r;
+    free(oks);
+    if (rc == dmacclSuccess && (arc != dmacclSuccess || bad >= 0)) {
+      rc = coreError(NULL, arc != dmacclSuccess ? arc : dmacclRemoteError,
+                     "%s (rank %d): %s", call, rank,
+                     arc != dmacclSuccess ? err : "another rank failed to initialize (see its error)");
+      coreProgressStop(c);
+      ops->fini(comm);
+    } else if (rc != dmacclSuccess) {
+      coreProgressStop(c);
+    }
+  }
+  if (rc != dmacclSuccess) goto fail;
+  free(all);
+  free(names);
+  *out = comm;
+  CORE_INFO("%s: rank %d of %d (pid %d) on the %s executor, device %d", call, rank, nranks,
+            mine.pid, ops->name, device);
+  return dmacclSuccess;
+fail:
+  coreFreeComm(comm);
+  coreFreeClique(c);
+  free(all);
+  free(names);
+  return rc;
+}

@@ -1,0 +1,151 @@
+/*
+ * Memory the ranks share: dmacclMemAlloc/Free, registration, and the
+ * translation of buffers into descriptors peers can resolve (coreBufRef).
+ * Buffers from dmacclMemAlloc are resolved here (allocation number + offset,
+ * the same on every rank); other buffers go to the executor (CUDA IPC).
+ */
+#include "../exec/exec.h"
+#include "../boot/boot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+coreMem *coreMemFind(dmacclComm_t comm, const void *ptr, size_t bytes) {
+  uintptr_t p = (uintptr_t)ptr;
+  coreMem *found = NULL;
+  pthread_mutex_lock(&comm->memLock);
+  for (coreMem *m = comm->mems; m; m = m->next) {
+    uintptr_t b = (uintptr_t)m->mine;
+    if (p >= b && p < b + m->size) {
+      found = p + bytes <= b + m->size ? m : NULL;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&comm->memLock);
+  return found;
+}
+
+static coreMem *findById(dmacclComm_t comm, uint64_t id) {
+  coreMem *found = NULL;
+  pthread_mutex_lock(&comm->memLock);
+  for (coreMem *m = comm->mems; m && !found; m = m->next)
+    if (m->id == id) found = m;
+  pthread_mutex_unlock(&comm->memLock);
+  return found;
+}
+
+dmacclResult_t coreExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes, coreBufRef *ref,
+                             const char *call, const char *arg) {
+  memset(ref, 0, sizeof(*ref));
+  if (bytes == 0) return dmacclSuccess; /* CORE_REF_NONE: nothing will be touched */
+  coreMem *m = coreMemFind(comm, ptr, bytes);
+  if (m) {
+    ref->kind = CORE_REF_MEM;
+    ref->id = m->id;
+    ref->off = (uint64_t)((const char *)ptr - m->mine);
+    return dmacclSuccess;
+  }
+  return comm->exec->exportBuf(comm, ptr, bytes, ref, call, arg);
+}
+
+dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr) {
+  if (ref->kind == CORE_REF_NONE) {
+    *addr = NULL;
+    return dmacclSuccess;
+  }
+  if (ref->kind == CORE_REF_MEM) {
+    coreMem *m = findById(comm, ref->id);
+    if (!m)
+      return coreError(comm, dmacclInvalidUsage,
+                       "rank %d used a buffer of dmacclMemAlloc call #%llu, which this rank (%d) "
+                       "has already freed",
+                       peer, (unsigned long long)ref->id, comm->rank);
+    *addr = m->mine + ((ptrdiff_t)peer - comm->rank) * (ptrdiff_t)m->stride + ref->off;
+    return dmacclSuccess;
+  }
+  return comm->exec->importBuf(comm, peer, ref, addr);
+}
+
+dmacclResult_t dmacclMemAlloc(dmacclComm_t comm, size_t size, void **ptr) {
+  const char *call = "dmacclMemAlloc";
+  dmacclResult_t rc = coreCheckComm(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  if (!ptr) return coreError(comm, dmacclInvalidArgument, "%s: ptr is NULL", call);
+  if (size == 0) return coreError(comm, dmacclInvalidArgument, "%s: size is 0", call);
+  if (coreGroupActive())
+    return coreError(comm, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+  coreMem *m = calloc(1, sizeof(*m));
+  if (!m) return coreError(comm, dmacclSystemError, "%s: out of memory", call);
+  m->id = ++comm->memCount;
+  m->size = size;
+  rc = comm->exec->memAlloc(comm, size, m);
+  if (rc != dmacclSuccess) {
+    free(m);
+    return rc;
+  }
+  pthread_mutex_lock(&comm->memLock);
+  m->next = comm->mems;
+  comm->mems = m;
+  pthread_mutex_unlock(&comm->memLock);
+  *ptr = m->mine;
+  CORE_INFO("%s: %zu bytes at %p (allocation #%llu, stride %zu)", call, size, (void *)m->mine,
+            (unsigned long long)m->id, m->stride);
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr) {
+  const char *call = "dmacclMemFree";
+  dmacclResult_t rc = coreCheckComm(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  if (!ptr) return dmacclSuccess; /* as free(NULL) */
+  coreMem *m = NULL;
+  pthread_mutex_lock(&comm->memLock);
+  for (coreMem **pp = &comm->mems; *pp; pp = &(*pp)->next)
+    if ((*pp)->mine == ptr) {
+      m = *pp;
+      *pp = m->next;
+      break;
+    }
+  pthread_mutex_unlock(&comm->memLock);
+  if (!m)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: %p is not the start of a dmacclMemAlloc allocation of this communicator",
+                     call, ptr);
+  /* Operations still queued may use it: let them finish first. */
+  coreWaitLaunched(comm, comm->posted);
+  comm->exec->sync(comm, comm->posted);
+  comm->exec->memFree(comm, m);
+  free(m);
+  return dmacclSuccess;
+}
+
+void coreMemReleaseAll(dmacclComm_t comm) {
+  coreMem *m = comm->mems;
+  comm->mems = NULL;
+  while (m) {
+    coreMem *next = m->next;
+    comm->exec->memFree(comm, m);
+    free(m);
+    m = next;
+  }
+}
+
+dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, void **handle) {
+  const char *call = "dmacclCommRegister";
+  dmacclResult_t rc = coreCheckComm(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  if (!buff) return coreError(comm, dmacclInvalidArgument, "%s: buff is NULL", call);
+  if (!handle) return coreError(comm, dmacclInvalidArgument, "%s: handle is NULL", call);
+  if (size == 0) return coreError(comm, dmacclInvalidArgument, "%s: size is 0", call);
+  rc = comm->exec->checkBuffer(comm, buff, size, call, "buff");
+  if (rc != dmacclSuccess) return rc;
+  return comm->exec->registerBuf(comm, buff, size, handle);
+}
+
+dmacclResult_t dmacclCommDeregister(dmacclComm_t comm, void *handle) {
+  const char *call = "dmacclCommDeregister";
+  dmacclResult_t rc = coreCheckComm(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  if (!handle) return coreError(comm, dmacclInvalidArgument, "%s: handle is NULL", call);
+  return comm->exec->deregisterBuf(comm, handle);
+}

@@ -1,0 +1,161 @@
+/*
+ * Progress thread of a multi-process set. It launches operations whose peers
+ * arrived after the local call returned, and it watches:
+ *   - peers' processes: a peer that exited while operations are pending
+ *     breaks the communicator (dmacclRemoteError naming it);
+ *   - DMACCL_TIMEOUT (seconds, 0 = off): an operation pending longer breaks
+ *     the communicator (dmacclTimeout naming the peer it waits for).
+ * A broken communicator records the error for dmacclCommGetAsyncError, and
+ * host-side waits (dmacclCommSynchronize, Destroy, posting) give up with it.
+ * Device-side waits are released only by dmacclCommAbort.
+ */
+#include "../exec/exec.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+double coreNowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A process that is gone or a zombie. */
+static int processGone(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0; /* cannot tell (other PID namespace): assume alive */
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void breakComm(coreClique *c, dmacclResult_t code, const char *why) {
+  dmacclComm_t comm = c->comms[c->localRank];
+  snprintf(c->brokenWhy, sizeof(c->brokenWhy), "%s", why);
+  __atomic_store_n(&c->broken, code, __ATOMIC_RELEASE);
+  coreSetAsyncError(comm, code, "%s", why);
+  pthread_cond_broadcast(&c->cond);
+}
+
+/* The first rank that has not published seq. */
+static int missingPoster(coreClique *c, uint64_t seq) {
+  for (int r = 0; r < c->nranks; r++)
+    if (atomic_load_explicit(&coreBoardRank(c, r)->ops[seq % CORE_BOARD_DEPTH].seq,
+                             memory_order_acquire) != seq)
+      return r;
+  return -1;
+}
+
+/* Checks peers and the oldest pending operation. Lock held. */
+static void watch(coreClique *c, double now) {
+  dmacclComm_t comm = c->comms[c->localRank];
+  while (c->completed < c->nextLaunch - 1 && comm->exec->complete(comm, c->completed + 1)) {
+    c->completed++;
+    c->pendingSince = 0;
+  }
+  int pending = c->completed < comm->posted;
+  if (!pending) {
+    c->pendingSince = c->deadSince = 0;
+    return;
+  }
+  if (c->pendingSince == 0) c->pendingSince = now;
+  uint64_t seq = c->completed + 1;
+  char why[256];
+  for (int r = 0; r < c->nranks; r++) {
+    if (r == c->localRank || !processGone(c->pids[r])) continue;
+    /* A peer that finished cleanly may exit while our last copies drain:
+     * give pending work a grace period before calling it lost. */
+    if (c->deadSince == 0) c->deadSince = now;
+    if (now - c->deadSince < 2.0) return;
+    snprintf(why, sizeof(why),
+             "rank %d (pid %d) exited while operation %llu was pending on rank %d; it cannot "
+             "complete: call dmacclCommAbort",
+             r, c->pids[r], (unsigned long long)seq, c->localRank);
+    breakComm(c, dmacclRemoteError, why);
+    return;
+  }
+  if (c->timeoutSec > 0 && now - c->pendingSince > c->timeoutSec) {
+    char detail[160] = "";
+    int r = seq >= c->nextLaunch ? missingPoster(c, seq) : -1;
+    if (r >= 0)
+      snprintf(detail, sizeof(detail), "rank %d has not called it", r);
+    else if (!comm->exec->stuck(comm, seq, detail, sizeof(detail)))
+      snprintf(detail, sizeof(detail), "the copies have not finished");
+    snprintf(why, sizeof(why),
+             "operation %llu on rank %d is not complete after %.0f s (DMACCL_TIMEOUT): %s",
+             (unsigned long long)seq, c->localRank, c->timeoutSec, detail);
+    breakComm(c, dmacclTimeout, why);
+  }
+}
+
+static void *progressMain(void *arg) {
+  coreClique *c = arg;
+  dmacclComm_t comm = c->comms[c->localRank];
+  double lastWatch = 0;
+  int idleRounds = 0;
+  pthread_mutex_lock(&c->lock);
+  while (!c->progressStop) {
+    int waiting = c->nextLaunch <= comm->posted && !c->aborting;
+    if (waiting && coreMpLaunchReady(c)) idleRounds = 0;
+    double now = coreNowSec();
+    if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
+      watch(c, now);
+      lastWatch = now;
+    }
+    waiting = c->nextLaunch <= comm->posted && !c->aborting && !c->broken;
+    if (waiting && idleRounds < 20000) {
+      /* Peers are usually close behind: poll the board without sleeping. */
+      pthread_mutex_unlock(&c->lock);
+      idleRounds++;
+      if (idleRounds > 2000) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+      }
+      pthread_mutex_lock(&c->lock);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      long ns = waiting ? 1000000 : 100000000; /* 1 ms while a launch is due, else 100 ms */
+      ts.tv_nsec += ns;
+      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&c->progressCv, &c->lock, &ts);
+      if (!waiting) idleRounds = 0;
+    }
+  }
+  pthread_mutex_unlock(&c->lock);
+  return NULL;
+}
+
+void coreProgressWake(coreClique *c) {
+  pthread_mutex_lock(&c->lock);
+  pthread_cond_signal(&c->progressCv);
+  pthread_mutex_unlock(&c->lock);
+}
+
+dmacclResult_t coreProgressStart(coreClique *c) {
+  pthread_cond_init(&c->progressCv, NULL);
+  if (pthread_create(&c->progress, NULL, progressMain, c) != 0)
+    return coreError(NULL, dmacclSystemError, "dmacclCommInitRank: cannot start the progress thread");
+  c->progressStarted = 1;
+  return dmacclSuccess;
+}
+
+void coreProgressStop(coreClique *c) {
+  if (!c->progressStarted) return;
+  pthread_mutex_lock(&c->lock);
+  c->progressStop = 1;
+  pthread_cond_signal(&c->progressCv);
+  pthread_mutex_unlock(&c->lock);
+  pthread_join(c->progress, NULL);
+  c->progressStarted = 0;
+  pthread_cond_destroy(&c->progressCv);
+}

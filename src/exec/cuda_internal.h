@@ -1,0 +1,102 @@
+/* State shared by the CUDA executor's files (cuda.c, cuda_mem.c). */
+#ifndef DMACCL_CUDA_INTERNAL_H_
+#define DMACCL_CUDA_INTERNAL_H_
+
+#include "exec.h"
+#include "cuda_driver.h"
+
+#define MEMOP_CHUNK 128
+
+/* nranks parts of one VMM allocation each, mapped at base + r*stride
+ * (the executor's counterpart of coreShm). */
+typedef struct {
+  CUdeviceptr base;
+  size_t part, stride;
+  int nranks;
+  CUmemGenericAllocationHandle *handles; /* [nranks] */
+} cudaVmm;
+
+typedef struct ipcExport {
+  struct ipcExport *next;
+  unsigned long long bufferId;
+  CUdeviceptr base;
+  size_t size;
+  int registered; /* dmacclCommRegister count */
+  cudaIpcMemHandle_t handle;
+} ipcExport;
+
+typedef struct ipcImport {
+  struct ipcImport *next;
+  int peer;
+  unsigned long long bufferId;
+  uint64_t base, size; /* in the owner's address space */
+  char *mapped;
+} ipcImport;
+
+typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
+
+/*
+ * Flag words of a rank, in its GPU's memory (one array, n = nranks, L = lanes):
+ *   [0, 2n)          eager slots [phase][peer]: epoch values, waits >= epoch
+ *   2n               done: the last epoch whose operation completed
+ *   [2n+1, 4n+1)     graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
+ *   [4n+1, 4n+1+L)   copy-signal sources, one per lane (SIGNAL_COPY)
+ *   4n+1+L           the constant 1 (graph signals by copy)
+ *   [4n+2+L, 5n+2+L) probe words, one per peer (signal-path probe at init)
+ */
+#define FLAG_EAGER(n, ph, peer) ((size_t)(ph) * (n) + (peer))
+#define FLAG_DONE(n) ((size_t)2 * (n))
+#define FLAG_GRAPH(n, ph, peer) ((size_t)2 * (n) + 1 + (size_t)(ph) * (n) + (peer))
+#define FLAG_SRC(n, lane) ((size_t)4 * (n) + 1 + (lane))
+#define FLAG_ONE(n, L) ((size_t)4 * (n) + 1 + (L))
+#define FLAG_PROBE(n, L, peer) ((size_t)4 * (n) + 2 + (L) + (peer))
+#define FLAG_WORDS(n, L) ((size_t)5 * (n) + 2 + (L))
+
+typedef struct {
+  int device;
+  int nlanes;
+  cudaStream_t *lanes;
+  cudaStream_t aside; /* abort and watchdog reads: never blocked by the lanes */
+  cudaEvent_t fork[CORE_BOARD_DEPTH];
+  cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 after each launch */
+  int captured[CORE_BOARD_DEPTH];     /* that launch went into a graph */
+  cudaEvent_t *join;
+  uint32_t *flags;      /* own flag words */
+  uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
+  signalPath signal;
+  cudaVmm flagVmm; /* multi-process: the flag words of every rank */
+  /* Scratch for one batch command, reused under the set's lock. */
+  CUstreamBatchMemOpParams memops[MEMOP_CHUNK];
+  void **bdst;
+  const void **bsrc;
+  size_t *bsize;
+  /* Multi-process buffer caches (cuda_mem.c). */
+  pthread_mutex_t ipcLock;
+  ipcExport *exports;
+  ipcImport *imports;
+} cudaState;
+
+static inline cudaState *cudaStateOf(dmacclComm_t c) {
+  return (cudaState *)c->execState;
+}
+
+/* Errors (cuda.c). */
+dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e);
+dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r);
+int cudaEnterDevice(int dev);
+void cudaLeaveDevice(int prev, int dev);
+
+/* VMM strided allocations (cuda_mem.c): collective over the bootstrap. */
+dmacclResult_t cudaVmmCreate(dmacclComm_t comm, size_t part, cudaVmm *v, const char *call);
+void cudaVmmRelease(cudaVmm *v);
+void cudaIpcRelease(dmacclComm_t comm);
+
+dmacclResult_t cudaMemAllocImpl(dmacclComm_t comm, size_t size, coreMem *m);
+void cudaMemFreeImpl(dmacclComm_t comm, coreMem *m);
+dmacclResult_t cudaExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes, coreBufRef *ref,
+                             const char *call, const char *arg);
+dmacclResult_t cudaImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr);
+dmacclResult_t cudaRegisterBuf(dmacclComm_t comm, void *ptr, size_t size, void **handle);
+dmacclResult_t cudaDeregisterBuf(dmacclComm_t comm, void *handle);
+
+#endif

@@ -1,0 +1,380 @@
+/*
+ * Ranks as processes on the host executor (CI, no GPU): bootstrap and its
+ * errors, collectives over dmacclMemAlloc shared memory for every algorithm,
+ * registration bookkeeping, flow control past the board depth, ranks that
+ * disagree, the watchdog, a rank killed mid-run, and abort.
+ */
+#include "harness.h"
+#include "mp.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+
+/* Host executor; algo (one name for both collectives) or NULL for the defaults. */
+static dmacclConfig_t hostConfig(const char *algo) {
+  static char table[64];
+  dmacclConfig_t c = DMACCL_CONFIG_INITIALIZER;
+  c.executor = dmacclExecutorHost;
+  if (algo) {
+    snprintf(table, sizeof(table), "allgather:%s;alltoall:%s", algo, algo);
+    c.algorithm = table;
+  }
+  return c;
+}
+
+#define RANK_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s failed\n", rank, __FILE__, __LINE__, #cond);             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+/* --- bootstrap errors --------------------------------------------------- */
+
+typedef struct {
+  int nranks[8], rankOf[8], expect;
+  const char *needle;
+  int lateMayTimeout; /* a rank that arrives after rank 0 refused may only time out */
+} initCase;
+
+static int initBody(int r, int n, const dmacclUniqueId *id, void *arg) {
+  (void)n;
+  initCase *ic = arg;
+  int rank = ic->rankOf[r];
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm = NULL;
+  dmacclResult_t rc = dmacclCommInitRank(&comm, ic->nranks[r], *id, rank, &cfg);
+  if (ic->lateMayTimeout && rc == dmacclTimeout) return 0;
+  if ((int)rc != ic->expect) {
+    fprintf(stderr, "process %d (rank %d): got %s, want %s: %s\n", r, rank, dmacclGetErrorString(rc),
+            dmacclGetErrorString((dmacclResult_t)ic->expect), dmacclCommGetLastError(NULL));
+    return 1;
+  }
+  if (rc == dmacclSuccess) return dmacclCommDestroy(comm) != dmacclSuccess;
+  if (ic->needle && !strstr(dmacclCommGetLastError(NULL), ic->needle)) {
+    fprintf(stderr, "process %d: '%s' does not mention '%s'\n", r, dmacclCommGetLastError(NULL),
+            ic->needle);
+    return 1;
+  }
+  return 0;
+}
+
+static int testInitWrongNranks(void) {
+  setenv("DMACCL_INIT_TIMEOUT", "3", 1);
+  initCase ic = {{3, 2, 3}, {0, 1, 2}, dmacclInvalidArgument, "nranks", 1};
+  int failed = mpRun(3, initBody, &ic, 30, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  ASSERT_EQ_INT(failed, 0);
+  return 0;
+}
+
+static int testInitDuplicateRank(void) {
+  initCase ic = {{3, 3, 3}, {0, 1, 1}, dmacclInvalidArgument, "twice", 0};
+  ASSERT_EQ_INT(mpRun(3, initBody, &ic, 30, 0), 0);
+  return 0;
+}
+
+static int testInitMissingRank(void) {
+  setenv("DMACCL_INIT_TIMEOUT", "1", 1);
+  initCase ic = {{3, 3}, {0, 1}, dmacclTimeout, "missing rank(s): 2", 0};
+  int failed = mpRun(2, initBody, &ic, 30, 0);
+  initCase noRoot = {{2}, {1}, dmacclTimeout, "rank 0 did not open", 0};
+  failed += mpRun(1, initBody, &noRoot, 30, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  ASSERT_EQ_INT(failed, 0);
+  return 0;
+}
+
+static int testInitLocalArgs(void) {
+  dmacclUniqueId id;
+  dmacclComm_t comm = NULL;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  ASSERT_EQ_INT(dmacclGetUniqueId(&id), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGetUniqueId(NULL), dmacclInvalidArgument);
+  ASSERT_EQ_INT(dmacclCommInitRank(&comm, 2, id, 2, &cfg), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "rank 2 is not in 0..1");
+  ASSERT_EQ_INT(dmacclCommInitRank(&comm, 0, id, 0, &cfg), dmacclInvalidArgument);
+  ASSERT_EQ_INT(dmacclCommInitRank(NULL, 2, id, 0, &cfg), dmacclInvalidArgument);
+  dmacclUniqueId junk;
+  memset(&junk, 0x5a, sizeof(junk));
+  ASSERT_EQ_INT(dmacclCommInitRank(&comm, 2, junk, 1, &cfg), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "dmacclGetUniqueId");
+  ASSERT_TRUE(comm == NULL);
+  /* One rank alone needs nobody. */
+  ASSERT_EQ_INT(dmacclCommInitRank(&comm, 1, id, 0, &cfg), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDestroy(comm), dmacclSuccess);
+  return 0;
+}
+
+/* --- collectives -------------------------------------------------------- */
+
+static int collBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  const char *algo = arg;
+  size_t counts[] = {0, 1, 7, 1000, 65537};
+  dmacclDataType_t types[] = {dmacclUint8, dmacclFloat16, dmacclFloat32, dmacclFloat64};
+  dmacclConfig_t cfg = hostConfig(algo);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  size_t maxBytes = 65537 * 8 * (size_t)n + MP_GUARD;
+  void *send = NULL, *recv = NULL;
+  RANK_CHECK(dmacclMemAlloc(comm, maxBytes, &send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, maxBytes, &recv) == dmacclSuccess);
+  uint64_t seed = 1;
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+      for (int mode = 0; mode < 3; mode++) {
+        long long w = mpCheckColl(comm, 0, 0, mode == 2, types[t], counts[c], mode == 1, send, recv,
+                                  seed++ * 7 + (uint64_t)n);
+        if (w != 0) {
+          fprintf(stderr, "rank %d of %d, %s: %lld\n", rank, n, algo, w);
+          return 1;
+        }
+      }
+  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testCollectives(void) {
+  int nr[] = {1, 2, 3, 4, 8};
+  for (size_t i = 0; i < sizeof(nr) / sizeof(nr[0]); i++)
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+      int failed = mpRun(nr[i], collBody, (void *)algos[a], 120, 0);
+      if (failed) {
+        TEST_FAIL("%d ranks, %s: %d rank(s) failed", nr[i], algos[a], failed);
+        return 1;
+      }
+    }
+  return 0;
+}
+
+/* Many operations in flight: more than the board's depth (64) without a
+ * wait, each on its own buffers, checked at the end. */
+static int manyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  enum { OPS = 150, COUNT = 33 };
+  size_t chunk = COUNT * 4, total = chunk * (size_t)n;
+  char *send, *recv;
+  RANK_CHECK(dmacclMemAlloc(comm, chunk * OPS, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, total * OPS, (void **)&recv) == dmacclSuccess);
+  memset(recv, 0xA5, total * OPS);
+  for (int k = 0; k < OPS; k++) dataFillRandom(send + k * chunk, chunk, 77u * (uint64_t)k + (uint64_t)rank);
+  for (int k = 0; k < OPS; k++) {
+    if (rank == 1 && k == 10) usleep(20000); /* a slow rank: others run ahead */
+    RANK_CHECK(dmacclAllGather(send + k * chunk, recv + k * total, COUNT, dmacclFloat32, comm, 0) ==
+               dmacclSuccess);
+  }
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  char *want = malloc(chunk);
+  for (int k = 0; k < OPS; k++)
+    for (int j = 0; j < n; j++) {
+      dataFillRandom(want, chunk, 77u * (uint64_t)k + (uint64_t)j);
+      RANK_CHECK(memcmp(recv + k * total + j * chunk, want, chunk) == 0);
+    }
+  free(want);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess); /* frees the allocations too */
+  return 0;
+}
+
+static int testManyInFlight(void) {
+  ASSERT_EQ_INT(mpRun(3, manyBody, NULL, 120, 0), 0);
+  return 0;
+}
+
+/* --- buffers and registration -------------------------------------------- */
+
+static int bufBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  size_t bytes = 4096 * (size_t)n + MP_GUARD;
+  /* Not shared memory: refused with a sentence, nothing posted. */
+  char *priv = malloc(bytes), *send = NULL, *recv = NULL;
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclAllGather(priv, send, 16, dmacclUint8, comm, 0) == dmacclInvalidArgument);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "dmacclMemAlloc") != NULL);
+  void *h = NULL;
+  RANK_CHECK(dmacclCommRegister(comm, priv, bytes, &h) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclCommRegister(comm, send, bytes, &h) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDeregister(comm, h) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDeregister(comm, NULL) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclMemFree(comm, priv) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclMemAlloc(comm, 0, (void **)&recv) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, NULL) == dmacclInvalidArgument);
+  /* Free and allocate again, several times: the new allocation may land at
+   * the old address; peers must resolve the new one, never the old. */
+  for (int round = 0; round < 4; round++) {
+    RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+    RANK_CHECK(mpCheckColl(comm, 0, 0, round & 1, dmacclUint8, 4096, 0, send, recv,
+                           100u + (uint64_t)round) == 0);
+    RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
+  }
+  /* Sizes must agree. */
+  RANK_CHECK(dmacclMemAlloc(comm, rank == 0 ? 4096 : 8192, (void **)&recv) == dmacclInvalidArgument);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "sizes must agree") != NULL);
+  /* The communicator still works. */
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  RANK_CHECK(mpCheckColl(comm, 0, 0, 0, dmacclInt32, 1000, 0, send, recv, 5) == 0);
+  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  free(priv);
+  return 0;
+}
+
+static int testBuffers(void) {
+  ASSERT_EQ_INT(mpRun(3, bufBody, NULL, 60, 0), 0);
+  return 0;
+}
+
+/* Ranks that disagree about the count: every rank gets an async error,
+ * nothing is copied, and the next collective is correct. */
+static int disagreeBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  char *send, *recv;
+  size_t bytes = 1024 * (size_t)n + MP_GUARD;
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  memset(recv, 0xA5, bytes);
+  memset(send, 0x11, 1024);
+  RANK_CHECK(dmacclAllGather(send, recv, rank == 1 ? 512 : 1024, dmacclUint8, comm, 0) ==
+             dmacclSuccess);
+  dmacclCommSynchronize(comm);
+  dmacclResult_t async = dmacclSuccess;
+  RANK_CHECK(dmacclCommGetAsyncError(comm, &async) == dmacclSuccess);
+  RANK_CHECK(async == dmacclInvalidUsage);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "disagree") != NULL);
+  for (size_t i = 0; i < bytes; i++) RANK_CHECK((unsigned char)recv[i] == 0xA5);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testDisagree(void) {
+  ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
+  return 0;
+}
+
+/* --- faults --------------------------------------------------------------- */
+
+/* Waits up to 20 s for an async error; returns it. */
+static dmacclResult_t awaitAsync(dmacclComm_t comm) {
+  dmacclResult_t a = dmacclSuccess;
+  for (int i = 0; i < 2000 && a == dmacclSuccess; i++) {
+    dmacclCommGetAsyncError(comm, &a);
+    if (a == dmacclSuccess) usleep(10000);
+  }
+  return a;
+}
+
+/* Rank 1 never calls the collective: with DMACCL_TIMEOUT the others learn
+ * which rank they wait for, and abort releases them. */
+static int watchdogBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  setenv("DMACCL_TIMEOUT", "1", 1);
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  char *send, *recv;
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  if (rank == 1) {
+    usleep(4000000); /* long past the others' timeout */
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+    return 0;
+  }
+  RANK_CHECK(dmacclAllGather(send, recv, 64, dmacclUint8, comm, 0) == dmacclSuccess);
+  RANK_CHECK(awaitAsync(comm) == dmacclTimeout);
+  const char *why = dmacclCommGetLastError(comm);
+  if (!strstr(why, "rank 1")) {
+    fprintf(stderr, "rank %d: '%s' does not name rank 1\n", rank, why);
+    return 1;
+  }
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclTimeout); /* returns, does not hang */
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testWatchdog(void) {
+  ASSERT_EQ_INT(mpRun(3, watchdogBody, NULL, 60, 0), 0);
+  return 0;
+}
+
+/* Rank 2 is killed after the first collective; the survivors' next one
+ * reports it (no watchdog needed) and abort returns. */
+static int deathBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  char *send, *recv;
+  size_t bytes = 256 * (size_t)n + MP_GUARD;
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  RANK_CHECK(mpCheckColl(comm, 0, 0, 1, dmacclUint8, 256, 0, send, recv, 9) == 0);
+  if (rank == 2) raise(SIGKILL);
+  RANK_CHECK(dmacclAlltoAll(send, recv, 256, dmacclUint8, comm, 0) == dmacclSuccess);
+  RANK_CHECK(awaitAsync(comm) == dmacclRemoteError);
+  const char *why = dmacclCommGetLastError(comm);
+  if (!strstr(why, "rank 2")) {
+    fprintf(stderr, "rank %d: '%s' does not name rank 2\n", rank, why);
+    return 1;
+  }
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclRemoteError);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testPeerDeath(void) {
+  ASSERT_EQ_INT(mpRun(3, deathBody, NULL, 60, 1u << 2), 0);
+  return 0;
+}
+
+/* Abort with an operation whose peer never comes: returns at once. */
+static int abortBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  char *send, *recv;
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  if (rank == 0) {
+    for (int k = 0; k < 3; k++)
+      RANK_CHECK(dmacclAllGather(send, recv, 64, dmacclUint8, comm, 0) == dmacclSuccess);
+    usleep(100000);
+  }
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  RANK_CHECK(dmacclCommAbort(NULL) == dmacclInvalidArgument);
+  return 0;
+}
+
+static int testAbort(void) {
+  ASSERT_EQ_INT(mpRun(2, abortBody, NULL, 30, 0), 0);
+  return 0;
+}
+
+int main(void) {
+  RUN(testInitLocalArgs);
+  RUN(testInitWrongNranks);
+  RUN(testInitDuplicateRank);
+  RUN(testInitMissingRank);
+  RUN(testCollectives);
+  RUN(testManyInFlight);
+  RUN(testBuffers);
+  RUN(testDisagree);
+  RUN(testWatchdog);
+  RUN(testPeerDeath);
+  RUN(testAbort);
+  TEST_EXIT();
+}
