@@ -45,6 +45,9 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.executor, PERF_EXEC_HOST);
   ASSERT_EQ_INT(a.colls, PERF_ALLTOALL);
   ASSERT_EQ_INT(a.baseline, 0);
+  ASSERT_EQ_INT(parse(&a, err, "-p 4 -b 1K"), 0);
+  ASSERT_EQ_INT(a.procs, 4);
+  ASSERT_EQ_INT(a.nranks, 0);
   ASSERT_EQ_INT(parse(&a, err, "-h"), 1);
   return 0;
 }
@@ -59,6 +62,8 @@ static int testErrors(void) {
       {"-e", "-e needs a value"},
       {"-f 1", "bad value '1' for -f"},
       {"-g 0", "bad value '0' for -g"},
+      {"-p 0", "bad value '0' for -p"},
+      {"-p 4 -g 2", "with -p every process drives one GPU"},
       {"-d float7", "bad value 'float7'"},
       {"-a push9", "unknown algorithm 'push9'"},
       {"-B gpu", "bad value 'gpu'"},

@@ -234,6 +234,14 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
       close(c);
     }
   }
+  /* Ranks already queued on the socket hear a refusal too. */
+  if (rc != dmacclSuccess) {
+    double until = nowSec() + 0.05;
+    while (nextra < b->nranks + 64 && waitFd(b->listenFd, POLLIN, until) == 1) {
+      int c = accept4(b->listenFd, NULL, NULL, SOCK_CLOEXEC);
+      if (c >= 0) extra[nextra++] = c;
+    }
+  }
   /* Everyone connected hears the verdict. */
   v.code = (int32_t)rc;
   if (rc != dmacclSuccess) snprintf(v.text, sizeof(v.text), "%s", err);
@@ -323,7 +331,8 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
                 "did not arrive",
                 timeoutSec);
     else if (r != 0)
-      rc = fail(err, errlen, dmacclRemoteError, "rank 0 closed the rendezvous during join");
+      rc = fail(err, errlen, dmacclRemoteError,
+                "rank 0 closed the rendezvous during join (it failed, or refused another rank)");
     else if (v.code != 0)
       rc = fail(err, errlen, (dmacclResult_t)v.code, "rank 0 refused the join: %.200s", v.text);
   }

@@ -56,7 +56,9 @@ void perfUsage(FILE *f) {
       "  -e SIZE   largest size (default 64M)\n"
       "  -f F      multiply the size by F each step (default 2)\n"
       "  -i BYTES  add BYTES each step instead of multiplying\n"
-      "  -g N      ranks: GPUs (CUDA, default all) or threads (host, default 4)\n"
+      "  -g N      ranks of one process: GPUs (CUDA, default all) or threads (host, default 4)\n"
+      "  -p N      N processes, one rank (one GPU) each, forked before any CUDA call;\n"
+      "            times are reported as rank 0's, and avg/min/max over ranks\n"
       "  -n N      timed iterations per size (default 20)\n"
       "  -w N      warm-up iterations (default 5)\n"
       "  -c 0|1    check every byte of one result per size (default 1)\n"
@@ -169,6 +171,7 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       break;
     }
     case 'g': bad = parseInt(v, 1, 256, &a->nranks); break;
+    case 'p': bad = parseInt(v, 1, 64, &a->procs); break;
     case 'n': bad = parseInt(v, 1, 1000000, &a->iters); break;
     case 'w': bad = parseInt(v, 0, 1000000, &a->warmup); break;
     case 'c': bad = parseInt(v, 0, 1, &a->check); break;
@@ -205,6 +208,11 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       snprintf(err, errlen, "bad value '%s' for %s (see -h)", v, o);
       return -1;
     }
+  }
+  if (a->procs && a->nranks > 1) {
+    snprintf(err, errlen, "-p %d with -g %d: with -p every process drives one GPU", a->procs,
+             a->nranks);
+    return -1;
   }
   if (a->minBytes > a->maxBytes) {
     snprintf(err, errlen, "-b %zu is larger than -e %zu", a->minBytes, a->maxBytes);

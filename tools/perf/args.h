@@ -15,6 +15,7 @@ typedef struct {
   size_t minBytes, maxBytes, stepBytes; /* stepBytes 0: multiply by stepFactor */
   double stepFactor;
   int nranks; /* -g; 0 = all GPUs (CUDA) or 4 (host) */
+  int procs;  /* -p; 0 = one process drives every rank, else forked processes, one rank each */
   int iters, warmup, check;
   dmacclDataType_t type;
   int executor;

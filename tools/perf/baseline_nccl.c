@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef DMACCL_HAVE_NCCL
 #include <nccl.h>
@@ -53,6 +54,42 @@ ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen) {
   return b;
 }
 
+int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) {
+    snprintf(err, errlen, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+    return -1;
+  }
+  memcpy(id128, &id, sizeof(id));
+  return 0;
+}
+
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen) {
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  ncclBase *b = calloc(1, sizeof(*b));
+  if (!b || !(b->comms = calloc(1, sizeof(ncclComm_t)))) {
+    snprintf(err, errlen, "out of memory");
+    free(b);
+    return NULL;
+  }
+  b->n = 1;
+  ncclUniqueId id;
+  memcpy(&id, id128, sizeof(id));
+  ncclResult_t r = ncclCommInitRank(&b->comms[0], n, id, rank);
+  if (r != ncclSuccess) {
+    snprintf(err, errlen, "ncclCommInitRank: %s", ncclGetErrorString(r));
+    free(b->comms);
+    free(b);
+    return NULL;
+  }
+  int v = 0;
+  ncclGetVersion(&v);
+  snprintf(b->version, sizeof(b->version), "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+  return b;
+}
+
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
                   dmacclDataType_t type, const cudaStream_t *streams) {
   ncclResult_t r = ncclGroupStart();
@@ -85,6 +122,16 @@ struct ncclBase {
 
 ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen) {
   (void)n, (void)devs;
+  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+  return NULL;
+}
+int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
+  (void)id128;
+  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+  return -1;
+}
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen) {
+  (void)n, (void)rank, (void)id128;
   snprintf(err, errlen, "dmaccl-perf was built without NCCL");
   return NULL;
 }

@@ -1,4 +1,5 @@
-/* NCCL as a baseline in the same run (one process driving all GPUs). Built
+/* NCCL as a baseline in the same run (one process driving all GPUs, or one
+ * rank per process). Built
  * as a stub that reports "not built" when NCCL was not found. */
 #ifndef DMACCL_PERF_BASELINE_NCCL_H_
 #define DMACCL_PERF_BASELINE_NCCL_H_
@@ -11,6 +12,11 @@ typedef struct ncclBase ncclBase;
 
 /* NULL with a reason in err when NCCL is missing or fails to start. */
 ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen);
+/* One rank per process: rank 0 makes the id (NCCL_UNIQUE_ID_BYTES = 128
+ * bytes, passed to the others by the caller), every rank joins with it on
+ * the current device. */
+int ncclBaseMakeId(void *id128, char *err, size_t errlen);
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen);
 /* Issues one collective on every rank, grouped (coll: PERF_ALLGATHER or
  * PERF_ALLTOALL). 0 on success. */
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,

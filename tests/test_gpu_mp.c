@@ -1,0 +1,271 @@
+/*
+ * One process per GPU on the CUDA executor: every algorithm on 2 and 4
+ * processes with both signal paths, on cudaMalloc buffers (CUDA IPC, cached)
+ * and dmacclMemAlloc buffers (VMM strided mapping); CUDA graph capture
+ * replayed 100 times with fresh random data; the IPC cache across
+ * cudaFree/cudaMalloc at the same address; abort releasing a stream that
+ * waits for a peer that never calls. Skipped (77) without 2 GPUs. The parent
+ * never touches CUDA: the GPU count comes from a forked probe.
+ */
+#include "harness.h"
+#include "mp.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+
+#define RANK_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s failed\n", rank, __FILE__, __LINE__, #cond);             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#define RANK_CUDA(call) RANK_CHECK((call) == cudaSuccess)
+
+static int gpuCount(void) {
+  fflush(stdout);
+  pid_t p = fork();
+  if (p == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    _exit(n > 100 ? 100 : n);
+  }
+  int st = 0;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+}
+
+typedef struct {
+  const char *algo, *signal;
+} collArg;
+
+static dmacclResult_t initRank(dmacclComm_t *comm, int n, const dmacclUniqueId *id, int rank,
+                               const char *algo) {
+  char table[64];
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorCuda;
+  if (algo) {
+    snprintf(table, sizeof(table), "allgather:%s;alltoall:%s", algo, algo);
+    cfg.algorithm = table;
+  }
+  if (cudaSetDevice(rank) != cudaSuccess) return dmacclUnhandledCudaError;
+  dmacclResult_t rc = dmacclCommInitRank(comm, n, *id, rank, &cfg);
+  if (rc != dmacclSuccess) fprintf(stderr, "rank %d: init: %s\n", rank, dmacclCommGetLastError(NULL));
+  return rc;
+}
+
+static int collBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  collArg *a = arg;
+  setenv("DMACCL_SIGNAL", a->signal, 1);
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, a->algo) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  size_t counts[] = {0, 1, 1001, 262147, 4u << 20};
+  size_t maxBytes = (4u << 20) * 4 * (size_t)n + MP_GUARD;
+  void *send[2], *recv[2];
+  RANK_CUDA(cudaMalloc(&send[0], maxBytes));
+  RANK_CUDA(cudaMalloc(&recv[0], maxBytes));
+  RANK_CHECK(dmacclMemAlloc(comm, maxBytes, &send[1]) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, maxBytes, &recv[1]) == dmacclSuccess);
+  uint64_t seed = 11;
+  for (int mem = 0; mem < 2; mem++)
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+      for (int mode = 0; mode < 3; mode++) {
+        dmacclDataType_t type = c % 2 ? dmacclBfloat16 : dmacclFloat32;
+        long long w = mpCheckColl(comm, 1, stream, mode == 2, type, counts[c], mode == 1,
+                                  send[mem], recv[mem], seed++);
+        if (w != 0) {
+          fprintf(stderr, "rank %d of %d, %s, signal %s, %s buffers: %lld\n", rank, n, a->algo,
+                  a->signal, mem ? "dmacclMemAlloc" : "cudaMalloc", w);
+          return 1;
+        }
+      }
+  RANK_CHECK(dmacclMemFree(comm, send[1]) == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(comm, recv[1]) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  cudaFree(send[0]);
+  cudaFree(recv[0]);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+static int ngpu;
+
+static int testEveryAlgorithm(void) {
+  const char *signals[] = {"memop", "copy"};
+  for (int n = 2; n <= 4 && n <= ngpu; n += 2)
+    for (size_t s = 0; s < 2; s++)
+      for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+        collArg a = {algos[i], signals[s]};
+        int failed = mpRun(n, collBody, &a, 300, 0);
+        if (failed) {
+          TEST_FAIL("%d processes, %s, signal %s: %d failed", n, algos[i], signals[s], failed);
+          return 1;
+        }
+      }
+  return 0;
+}
+
+/* Captures one AllGather and one AlltoAll into a graph, then replays it 100
+ * times, each time with fresh random inputs and poisoned outputs. */
+static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  collArg *a = arg;
+  setenv("DMACCL_SIGNAL", a->signal, 1);
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, a->algo) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t count = 40000; /* floats per block */
+  size_t chunk = count * 4, total = chunk * (size_t)n;
+  char *agSend, *agRecv, *aaSend, *aaRecv;
+  RANK_CUDA(cudaMalloc((void **)&agSend, chunk));
+  RANK_CUDA(cudaMalloc((void **)&agRecv, total));
+  RANK_CUDA(cudaMalloc((void **)&aaSend, total));
+  RANK_CUDA(cudaMalloc((void **)&aaRecv, total));
+  /* One eager call first: the cache and the eager flags are in use too. */
+  RANK_CHECK(dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
+  RANK_CUDA(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  RANK_CHECK(dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
+  RANK_CHECK(dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
+  RANK_CUDA(cudaStreamEndCapture(stream, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  unsigned char *h = malloc(total), *want = malloc(total), *got = malloc(total);
+  for (int it = 0; it < 100; it++) {
+    uint64_t seed = 1000u * (uint64_t)it;
+    dataFillRandom(h, chunk, seed + (uint64_t)rank);
+    RANK_CUDA(cudaMemcpy(agSend, h, chunk, cudaMemcpyHostToDevice));
+    for (int j = 0; j < n; j++)
+      dataFillRandom(h + (size_t)j * chunk, chunk, seed + 500 + (uint64_t)rank * 16 + (uint64_t)j);
+    RANK_CUDA(cudaMemcpy(aaSend, h, total, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(agRecv, 0xA5, total));
+    RANK_CUDA(cudaMemset(aaRecv, 0xA5, total));
+    RANK_CUDA(cudaDeviceSynchronize());
+    RANK_CUDA(cudaGraphLaunch(exec, stream));
+    RANK_CUDA(cudaStreamSynchronize(stream));
+    RANK_CUDA(cudaMemcpy(got, agRecv, total, cudaMemcpyDeviceToHost));
+    for (int j = 0; j < n; j++) dataFillRandom(want + (size_t)j * chunk, chunk, seed + (uint64_t)j);
+    if (memcmp(got, want, total) != 0) {
+      fprintf(stderr, "rank %d: replay %d: allgather wrong (first byte %lld)\n", rank, it,
+              testFirstDiff(got, want, total));
+      return 1;
+    }
+    RANK_CUDA(cudaMemcpy(got, aaRecv, total, cudaMemcpyDeviceToHost));
+    for (int j = 0; j < n; j++)
+      dataFillRandom(want + (size_t)j * chunk, chunk, seed + 500 + (uint64_t)j * 16 + (uint64_t)rank);
+    if (memcmp(got, want, total) != 0) {
+      fprintf(stderr, "rank %d: replay %d: alltoall wrong (first byte %lld)\n", rank, it,
+              testFirstDiff(got, want, total));
+      return 1;
+    }
+  }
+  /* Eager calls still work after the replays. */
+  RANK_CHECK(mpCheckColl(comm, 1, stream, 1, dmacclFloat32, count / (size_t)n, 0, aaSend, aaRecv,
+                         77) == 0);
+  free(h), free(want), free(got);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testGraphReplay(void) {
+  int n = ngpu >= 4 ? 4 : 2;
+  const char *cases[][2] = {{"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"}, {"pushn", "copy"}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    collArg a = {cases[i][0], cases[i][1]};
+    int failed = mpRun(n, graphBody, &a, 300, 0);
+    if (failed) {
+      TEST_FAIL("graph, %d processes, %s, signal %s: %d failed", n, a.algo, a.signal, failed);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* cudaFree + cudaMalloc of the same size usually returns the same address:
+ * peers must open the new allocation, not reuse the old mapping. */
+static int cacheBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  size_t bytes = (1u << 20) * (size_t)n + MP_GUARD;
+  void *send, *recv, *h = NULL;
+  RANK_CUDA(cudaMalloc(&send, bytes));
+  RANK_CHECK(dmacclCommRegister(comm, send, bytes, &h) == dmacclSuccess);
+  void *prev = NULL;
+  int same = 0;
+  for (int round = 0; round < 6; round++) {
+    RANK_CUDA(cudaMalloc(&recv, bytes));
+    same += recv == prev;
+    prev = recv;
+    RANK_CHECK(mpCheckColl(comm, 1, stream, round & 1, dmacclUint8, 1u << 20, 0, send, recv,
+                           300u + (uint64_t)round) == 0);
+    RANK_CUDA(cudaFree(recv));
+  }
+  RANK_CHECK(dmacclCommDeregister(comm, h) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDeregister(comm, h) == dmacclInvalidArgument);
+  /* Host memory cannot be shared: a clear error, and the comm goes on. */
+  char *host = malloc(bytes);
+  RANK_CHECK(dmacclAllGather(host, send, 16, dmacclUint8, comm, stream) == dmacclInvalidArgument);
+  RANK_CUDA(cudaMalloc(&recv, bytes));
+  RANK_CHECK(mpCheckColl(comm, 1, stream, 0, dmacclUint8, 4096, 0, send, recv, 9) == 0);
+  if (rank == 0) printf("  (reallocation at the same address in %d of 5 rounds)\n", same);
+  free(host);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testCacheRealloc(void) {
+  ASSERT_EQ_INT(mpRun(ngpu >= 4 ? 4 : 2, cacheBody, NULL, 120, 0), 0);
+  return 0;
+}
+
+/* Rank 1 never calls: rank 0's stream waits on the device; abort releases it. */
+static int abortBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void *send, *recv;
+  RANK_CUDA(cudaMalloc(&send, 4096 * (size_t)n));
+  RANK_CUDA(cudaMalloc(&recv, 4096 * (size_t)n));
+  if (rank == 0) {
+    RANK_CHECK(dmacclAllGather(send, recv, 4096, dmacclUint8, comm, stream) == dmacclSuccess);
+    usleep(200000);
+    RANK_CHECK(cudaStreamQuery(stream) == cudaErrorNotReady); /* really waiting */
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+    RANK_CUDA(cudaStreamSynchronize(stream)); /* returns: the wait was released */
+  } else {
+    usleep(1000000);
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  }
+  return 0;
+}
+
+static int testAbortReleasesStream(void) {
+  ASSERT_EQ_INT(mpRun(2, abortBody, NULL, 60, 0), 0);
+  return 0;
+}
+
+int main(void) {
+  ngpu = gpuCount();
+  if (ngpu < 2) {
+    printf("fewer than 2 GPUs: skipped\n");
+    return TEST_SKIP_CODE;
+  }
+  RUN(testCacheRealloc);
+  RUN(testAbortReleasesStream);
+  RUN(testGraphReplay);
+  RUN(testEveryAlgorithm);
+  TEST_EXIT();
+}
