@@ -103,8 +103,11 @@ long long mpCheckColl(dmacclComm_t comm, int gpu, cudaStream_t stream, int allto
     dataFillRandom(hsend + (size_t)j * chunk, chunk, blockSeed(seed, alltoall, me, j));
   if (inPlace) memcpy(hrecv + (size_t)me * chunk, hsend, chunk);
   if (gpu) {
+    /* From pageable memory cudaMemcpy may return before its last staged
+     * chunk lands: synchronize before the collective's own stream runs. */
     if (cudaMemcpy(recv, hrecv, total + MP_GUARD, cudaMemcpyHostToDevice) != cudaSuccess ||
-        (!inPlace && cudaMemcpy(send, hsend, sendBytes, cudaMemcpyHostToDevice) != cudaSuccess))
+        (!inPlace && cudaMemcpy(send, hsend, sendBytes, cudaMemcpyHostToDevice) != cudaSuccess) ||
+        cudaDeviceSynchronize() != cudaSuccess)
       return -1;
   } else {
     memcpy(recv, hrecv, total + MP_GUARD);
@@ -117,7 +120,19 @@ long long mpCheckColl(dmacclComm_t comm, int gpu, cudaStream_t stream, int allto
     return -1;
   }
   if (gpu) {
-    if (cudaStreamSynchronize(stream) != cudaSuccess ||
+    /* Poll, so that a peer's failure ends this rank's wait with its error
+     * (and an abort) instead of a hang. */
+    cudaError_t q;
+    while ((q = cudaStreamQuery(stream)) == cudaErrorNotReady) {
+      dmacclResult_t a = dmacclSuccess;
+      dmacclCommGetAsyncError(comm, &a);
+      if (a == dmacclRemoteError || a == dmacclTimeout) {
+        fprintf(stderr, "rank %d: gave up: %s\n", me, dmacclCommGetLastError(comm));
+        dmacclCommAbort(comm);
+        return -1;
+      }
+    }
+    if (q != cudaSuccess ||
         cudaMemcpy(hrecv, recv, total + MP_GUARD, cudaMemcpyDeviceToHost) != cudaSuccess)
       return -1;
   } else {

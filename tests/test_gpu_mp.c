@@ -24,6 +24,14 @@ static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pull
     }                                                                                              \
   } while (0)
 #define RANK_CUDA(call) RANK_CHECK((call) == cudaSuccess)
+#define RANK_OK(comm, call)                                                                        \
+  do {                                                                                             \
+    if ((call) != dmacclSuccess) {                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s: %s\n", rank, __FILE__, __LINE__, #call,                 \
+              dmacclCommGetLastError(comm));                                                       \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
 
 static int gpuCount(void) {
   fflush(stdout);
@@ -127,14 +135,20 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   RANK_CUDA(cudaMalloc((void **)&aaSend, total));
   RANK_CUDA(cudaMalloc((void **)&aaRecv, total));
   /* One eager call first: the cache and the eager flags are in use too. */
-  RANK_CHECK(dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
+  RANK_OK(comm, dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream));
   RANK_CUDA(cudaStreamSynchronize(stream));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   RANK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  RANK_CHECK(dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
-  RANK_CHECK(dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream) == dmacclSuccess);
+  RANK_OK(comm, dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream));
+  RANK_OK(comm, dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream));
   RANK_CUDA(cudaStreamEndCapture(stream, &graph));
+  dmacclResult_t async = dmacclSuccess;
+  dmacclCommGetAsyncError(comm, &async);
+  if (async != dmacclSuccess) {
+    fprintf(stderr, "rank %d: capture: %s\n", rank, dmacclCommGetLastError(comm));
+    return 1;
+  }
   RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   unsigned char *h = malloc(total), *want = malloc(total), *got = malloc(total);
   for (int it = 0; it < 100; it++) {
@@ -257,15 +271,22 @@ static int testAbortReleasesStream(void) {
   return 0;
 }
 
-int main(void) {
+/* argv[1], when given, runs only the tests whose names contain it. */
+#define RUN_IF(fn)                                                                                 \
+  do {                                                                                             \
+    if (!only || strstr(#fn, only)) RUN(fn);                                                       \
+  } while (0)
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCount();
   if (ngpu < 2) {
     printf("fewer than 2 GPUs: skipped\n");
     return TEST_SKIP_CODE;
   }
-  RUN(testCacheRealloc);
-  RUN(testAbortReleasesStream);
-  RUN(testGraphReplay);
-  RUN(testEveryAlgorithm);
+  RUN_IF(testCacheRealloc);
+  RUN_IF(testAbortReleasesStream);
+  RUN_IF(testGraphReplay);
+  RUN_IF(testEveryAlgorithm);
   TEST_EXIT();
 }

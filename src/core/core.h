@@ -182,7 +182,9 @@ dmacclResult_t corePostNoAttach(coreOp *op);  /* groups attach after posting eve
 dmacclResult_t coreAttach(coreOp *op);        /* graph capture: join the caller's stream */
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq);
 dmacclResult_t coreMpPost(coreOp *op);
-int coreMpLaunchReady(coreClique *c); /* lock held; returns operations launched */
+/* Lock held; returns the operations launched. byCaller: a thread that
+ * posts (it may launch captured operations; the progress thread may not). */
+int coreMpLaunchReady(coreClique *c, int byCaller);
 dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq);
 
 /* Progress thread of a multi-process set (progress.c). */

@@ -93,12 +93,15 @@ static void launchOne(coreClique *c, uint64_t seq) {
   atomic_store_explicit(&coreBoardRank(c, me)->launched, seq, memory_order_release);
 }
 
-int coreMpLaunchReady(coreClique *c) {
+int coreMpLaunchReady(coreClique *c, int byCaller) {
   dmacclComm_t comm = c->comms[c->localRank];
   int launched = 0;
   while (c->nextLaunch <= comm->posted && !c->aborting) {
     uint64_t seq = c->nextLaunch;
     int slot = (int)(seq % CORE_BOARD_DEPTH);
+    /* A captured operation must be issued by the capturing thread, into
+     * the capture it belongs to. */
+    if (c->localOps[slot].capture && !byCaller) return launched;
     for (int r = 0; r < c->nranks; r++)
       if (atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
         return launched;
@@ -162,7 +165,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   pthread_mutex_lock(&c->lock);
   uint64_t seq = comm->posted + 1;
   for (int round = 0; !slotFree(c, seq);) {
-    coreMpLaunchReady(c);
+    coreMpLaunchReady(c, 1);
     if (slotFree(c, seq)) break;
     pthread_mutex_unlock(&c->lock);
     rc = stopReason(comm);
@@ -189,7 +192,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   so->recv = op->recvRef;
   atomic_store_explicit(&so->seq, seq, memory_order_release);
   comm->posted = seq;
-  coreMpLaunchReady(c);
+  coreMpLaunchReady(c, 1);
   int pending = c->nextLaunch <= seq;
   pthread_mutex_unlock(&c->lock);
   if (pending) coreProgressWake(c);
@@ -201,7 +204,7 @@ dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   int round = 0;
   pthread_mutex_lock(&c->lock);
   while (c->nextLaunch <= seq) {
-    coreMpLaunchReady(c);
+    coreMpLaunchReady(c, 1);
     if (c->nextLaunch > seq) break;
     pthread_mutex_unlock(&c->lock);
     dmacclResult_t rc = stopReason(comm);

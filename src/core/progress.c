@@ -105,7 +105,7 @@ static void *progressMain(void *arg) {
   pthread_mutex_lock(&c->lock);
   while (!c->progressStop) {
     int waiting = c->nextLaunch <= comm->posted && !c->aborting;
-    if (waiting && coreMpLaunchReady(c)) idleRounds = 0;
+    if (waiting && coreMpLaunchReady(c, 0)) idleRounds = 0;
     double now = coreNowSec();
     if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
       watch(c, now);

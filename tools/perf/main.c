@@ -263,7 +263,7 @@ static void header(bench *b) {
     struct cudaDeviceProp p;
     size_t o = 0;
     for (int r = 0; r < b->n; r++)
-      o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->devs[r]);
+      o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->mp ? r : b->devs[r]);
     if (cudaGetDeviceProperties(&p, b->devs[0]) == cudaSuccess)
       snprintf(gpus + o, sizeof(gpus) - o, " (%s)", p.name);
   }
@@ -328,8 +328,14 @@ static int benchMain(bench *b) {
       b->nccl = b->sh->okId ? ncclBaseInitRank(b->n, b->first, b->sh->ncclId, err, sizeof(err))
                             : NULL;
     }
-    if (b->nccl)
-      cs[nc++] = (contender){.name = "nccl", .isNccl = 1};
+    if (b->nccl) {
+      cs[nc] = (contender){.name = "nccl", .isNccl = 1};
+      for (int l = 0; l < b->nlocal; l++) {
+        cs[nc].send[l] = b->send[l];
+        cs[nc].recv[l] = b->recv[l];
+      }
+      nc++;
+    }
     else if (b->first == 0)
       printf("# no NCCL baseline: %s\n", err);
   }
