@@ -341,8 +341,23 @@ static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, co
   *capturing = 0;
   if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
     return dmacclSuccess; /* the comm's device's own default stream (never captured) */
+  /* Capture status first: CUDA refuses most stream queries (the device
+   * among them) on a stream that is being captured. */
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(stream, &st);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return coreError(comm, dmacclInvalidArgument, "%s: stream %p is not a valid CUDA stream (%s)",
+                     call, (void *)stream, cudaGetErrorString(e));
+  }
+  if (st == cudaStreamCaptureStatusInvalidated)
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: stream %p's graph capture was invalidated by an earlier error", call,
+                     (void *)stream);
+  *capturing = st == cudaStreamCaptureStatusActive;
+  if (*capturing) return dmacclSuccess; /* its device cannot be asked now */
   int dev = -1;
-  cudaError_t e = cudaStreamGetDevice(stream, &dev);
+  e = cudaStreamGetDevice(stream, &dev);
   if (e != cudaSuccess) {
     cudaGetLastError();
     return coreError(comm, dmacclInvalidArgument, "%s: stream %p is not a valid CUDA stream (%s)",
@@ -352,17 +367,6 @@ static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, co
     return coreError(comm, dmacclInvalidArgument,
                      "%s: stream %p belongs to GPU %d, but this communicator (rank %d) uses GPU %d",
                      call, (void *)stream, dev, comm->rank, comm->device);
-  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  if ((e = cudaStreamIsCapturing(stream, &st)) != cudaSuccess) {
-    cudaGetLastError();
-    return coreError(comm, dmacclInvalidArgument, "%s: stream %p: cudaStreamIsCapturing: %s", call,
-                     (void *)stream, cudaGetErrorString(e));
-  }
-  if (st == cudaStreamCaptureStatusInvalidated)
-    return coreError(comm, dmacclInvalidUsage,
-                     "%s: stream %p's graph capture was invalidated by an earlier error", call,
-                     (void *)stream);
-  *capturing = st == cudaStreamCaptureStatusActive;
   return dmacclSuccess;
 }
 
