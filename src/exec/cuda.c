@@ -477,7 +477,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
            sch->steps[j].lane == st->lane)
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph);
-  } else if (st->batch) {
+  } else if (st->batch && !graph) { /* the batch API cannot be captured into a graph */
     size_t k = 0;
     for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_COPY && sch->steps[j].batch &&
            sch->steps[j].lane == st->lane && k < (size_t)comm->nranks;
@@ -564,6 +564,8 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
 out:
   cudaLeaveDevice(prev, s->device);
   if (rc != dmacclSuccess) return rc;
+  /* Every posted operation is launched (the core waited) and complete. */
+  if (c->mp && !__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) cudaIpcCloseStale(comm);
   return __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
 }
 

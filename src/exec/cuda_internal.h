@@ -74,6 +74,7 @@ typedef struct {
   pthread_mutex_t ipcLock;
   ipcExport *exports;
   ipcImport *imports;
+  ipcImport *stale; /* mappings of freed peer allocations, closed at the next sync */
 } cudaState;
 
 static inline cudaState *cudaStateOf(dmacclComm_t c) {
@@ -90,6 +91,8 @@ void cudaLeaveDevice(int prev, int dev);
 dmacclResult_t cudaVmmCreate(dmacclComm_t comm, size_t part, cudaVmm *v, const char *call);
 void cudaVmmRelease(cudaVmm *v);
 void cudaIpcRelease(dmacclComm_t comm);
+/* Closes stale mappings; only where every posted operation has completed. */
+void cudaIpcCloseStale(dmacclComm_t comm);
 
 dmacclResult_t cudaMemAllocImpl(dmacclComm_t comm, size_t size, coreMem *m);
 void cudaMemFreeImpl(dmacclComm_t comm, coreMem *m);

@@ -252,15 +252,16 @@ dmacclResult_t cudaImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref,
       hit = i;
       break;
     }
-    /* The peer's allocation this one overlaps was freed: drop its mapping. */
+    /* The peer's allocation this one overlaps was freed: never use its
+     * mapping again. It is closed later (cudaIpcCloseStale): closing
+     * synchronizes the device, and here the caller's stream may be waiting
+     * for the very launch that runs this import. */
     if (i->peer == peer && i->base < ref->base + ref->size && ref->base < i->base + i->size) {
-      int prev = cudaEnterDevice(s->device);
-      cudaIpcCloseMemHandle(i->mapped);
-      cudaLeaveDevice(prev, s->device);
-      CORE_INFO("rank %d: dropped stale mapping of rank %d's buffer id %llu", comm->rank, peer,
-                i->bufferId);
+      CORE_INFO("rank %d: rank %d's buffer id %llu was freed: its mapping is retired", comm->rank,
+                peer, i->bufferId);
       *pp = i->next;
-      free(i);
+      i->next = s->stale;
+      s->stale = i;
       continue;
     }
     pp = &i->next;
@@ -341,8 +342,25 @@ dmacclResult_t cudaDeregisterBuf(dmacclComm_t comm, void *handle) {
   return rc;
 }
 
+void cudaIpcCloseStale(dmacclComm_t comm) {
+  cudaState *s = cudaStateOf(comm);
+  pthread_mutex_lock(&s->ipcLock);
+  ipcImport *list = s->stale;
+  s->stale = NULL;
+  pthread_mutex_unlock(&s->ipcLock);
+  if (!list) return;
+  int prev = cudaEnterDevice(s->device);
+  for (ipcImport *i = list, *n; i; i = n) {
+    n = i->next;
+    cudaIpcCloseMemHandle(i->mapped);
+    free(i);
+  }
+  cudaLeaveDevice(prev, s->device);
+}
+
 void cudaIpcRelease(dmacclComm_t comm) {
   cudaState *s = cudaStateOf(comm);
+  cudaIpcCloseStale(comm);
   int prev = cudaEnterDevice(s->device);
   for (ipcImport *i = s->imports, *n; i; i = n) {
     n = i->next;
