@@ -14,6 +14,15 @@ extern "C" {
 
 #define MP_GUARD 256
 
+/* In a rank's body (a variable `rank` in scope): fail the rank with a line. */
+#define RANK_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s failed\n", rank, __FILE__, __LINE__, #cond);             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
 /* Runs body in n forked processes (rank 0..n-1) with one fresh unique id.
  * Returns the number of ranks that failed: body returned non-zero, crashed,
  * or ran past timeoutSec (then it is killed). A rank in expectKilled (bit

@@ -16,13 +16,6 @@
 
 static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
 
-#define RANK_CHECK(cond)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "rank %d: %s:%d: %s failed\n", rank, __FILE__, __LINE__, #cond);             \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 #define RANK_CUDA(call) RANK_CHECK((call) == cudaSuccess)
 #define RANK_OK(comm, call)                                                                        \
   do {                                                                                             \

@@ -24,13 +24,16 @@ static dmacclConfig_t hostConfig(const char *algo) {
   return c;
 }
 
-#define RANK_CHECK(cond)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "rank %d: %s:%d: %s failed\n", rank, __FILE__, __LINE__, #cond);             \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
+
+/* A rank of a default host communicator with two dmacclMemAlloc buffers. */
+static int openRank(int rank, int n, const dmacclUniqueId *id, size_t bytes, dmacclComm_t *comm,
+                    char **send, char **recv) {
+  dmacclConfig_t cfg = hostConfig(NULL);
+  RANK_CHECK(dmacclCommInitRank(comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(*comm, bytes, (void **)send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(*comm, bytes, (void **)recv) == dmacclSuccess);
+  return 0;
+}
 
 /* --- bootstrap errors --------------------------------------------------- */
 
@@ -239,13 +242,10 @@ static int testBuffers(void) {
  * nothing is copied, and the next collective is correct. */
 static int disagreeBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
-  dmacclConfig_t cfg = hostConfig(NULL);
   dmacclComm_t comm;
-  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   char *send, *recv;
   size_t bytes = 1024 * (size_t)n + MP_GUARD;
-  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  if (openRank(rank, n, id, bytes, &comm, &send, &recv)) return 1;
   memset(recv, 0xA5, bytes);
   memset(send, 0x11, 1024);
   RANK_CHECK(dmacclAllGather(send, recv, rank == 1 ? 512 : 1024, dmacclUint8, comm, 0) ==
@@ -282,12 +282,9 @@ static dmacclResult_t awaitAsync(dmacclComm_t comm) {
 static int watchdogBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
   setenv("DMACCL_TIMEOUT", "1", 1);
-  dmacclConfig_t cfg = hostConfig(NULL);
   dmacclComm_t comm;
-  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   char *send, *recv;
-  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  if (openRank(rank, n, id, 64 * (size_t)n, &comm, &send, &recv)) return 1;
   if (rank == 1) {
     usleep(4000000); /* long past the others' timeout */
     RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
@@ -314,13 +311,10 @@ static int testWatchdog(void) {
  * reports it (no watchdog needed) and abort returns. */
 static int deathBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
-  dmacclConfig_t cfg = hostConfig(NULL);
   dmacclComm_t comm;
-  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   char *send, *recv;
   size_t bytes = 256 * (size_t)n + MP_GUARD;
-  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  if (openRank(rank, n, id, bytes, &comm, &send, &recv)) return 1;
   RANK_CHECK(mpCheckColl(comm, 0, 0, 1, dmacclUint8, 256, 0, send, recv, 9) == 0);
   if (rank == 2) raise(SIGKILL);
   RANK_CHECK(dmacclAlltoAll(send, recv, 256, dmacclUint8, comm, 0) == dmacclSuccess);
@@ -343,12 +337,9 @@ static int testPeerDeath(void) {
 /* Abort with an operation whose peer never comes: returns at once. */
 static int abortBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
-  dmacclConfig_t cfg = hostConfig(NULL);
   dmacclComm_t comm;
-  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   char *send, *recv;
-  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  if (openRank(rank, n, id, 64 * (size_t)n, &comm, &send, &recv)) return 1;
   if (rank == 0) {
     for (int k = 0; k < 3; k++)
       RANK_CHECK(dmacclAllGather(send, recv, 64, dmacclUint8, comm, 0) == dmacclSuccess);

@@ -47,24 +47,6 @@ dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r) {
                    msg);
 }
 
-#define CUDA_TRY(comm, call)                                                                       \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      rc = cudaFail(comm, #call, e_);                                                              \
-      goto out;                                                                                    \
-    }                                                                                              \
-  } while (0)
-
-#define CU_TRY(comm, call)                                                                         \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      rc = cuFail(comm, #call, r_);                                                                \
-      goto out;                                                                                    \
-    }                                                                                              \
-  } while (0)
-
 /* Makes dev current and remembers the caller's device. */
 int cudaEnterDevice(int dev) {
   int prev = -1;

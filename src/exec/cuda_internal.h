@@ -81,9 +81,25 @@ static inline cudaState *cudaStateOf(dmacclComm_t c) {
   return (cudaState *)c->execState;
 }
 
-/* Errors (cuda.c). */
+/* Errors (cuda.c). The _TRY macros set rc and jump to `out` on failure. */
 dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e);
 dmacclResult_t cuFail(dmacclComm_t comm, const char *what, CUresult r);
+#define CUDA_TRY(comm, call)                                                                       \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      rc = cudaFail(comm, #call, e_);                                                              \
+      goto out;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#define CU_TRY(comm, call)                                                                         \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      rc = cuFail(comm, #call, r_);                                                                \
+      goto out;                                                                                    \
+    }                                                                                              \
+  } while (0)
 int cudaEnterDevice(int dev);
 void cudaLeaveDevice(int prev, int dev);
 

@@ -17,15 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CU_TRY(comm, call)                                                                         \
-  do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      rc = cuFail(comm, #call, r_);                                                                \
-      goto out;                                                                                    \
-    }                                                                                              \
-  } while (0)
-
 void cudaVmmRelease(cudaVmm *v) {
   const cudaDriver *d = cudaDriverGet();
   if (!v->handles) return;

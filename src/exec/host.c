@@ -130,14 +130,9 @@ static void *workerMain(void *arg) {
   return NULL;
 }
 
-static void hostFini(dmacclComm_t comm) {
+/* Frees a state whose worker has stopped (or never started). */
+static void freeState(dmacclComm_t comm) {
   hostState *h = stateOf(comm);
-  if (!h) return;
-  pthread_mutex_lock(&h->mu);
-  h->stop = 1;
-  pthread_cond_broadcast(&h->cv);
-  pthread_mutex_unlock(&h->mu);
-  pthread_join(h->worker, NULL);
   for (int i = 0; i < CORE_BOARD_DEPTH; i++) {
     planScheduleFree(&h->jobs[i].sched);
     free(h->jobs[i].send);
@@ -149,6 +144,17 @@ static void hostFini(dmacclComm_t comm) {
   free(h->peerFlags);
   free(h);
   comm->execState = NULL;
+}
+
+static void hostFini(dmacclComm_t comm) {
+  hostState *h = stateOf(comm);
+  if (!h) return;
+  pthread_mutex_lock(&h->mu);
+  h->stop = 1;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  pthread_join(h->worker, NULL);
+  freeState(comm);
 }
 
 /* State and worker of one rank; flags NULL means "on the shared board". */
@@ -172,17 +178,7 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   pthread_cond_init(&h->cv, NULL);
   comm->execState = h;
   if (bad || pthread_create(&h->worker, NULL, workerMain, comm) != 0) {
-    /* No worker to join: release by hand. */
-    for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
-      free(h->jobs[k].send);
-      free(h->jobs[k].recv);
-    }
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
-    free(h->flags);
-    free(h->peerFlags);
-    free(h);
-    comm->execState = NULL;
+    freeState(comm); /* no worker to join */
     return dmacclSystemError;
   }
   return dmacclSuccess;

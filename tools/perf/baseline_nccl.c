@@ -14,6 +14,12 @@ struct ncclBase {
   char version[32];
 };
 
+static void setVersion(ncclBase *b) {
+  int v = 0;
+  ncclGetVersion(&v);
+  snprintf(b->version, sizeof(b->version), "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+}
+
 static ncclDataType_t toNccl(dmacclDataType_t t) {
   switch (t) {
   case dmacclInt8: return ncclInt8;
@@ -48,9 +54,7 @@ ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen) {
     free(b);
     return NULL;
   }
-  int v = 0;
-  ncclGetVersion(&v);
-  snprintf(b->version, sizeof(b->version), "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+  setVersion(b);
   return b;
 }
 
@@ -84,9 +88,7 @@ ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t
     free(b);
     return NULL;
   }
-  int v = 0;
-  ncclGetVersion(&v);
-  snprintf(b->version, sizeof(b->version), "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+  setVersion(b);
   return b;
 }
 
