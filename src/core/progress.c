@@ -70,6 +70,21 @@ static void watch(coreClique *c, double now) {
   if (c->pendingSince == 0) c->pendingSince = now;
   uint64_t seq = c->completed + 1;
   char why[256];
+  /* The timeout first: it names what blocks the operation, and a peer that
+   * gave up on the same operation may already have exited. */
+  if (c->timeoutSec > 0 && now - c->pendingSince > c->timeoutSec) {
+    char detail[160] = "";
+    int r = seq >= c->nextLaunch ? missingPoster(c, seq) : -1;
+    if (r >= 0)
+      snprintf(detail, sizeof(detail), "rank %d has not called it", r);
+    else if (!comm->exec->stuck(comm, seq, detail, sizeof(detail)))
+      snprintf(detail, sizeof(detail), "the copies have not finished");
+    snprintf(why, sizeof(why),
+             "operation %llu on rank %d is not complete after %.0f s (DMACCL_TIMEOUT): %s",
+             (unsigned long long)seq, c->localRank, c->timeoutSec, detail);
+    breakComm(c, dmacclTimeout, why);
+    return;
+  }
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->localRank || !processGone(c->pids[r])) continue;
     /* A peer that finished cleanly may exit while our last copies drain:
@@ -82,18 +97,6 @@ static void watch(coreClique *c, double now) {
              r, c->pids[r], (unsigned long long)seq, c->localRank);
     breakComm(c, dmacclRemoteError, why);
     return;
-  }
-  if (c->timeoutSec > 0 && now - c->pendingSince > c->timeoutSec) {
-    char detail[160] = "";
-    int r = seq >= c->nextLaunch ? missingPoster(c, seq) : -1;
-    if (r >= 0)
-      snprintf(detail, sizeof(detail), "rank %d has not called it", r);
-    else if (!comm->exec->stuck(comm, seq, detail, sizeof(detail)))
-      snprintf(detail, sizeof(detail), "the copies have not finished");
-    snprintf(why, sizeof(why),
-             "operation %llu on rank %d is not complete after %.0f s (DMACCL_TIMEOUT): %s",
-             (unsigned long long)seq, c->localRank, c->timeoutSec, detail);
-    breakComm(c, dmacclTimeout, why);
   }
 }
 
