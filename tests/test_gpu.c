@@ -152,6 +152,10 @@ static int testGraphCapture(void) {
     ASSERT_EQ_INT(cudaMalloc((void **)&agOut[r], total), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc((void **)&aa[r], total), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc((void **)&aaOut[r], total), cudaSuccess);
+  }
+  /* No allocation may happen while this thread captures. */
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(r);
     ASSERT_EQ_INT(cudaStreamBeginCapture(env.stream[r], cudaStreamCaptureModeThreadLocal),
                   cudaSuccess);
   }
