@@ -170,6 +170,9 @@ static int testGraphCapture(void) {
   for (int r = 0; r < n; r++) {
     cudaSetDevice(r);
     ASSERT_EQ_INT(cudaStreamEndCapture(env.stream[r], &graph[r]), cudaSuccess);
+  }
+  for (int r = 0; r < n; r++) { /* only once no stream of this thread captures */
+    cudaSetDevice(r);
     ASSERT_EQ_INT(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
   }
   for (int it = 0; it < 50; it++) {
