@@ -162,8 +162,8 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * they do, except under CUDA graph capture, where the call returns once the
  * operation is captured, which needs every peer to have called.
  */
-dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId uniqueId,
-                                  int rank, const dmacclConfig_t *config);
+dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId uniqueId, int rank,
+                                  const dmacclConfig_t *config);
 
 /*
  * Abandons the communicator: releases every wait it has queued on its

@@ -9,9 +9,15 @@
 
 size_t mpTypeSize(dmacclDataType_t t) {
   switch (t) {
-  case dmacclInt8: case dmacclUint8: case dmacclFloat8e4m3: case dmacclFloat8e5m2: return 1;
-  case dmacclFloat16: case dmacclBfloat16: return 2;
-  case dmacclInt32: case dmacclUint32: case dmacclFloat32: return 4;
+  case dmacclInt8:
+  case dmacclUint8:
+  case dmacclFloat8e4m3:
+  case dmacclFloat8e5m2: return 1;
+  case dmacclFloat16:
+  case dmacclBfloat16: return 2;
+  case dmacclInt32:
+  case dmacclUint32:
+  case dmacclFloat32: return 4;
   default: return 8;
   }
 }

@@ -54,7 +54,8 @@ static dmacclResult_t initRank(dmacclComm_t *comm, int n, const dmacclUniqueId *
   }
   if (cudaSetDevice(rank) != cudaSuccess) return dmacclUnhandledCudaError;
   dmacclResult_t rc = dmacclCommInitRank(comm, n, *id, rank, &cfg);
-  if (rc != dmacclSuccess) fprintf(stderr, "rank %d: init: %s\n", rank, dmacclCommGetLastError(NULL));
+  if (rc != dmacclSuccess)
+    fprintf(stderr, "rank %d: init: %s\n", rank, dmacclCommGetLastError(NULL));
   return rc;
 }
 
@@ -77,8 +78,8 @@ static int collBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
       for (int mode = 0; mode < 3; mode++) {
         dmacclDataType_t type = c % 2 ? dmacclBfloat16 : dmacclFloat32;
-        long long w = mpCheckColl(comm, 1, stream, mode == 2, type, counts[c], mode == 1,
-                                  send[mem], recv[mem], seed++);
+        long long w = mpCheckColl(comm, 1, stream, mode == 2, type, counts[c], mode == 1, send[mem],
+                                  recv[mem], seed++);
         if (w != 0) {
           fprintf(stderr, "rank %d of %d, %s, signal %s, %s buffers: %lld\n", rank, n, a->algo,
                   a->signal, mem ? "dmacclMemAlloc" : "cudaMalloc", w);
@@ -165,7 +166,8 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     }
     RANK_CUDA(cudaMemcpy(got, aaRecv, total, cudaMemcpyDeviceToHost));
     for (int j = 0; j < n; j++)
-      dataFillRandom(want + (size_t)j * chunk, chunk, seed + 500 + (uint64_t)j * 16 + (uint64_t)rank);
+      dataFillRandom(want + (size_t)j * chunk, chunk,
+                     seed + 500 + (uint64_t)j * 16 + (uint64_t)rank);
     if (memcmp(got, want, total) != 0) {
       fprintf(stderr, "rank %d: replay %d: alltoall wrong (first byte %lld)\n", rank, it,
               testFirstDiff(got, want, total));
@@ -184,7 +186,8 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 
 static int testGraphReplay(void) {
   int n = ngpu >= 4 ? 4 : 2;
-  const char *cases[][2] = {{"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"}, {"pushn", "copy"}};
+  const char *cases[][2] = {
+      {"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"}, {"pushn", "copy"}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     collArg a = {cases[i][0], cases[i][1]};
     int failed = mpRun(n, graphBody, &a, 300, 0);

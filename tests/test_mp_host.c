@@ -24,7 +24,6 @@ static dmacclConfig_t hostConfig(const char *algo) {
   return c;
 }
 
-
 /* A rank of a default host communicator with two dmacclMemAlloc buffers. */
 static int openRank(int rank, int n, const dmacclUniqueId *id, size_t bytes, dmacclComm_t *comm,
                     char **send, char **recv) {
@@ -52,8 +51,9 @@ static int initBody(int r, int n, const dmacclUniqueId *id, void *arg) {
   dmacclResult_t rc = dmacclCommInitRank(&comm, ic->nranks[r], *id, rank, &cfg);
   if (ic->lateMayTimeout && (rc == dmacclTimeout || rc == dmacclRemoteError)) return 0;
   if ((int)rc != ic->expect) {
-    fprintf(stderr, "process %d (rank %d): got %s, want %s: %s\n", r, rank, dmacclGetErrorString(rc),
-            dmacclGetErrorString((dmacclResult_t)ic->expect), dmacclCommGetLastError(NULL));
+    fprintf(stderr, "process %d (rank %d): got %s, want %s: %s\n", r, rank,
+            dmacclGetErrorString(rc), dmacclGetErrorString((dmacclResult_t)ic->expect),
+            dmacclCommGetLastError(NULL));
     return 1;
   }
   if (rc == dmacclSuccess) return dmacclCommDestroy(comm) != dmacclSuccess;
@@ -168,7 +168,8 @@ static int manyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   RANK_CHECK(dmacclMemAlloc(comm, chunk * OPS, (void **)&send) == dmacclSuccess);
   RANK_CHECK(dmacclMemAlloc(comm, total * OPS, (void **)&recv) == dmacclSuccess);
   memset(recv, 0xA5, total * OPS);
-  for (int k = 0; k < OPS; k++) dataFillRandom(send + k * chunk, chunk, 77u * (uint64_t)k + (uint64_t)rank);
+  for (int k = 0; k < OPS; k++)
+    dataFillRandom(send + k * chunk, chunk, 77u * (uint64_t)k + (uint64_t)rank);
   for (int k = 0; k < OPS; k++) {
     if (rank == 1 && k == 10) usleep(20000); /* a slow rank: others run ahead */
     RANK_CHECK(dmacclAllGather(send + k * chunk, recv + k * total, COUNT, dmacclFloat32, comm, 0) ==
@@ -221,7 +222,8 @@ static int bufBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
   }
   /* Sizes must agree. */
-  RANK_CHECK(dmacclMemAlloc(comm, rank == 0 ? 4096 : 8192, (void **)&recv) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclMemAlloc(comm, rank == 0 ? 4096 : 8192, (void **)&recv) ==
+             dmacclInvalidArgument);
   RANK_CHECK(strstr(dmacclCommGetLastError(comm), "sizes must agree") != NULL);
   /* The communicator still works. */
   RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);

@@ -199,7 +199,8 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
       size_t used = 0;
       for (int r = 1; r < b->nranks && used + 8 < sizeof(missing); r++)
         if (b->peers[r] < 0)
-          used += (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d", used ? ", " : "", r);
+          used +=
+              (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d", used ? ", " : "", r);
       rc = fail(err, errlen, dmacclTimeout,
                 "%d of %d ranks joined within %.0f s (DMACCL_INIT_TIMEOUT); missing rank(s): %s",
                 joined, b->nranks, b->timeoutSec, missing);
@@ -222,8 +223,8 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
                 h.pid, h.rank, b->nranks - 1);
     } else if (b->peers[h.rank] >= 0) {
       rc = fail(err, errlen, dmacclInvalidArgument,
-                "rank %d joined twice (the second from pid %d): every rank must be unique",
-                h.rank, h.pid);
+                "rank %d joined twice (the second from pid %d): every rank must be unique", h.rank,
+                h.pid);
     }
     if (rc == dmacclSuccess) {
       b->peers[h.rank] = c;
@@ -381,8 +382,9 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
                   bytes, (unsigned long long)got);
     if (r == 0) r = recvAll(b->root, all, bytes * (size_t)b->nranks, NULL, NULL, deadline);
     if (r != 0) return ioFail(b, r, 0, err, errlen);
-    if (withFd && n != b->nranks) return fail(err, errlen, dmacclSystemError,
-                                              "bootstrap: received %d of %d descriptors", n, b->nranks);
+    if (withFd && n != b->nranks)
+      return fail(err, errlen, dmacclSystemError, "bootstrap: received %d of %d descriptors", n,
+                  b->nranks);
     return dmacclSuccess;
   }
   memcpy(all, mine, bytes);

@@ -132,8 +132,8 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   for (int s = 0; s < CORE_BOARD_DEPTH; s++)
     if (!(c->slots[s].ops = calloc((size_t)ndev, sizeof(coreOp)))) goto nomem;
   for (int i = 0; i < ndev; i++) {
-    if (!(made[i] = coreNewComm(c, i, executor == dmacclExecutorCuda ? (devlist ? devlist[i] : i) : -1,
-                                executor)))
+    if (!(made[i] = coreNewComm(
+              c, i, executor == dmacclExecutorCuda ? (devlist ? devlist[i] : i) : -1, executor)))
       goto nomem;
   }
   rc = made[0]->exec->init(made, ndev, devlist);

@@ -108,7 +108,8 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }
-  c->boardRankBytes = sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t);
+  c->boardRankBytes =
+      sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t);
   rc = coreShmCreate(c->boot, nranks, c->boardRankBytes, &c->board, err, sizeof(err));
   if (rc != dmacclSuccess) {
     rc = coreError(NULL, rc, "%s (rank %d): shared board: %s", call, rank, err);
@@ -126,16 +127,16 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   /* All or nothing: every rank learns whether every other rank got here. */
   {
     int32_t ok = rc == dmacclSuccess, *oks = calloc((size_t)nranks, sizeof(int32_t));
-    dmacclResult_t arc = oks ? bootAllGather(c->boot, &ok, oks, sizeof(ok), err, sizeof(err))
-                             : dmacclSystemError;
+    dmacclResult_t arc =
+        oks ? bootAllGather(c->boot, &ok, oks, sizeof(ok), err, sizeof(err)) : dmacclSystemError;
     int bad = -1;
     for (int r = 0; oks && arc == dmacclSuccess && r < nranks && bad < 0; r++)
       if (!oks[r]) bad = r;
     free(oks);
     if (rc == dmacclSuccess && (arc != dmacclSuccess || bad >= 0)) {
-      rc = coreError(NULL, arc != dmacclSuccess ? arc : dmacclRemoteError,
-                     "%s (rank %d): %s", call, rank,
-                     arc != dmacclSuccess ? err : "another rank failed to initialize (see its error)");
+      rc = coreError(
+          NULL, arc != dmacclSuccess ? arc : dmacclRemoteError, "%s (rank %d): %s", call, rank,
+          arc != dmacclSuccess ? err : "another rank failed to initialize (see its error)");
       coreProgressStop(c);
       ops->fini(comm);
     } else if (rc != dmacclSuccess) {

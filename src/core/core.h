@@ -37,8 +37,8 @@ typedef struct coreOp {
   size_t chunkBytes; /* bytes of one block */
   int inPlace;
   cudaStream_t stream;
-  uint64_t seq; /* 1-based position in the comm's sequence: the epoch */
-  int capture;  /* the stream is being captured into a CUDA graph */
+  uint64_t seq;                /* 1-based position in the comm's sequence: the epoch */
+  int capture;                 /* the stream is being captured into a CUDA graph */
   coreBufRef sendRef, recvRef; /* multi-process communicators only */
 } coreOp;
 
@@ -99,9 +99,9 @@ typedef struct coreClique {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   coreBoardSlot slots[CORE_BOARD_DEPTH];
-  uint64_t nextLaunch; /* lowest sequence number not yet launched */
-  planTable table;     /* algorithm selection, one for all ranks */
-  int aborting;        /* dmacclCommAbort is running: waits give up */
+  uint64_t nextLaunch;   /* lowest sequence number not yet launched */
+  planTable table;       /* algorithm selection, one for all ranks */
+  int aborting;          /* dmacclCommAbort is running: waits give up */
   dmacclResult_t broken; /* a peer died or the watchdog fired: waits give up */
   char brokenWhy[256];
   /* Multi-process sets only. */
@@ -135,8 +135,8 @@ struct dmacclComm {
   dmacclResult_t asyncError;
   char lastError[512];
   pthread_mutex_t memLock;
-  coreMem *mems;      /* dmacclMemAlloc allocations */
-  uint64_t memCount;  /* dmacclMemAlloc calls so far */
+  coreMem *mems;     /* dmacclMemAlloc allocations */
+  uint64_t memCount; /* dmacclMemAlloc calls so far */
 };
 
 /* Errors (errors.c). coreError records a sentence on comm (may be NULL) and on
@@ -177,9 +177,9 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 /* Posting and launching (launch.c: one process; launch_mp.c: ranks as
  * processes). corePost dispatches; coreWaitLaunched waits until seq is
  * launched and returns the comm's async error if one stops it. */
-dmacclResult_t corePost(coreOp *op);          /* post, then coreAttach */
-dmacclResult_t corePostNoAttach(coreOp *op);  /* groups attach after posting every call */
-dmacclResult_t coreAttach(coreOp *op);        /* graph capture: join the caller's stream */
+dmacclResult_t corePost(coreOp *op);         /* post, then coreAttach */
+dmacclResult_t corePostNoAttach(coreOp *op); /* groups attach after posting every call */
+dmacclResult_t coreAttach(coreOp *op);       /* graph capture: join the caller's stream */
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq);
 dmacclResult_t coreMpPost(coreOp *op);
 /* Lock held; returns the operations launched. byCaller: a thread that

@@ -79,7 +79,8 @@ static void launchOne(coreClique *c, uint64_t seq) {
               planCollName(op->coll), size, planAlgoName(algo), why ? why->lo : 0,
               why ? why->hi : 0);
   if (planBuild(&args, algo, &comm->sched) != 0) {
-    coreSetAsyncError(comm, dmacclSystemError, "operation %llu: out of memory building the schedule",
+    coreSetAsyncError(comm, dmacclSystemError,
+                      "operation %llu: out of memory building the schedule",
                       (unsigned long long)seq);
     args.chunkBytes = 0;
     planBuild(&args, algo, &comm->sched);
@@ -129,8 +130,7 @@ static dmacclResult_t stopReason(dmacclComm_t comm) {
   if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
     return coreError(comm, dmacclInvalidUsage, "the communicator is being aborted");
   dmacclResult_t e = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
-  if (e != dmacclSuccess)
-    return coreError(comm, e, "the communicator is broken: %s", c->brokenWhy);
+  if (e != dmacclSuccess) return coreError(comm, e, "the communicator is broken: %s", c->brokenWhy);
   return dmacclSuccess;
 }
 
@@ -148,18 +148,17 @@ dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
   /* Where peers will find the buffers; fails before anything is issued. */
-  dmacclResult_t rc =
-      coreExportBuf(comm, op->sendbuff,
-                    op->count ? (op->coll == PLAN_COLL_ALLGATHER ? op->chunkBytes
-                                                                 : op->chunkBytes * (size_t)comm->nranks)
-                              : 0,
-                    &op->sendRef, op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll",
-                    "sendbuff");
+  dmacclResult_t rc = coreExportBuf(
+      comm, op->sendbuff,
+      op->count ? (op->coll == PLAN_COLL_ALLGATHER ? op->chunkBytes
+                                                   : op->chunkBytes * (size_t)comm->nranks)
+                : 0,
+      &op->sendRef, op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll",
+      "sendbuff");
   if (rc == dmacclSuccess)
-    rc = coreExportBuf(comm, op->recvbuff, op->count ? op->chunkBytes * (size_t)comm->nranks : 0,
-                       &op->recvRef,
-                       op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll",
-                       "recvbuff");
+    rc = coreExportBuf(
+        comm, op->recvbuff, op->count ? op->chunkBytes * (size_t)comm->nranks : 0, &op->recvRef,
+        op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll", "recvbuff");
   if (rc != dmacclSuccess) return rc;
 
   pthread_mutex_lock(&c->lock);

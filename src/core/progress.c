@@ -147,7 +147,8 @@ void coreProgressWake(coreClique *c) {
 dmacclResult_t coreProgressStart(coreClique *c) {
   pthread_cond_init(&c->progressCv, NULL);
   if (pthread_create(&c->progress, NULL, progressMain, c) != 0)
-    return coreError(NULL, dmacclSystemError, "dmacclCommInitRank: cannot start the progress thread");
+    return coreError(NULL, dmacclSystemError,
+                     "dmacclCommInitRank: cannot start the progress thread");
   c->progressStarted = 1;
   return dmacclSuccess;
 }

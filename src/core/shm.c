@@ -45,8 +45,8 @@ dmacclResult_t coreShmCreate(struct bootState *boot, int nranks, size_t size, co
   if (sendFd >= 0) close(sendFd);
   char *base = NULL;
   if (rc == dmacclSuccess) {
-    base = mmap(NULL, stride * (size_t)nranks, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                -1, 0);
+    base = mmap(NULL, stride * (size_t)nranks, PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
       base = NULL;
       rc = dmacclSystemError;
@@ -55,8 +55,8 @@ dmacclResult_t coreShmCreate(struct bootState *boot, int nranks, size_t size, co
     }
   }
   for (int r = 0; r < nranks && rc == dmacclSuccess; r++) {
-    void *p = mmap(base + (size_t)r * stride, stride, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                   fds[r], 0);
+    void *p = mmap(base + (size_t)r * stride, stride, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED, fds[r], 0);
     if (p == MAP_FAILED) {
       rc = dmacclSystemError;
       snprintf(err, errlen, "mapping rank %d's shared memory: %s (did that rank fail?)", r,

@@ -166,8 +166,8 @@ static dmacclResult_t chooseSignal(dmacclComm_t comm, const char *call) {
     if (comm->nranks > 1) {
       int peer = (comm->rank + 1) % comm->nranks;
       int prev = cudaEnterDevice(s->device);
-      CUdeviceptr probe =
-          (CUdeviceptr)(uintptr_t)(s->peerFlags[peer] + FLAG_PROBE(comm->nranks, s->nlanes, comm->rank));
+      CUdeviceptr probe = (CUdeviceptr)(uintptr_t)(s->peerFlags[peer] +
+                                                   FLAG_PROBE(comm->nranks, s->nlanes, comm->rank));
       CUresult r = drv.writeValue32((CUstream)s->aside, probe, 1, CU_STREAM_WRITE_VALUE_DEFAULT);
       cudaError_t e = r == CUDA_SUCCESS ? cudaStreamSynchronize(s->aside) : cudaSuccess;
       if (r != CUDA_SUCCESS || e != cudaSuccess) {
@@ -180,8 +180,8 @@ static dmacclResult_t chooseSignal(dmacclComm_t comm, const char *call) {
       cudaLeaveDevice(prev, s->device);
     }
   } else {
-    return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_SIGNAL='%s' is not memop, copy or auto",
-                     call, want);
+    return coreError(NULL, dmacclInvalidArgument,
+                     "%s: DMACCL_SIGNAL='%s' is not memop, copy or auto", call, want);
   }
   CORE_INFO("rank %d: signals by %s", comm->rank, s->signal == SIGNAL_MEMOP ? "memop" : "copy");
   return dmacclSuccess;
@@ -406,8 +406,9 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *st, int k, cu
   if (st[0].kind == PLAN_STEP_WAIT) {
     for (int i = 0; i < k; i++) {
       p[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-      p[i].waitValue.address = flagWord(s, me, graph ? FLAG_GRAPH(n, st[i].phase, st[i].peer)
-                                                     : FLAG_EAGER(n, st[i].phase, st[i].peer));
+      p[i].waitValue.address = flagWord(s, me,
+                                        graph ? FLAG_GRAPH(n, st[i].phase, st[i].peer)
+                                              : FLAG_EAGER(n, st[i].phase, st[i].peer));
       p[i].waitValue.value = graph ? 1 : epoch;
       p[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     }
@@ -424,8 +425,8 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *st, int k, cu
   } else if (s->signal == SIGNAL_MEMOP) {
     for (int i = 0; i < k; i++) {
       p[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-      p[i].writeValue.address = flagWord(s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me)
-                                                              : FLAG_EAGER(n, st[i].phase, me));
+      p[i].writeValue.address = flagWord(
+          s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me) : FLAG_EAGER(n, st[i].phase, me));
       p[i].writeValue.value = graph ? 1 : epoch;
       p[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
@@ -436,8 +437,8 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *st, int k, cu
       CU_TRY(comm, drv.writeValue32((CUstream)lane, flagWord(s, me, srcWord), epoch,
                                     CU_STREAM_WRITE_VALUE_DEFAULT));
     for (int i = 0; i < k; i++) {
-      void *dst = (void *)(uintptr_t)flagWord(s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me)
-                                                                   : FLAG_EAGER(n, st[i].phase, me));
+      void *dst = (void *)(uintptr_t)flagWord(
+          s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me) : FLAG_EAGER(n, st[i].phase, me));
       CUDA_TRY(comm, cudaMemcpyAsync(dst, (const void *)(uintptr_t)flagWord(s, me, srcWord),
                                      sizeof(uint32_t), cudaMemcpyDeviceToDevice, lane));
     }
@@ -509,9 +510,11 @@ out:
    * is not left waiting forever. A captured operation has no done flag: the
    * caller's stream joins lane 0 through the tail event (attach). */
   if (!op->capture) {
-    CUresult r = drv.writeValue32((CUstream)s->lanes[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
-                                  epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS && rc == dmacclSuccess) rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
+    CUresult r =
+        drv.writeValue32((CUstream)s->lanes[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
+                         epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r != CUDA_SUCCESS && rc == dmacclSuccess)
+      rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
   }
   {
     cudaError_t e = cudaEventRecord(s->tail[slot], s->lanes[0]);
@@ -566,9 +569,10 @@ static void cudaAbort(dmacclComm_t comm) {
     }
   w[FLAG_DONE(n)] = far;
   int prev = cudaEnterDevice(s->device);
-  if (cudaMemcpyAsync(s->flags, w, FLAG_GRAPH(n, 1, n - 1) + 1 < FLAG_WORDS(n, s->nlanes)
-                                       ? (FLAG_GRAPH(n, 1, n - 1) + 1) * sizeof(uint32_t)
-                                       : FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t),
+  if (cudaMemcpyAsync(s->flags, w,
+                      FLAG_GRAPH(n, 1, n - 1) + 1 < FLAG_WORDS(n, s->nlanes)
+                          ? (FLAG_GRAPH(n, 1, n - 1) + 1) * sizeof(uint32_t)
+                          : FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t),
                       cudaMemcpyHostToDevice, s->aside) != cudaSuccess ||
       cudaStreamSynchronize(s->aside) != cudaSuccess)
     cudaGetLastError();
@@ -617,8 +621,9 @@ static dmacclResult_t cudaMemAllocOp(dmacclComm_t comm, size_t size, coreMem *m)
 }
 
 const execOps execCudaOps = {
-    "cuda",          cudaInit,        cudaFini,          cudaCheckBuffer, cudaCheckStream,
-    cudaPost,        cudaLaunch,      cudaSync,          cudaIdentify,    cudaInitRank,
-    cudaMemAllocOp,  cudaMemFreeImpl, cudaExportBuf,     cudaImportBuf,   cudaRegisterBuf,
-    cudaDeregisterBuf, cudaAbort,     cudaComplete,      cudaStuck,       cudaAttach,
+    "cuda",          cudaInit,      cudaFini,        cudaCheckBuffer,
+    cudaCheckStream, cudaPost,      cudaLaunch,      cudaSync,
+    cudaIdentify,    cudaInitRank,  cudaMemAllocOp,  cudaMemFreeImpl,
+    cudaExportBuf,   cudaImportBuf, cudaRegisterBuf, cudaDeregisterBuf,
+    cudaAbort,       cudaComplete,  cudaStuck,       cudaAttach,
 };

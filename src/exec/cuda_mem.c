@@ -81,9 +81,10 @@ dmacclResult_t cudaVmmCreate(dmacclComm_t comm, size_t want, cudaVmm *v, const c
       goto out;
     }
     if (all[2 * r + 1] != part) {
-      rc = coreError(comm, dmacclInvalidArgument,
-                     "%s: rank %d asked for %llu bytes (rounded), rank %d for %zu: sizes must agree",
-                     call, r, (unsigned long long)all[2 * r + 1], me, part);
+      rc =
+          coreError(comm, dmacclInvalidArgument,
+                    "%s: rank %d asked for %llu bytes (rounded), rank %d for %zu: sizes must agree",
+                    call, r, (unsigned long long)all[2 * r + 1], me, part);
       goto out;
     }
   }
@@ -97,7 +98,8 @@ dmacclResult_t cudaVmmCreate(dmacclComm_t comm, size_t want, cudaVmm *v, const c
   for (int r = 0; r < n; r++) {
     CUmemGenericAllocationHandle h = mine;
     if (r != me)
-      CU_TRY(comm, d->memImport(&h, (void *)(uintptr_t)fds[r], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+      CU_TRY(comm,
+             d->memImport(&h, (void *)(uintptr_t)fds[r], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     else
       mine = 0; /* now owned by v */
     v->handles[r] = h;

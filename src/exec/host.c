@@ -383,8 +383,8 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
 }
 
 const execOps execHostOps = {
-    "host",          hostInit,        hostFini,          hostCheckBuffer, hostCheckStream,
-    hostPost,        hostLaunch,      hostSync,          hostIdentify,    hostInitRank,
-    hostMemAlloc,    hostMemFree,     hostExportBuf,     hostImportBuf,   hostRegisterBuf,
-    hostDeregisterBuf, hostAbort,     hostComplete,      hostStuck,       hostAttach,
+    "host",        hostInit,      hostFini,        hostCheckBuffer,   hostCheckStream, hostPost,
+    hostLaunch,    hostSync,      hostIdentify,    hostInitRank,      hostMemAlloc,    hostMemFree,
+    hostExportBuf, hostImportBuf, hostRegisterBuf, hostDeregisterBuf, hostAbort,       hostComplete,
+    hostStuck,     hostAttach,
 };

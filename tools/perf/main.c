@@ -272,8 +272,9 @@ static void header(bench *b) {
   printf("# dmaccl-perf (dmaccl %d): executor %s%s, %d ranks%s%s, type %s, iters %d, warmup %d, "
          "check %d\n",
          v, b->gpu ? "cuda" : "host",
-         b->mp ? " (one process per rank)"
-               : b->gpu ? " (one process drives every GPU)" : " (ranks are threads on host memory)",
+         b->mp    ? " (one process per rank)"
+         : b->gpu ? " (one process drives every GPU)"
+                  : " (ranks are threads on host memory)",
          b->n, b->gpu ? ", GPUs" : "", gpus, perfTypeName(b->args.type), b->args.iters,
          b->args.warmup, b->args.check);
   if (b->mp)
@@ -284,7 +285,8 @@ static void header(bench *b) {
   if (b->nccl)
     printf("# baseline: NCCL %s, %s, NCCL_NVLS_ENABLE=0; vsNCCL = NCCL time / dmaccl time (above "
            "1: dmaccl faster)\n",
-           ncclBaseVersion(b->nccl), b->mp ? "one rank per process" : "one process driving all GPUs");
+           ncclBaseVersion(b->nccl),
+           b->mp ? "one rank per process" : "one process driving all GPUs");
   printf("#\n# %-9s %12s %11s %6s %-6s %10s %9s %9s %7s %7s", "coll", "size(B)", "count", "type",
          "algo", "time(us)", "algbw", "busbw", "#wrong", "vsNCCL");
   if (b->mp) printf(" %9s %9s %9s", "r0(us)", "min(us)", "max(us)");
@@ -325,8 +327,8 @@ static int benchMain(bench *b) {
     } else {
       if (b->first == 0) b->sh->okId = ncclBaseMakeId(b->sh->ncclId, err, sizeof(err)) == 0;
       barrier(b);
-      b->nccl = b->sh->okId ? ncclBaseInitRank(b->n, b->first, b->sh->ncclId, err, sizeof(err))
-                            : NULL;
+      b->nccl =
+          b->sh->okId ? ncclBaseInitRank(b->n, b->first, b->sh->ncclId, err, sizeof(err)) : NULL;
     }
     if (b->nccl) {
       cs[nc] = (contender){.name = "nccl", .isNccl = 1};
@@ -335,8 +337,7 @@ static int benchMain(bench *b) {
         cs[nc].recv[l] = b->recv[l];
       }
       nc++;
-    }
-    else if (b->first == 0)
+    } else if (b->first == 0)
       printf("# no NCCL baseline: %s\n", err);
   }
   for (int i = 0; i < b->args.nalgos; i++)
@@ -417,8 +418,8 @@ int main(int argc, char **argv) {
 
   /* -p N: no CUDA call before the fork. */
   int n = b.args.procs;
-  perfShared *sh = mmap(NULL, sizeof(perfShared), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  perfShared *sh =
+      mmap(NULL, sizeof(perfShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sh == MAP_FAILED) {
     perror("dmaccl-perf: mmap");
     return 1;
