@@ -56,6 +56,12 @@ static int testFailures __attribute__((unused));
     fflush(stdout);                                                                                \
   } while (0)
 
+/* Runs fn unless a filter `only` (a name fragment, usually argv[1]) excludes it. */
+#define RUN_IF(fn)                                                                                 \
+  do {                                                                                             \
+    if (!only || strstr(#fn, only)) RUN(fn);                                                       \
+  } while (0)
+
 #define TEST_EXIT()                                                                                \
   do {                                                                                             \
     printf(testFailures ? "%d check(s) failed\n" : "all passed\n", testFailures);                  \

@@ -362,12 +362,6 @@ static int testAbort(void) {
   return 0;
 }
 
-/* argv[1], when given, runs only the tests whose names contain it. */
-#define RUN_IF(fn)                                                                                 \
-  do {                                                                                             \
-    if (!only || strstr(#fn, only)) RUN(fn);                                                       \
-  } while (0)
-
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   RUN_IF(testInitLocalArgs);
