@@ -14,8 +14,8 @@ dmacclResult_t dmacclGetVersion(int *version) {
   return dmacclSuccess;
 }
 
-dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
-                                   const char *call) {
+static dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
+                                          const char *call) {
   dmacclExecutor_t e = config ? config->executor : dmacclExecutorDefault;
   if ((unsigned)e > dmacclExecutorHost)
     return coreError(NULL, dmacclInvalidArgument,
@@ -34,7 +34,7 @@ dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_
   return dmacclSuccess;
 }
 
-dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call) {
+static dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call) {
   char err[256];
   planTableDefaults(t);
   const char *env = coreParamString("DMACCL_ALGO");
@@ -45,7 +45,7 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
   return dmacclSuccess;
 }
 
-dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *call) {
+static dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *call) {
   if (!config) return dmacclSuccess;
   if (config->magic != DMACCL_CONFIG_MAGIC ||
       config->size < sizeof(size_t) + 2 * sizeof(unsigned) || config->size > sizeof(dmacclConfig_t))
@@ -68,6 +68,16 @@ void coreFreeClique(coreClique *c) {
   pthread_cond_destroy(&c->cond);
   free(c->comms);
   free(c);
+}
+
+dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call,
+                               dmacclExecutor_t *executor, planTable *table) {
+  if (coreGroupActive())
+    return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+  dmacclResult_t rc = coreCheckConfig(config, call);
+  if (rc == dmacclSuccess) rc = coreResolveExecutor(config, executor, call);
+  if (rc == dmacclSuccess) rc = coreBuildTable(config, table, call);
+  return rc;
 }
 
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor) {
@@ -93,18 +103,14 @@ void coreFreeComm(dmacclComm_t comm) {
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
                                  const dmacclConfig_t *config) {
   const char *call = "dmacclCommInitAll";
-  if (coreGroupActive())
-    return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
   if (!comms) return coreError(NULL, dmacclInvalidArgument, "%s: comms is NULL", call);
   if (ndev < 1 || ndev > CORE_MAX_RANKS)
     return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d is not in 1..%d", call, ndev,
                      CORE_MAX_RANKS);
-  dmacclResult_t rc = coreCheckConfig(config, call);
-  if (rc != dmacclSuccess) return rc;
   dmacclExecutor_t executor = dmacclExecutorDefault;
-  if ((rc = coreResolveExecutor(config, &executor, call)) != dmacclSuccess) return rc;
   planTable table;
-  if ((rc = coreBuildTable(config, &table, call)) != dmacclSuccess) return rc;
+  dmacclResult_t rc = coreInitPrelude(config, call, &executor, &table);
+  if (rc != dmacclSuccess) return rc;
   if (devlist && executor == dmacclExecutorCuda) {
     for (int i = 0; i < ndev; i++) {
       if (devlist[i] < 0)
@@ -165,13 +171,12 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
   return comm->exec->sync(comm, comm->posted);
 }
 
-/* Destroy and Abort: wait (or release the waits), then free. */
-static dmacclResult_t teardown(dmacclComm_t comm, int abort) {
+/* Destroy and Abort: wait (or release the waits), then free. Errors of
+ * earlier operations were reported through dmacclCommGetAsyncError. */
+static void teardown(dmacclComm_t comm, int abort) {
   coreClique *c = comm->clique;
-  dmacclResult_t rc = dmacclSuccess;
   if (!abort) {
-    rc = coreWaitLaunched(comm, comm->posted);
-    if (rc == dmacclSuccess) rc = comm->exec->sync(comm, comm->posted);
+    if (coreWaitLaunched(comm, comm->posted) == dmacclSuccess) comm->exec->sync(comm, comm->posted);
     /* A broken communicator cannot drain: release its waits instead. */
     abort = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE) != dmacclSuccess;
   }
@@ -191,16 +196,13 @@ static dmacclResult_t teardown(dmacclComm_t comm, int abort) {
   pthread_mutex_unlock(&c->lock);
   coreFreeComm(comm);
   if (last) coreFreeClique(c);
-  /* Errors of earlier operations were reported through
-   * dmacclCommGetAsyncError; the teardown itself worked. */
-  (void)rc;
-  return dmacclSuccess;
 }
 
 dmacclResult_t dmacclCommDestroy(dmacclComm_t comm) {
   dmacclResult_t rc = coreCheckComm(comm, "dmacclCommDestroy");
   if (rc != dmacclSuccess) return rc;
-  return teardown(comm, 0);
+  teardown(comm, 0);
+  return dmacclSuccess;
 }
 
 dmacclResult_t dmacclCommAbort(dmacclComm_t comm) {

@@ -46,8 +46,6 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
                                   const dmacclConfig_t *config) {
   const char *call = "dmacclCommInitRank";
   char err[512];
-  if (coreGroupActive())
-    return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
   if (!out) return coreError(NULL, dmacclInvalidArgument, "%s: comm is NULL", call);
   if (nranks < 1 || nranks > CORE_MAX_RANKS)
     return coreError(NULL, dmacclInvalidArgument, "%s: nranks %d is not in 1..%d", call, nranks,
@@ -55,12 +53,10 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   if (rank < 0 || rank >= nranks)
     return coreError(NULL, dmacclInvalidArgument, "%s: rank %d is not in 0..%d (nranks %d)", call,
                      rank, nranks - 1, nranks);
-  dmacclResult_t rc = coreCheckConfig(config, call);
-  if (rc != dmacclSuccess) return rc;
   dmacclExecutor_t executor = dmacclExecutorDefault;
-  if ((rc = coreResolveExecutor(config, &executor, call)) != dmacclSuccess) return rc;
   planTable table;
-  if ((rc = coreBuildTable(config, &table, call)) != dmacclSuccess) return rc;
+  dmacclResult_t rc = coreInitPrelude(config, call, &executor, &table);
+  if (rc != dmacclSuccess) return rc;
   const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
   rankInfo mine;
   memset(&mine, 0, sizeof(mine));

@@ -162,10 +162,9 @@ const char *coreParamString(const char *name); /* getenv with the table's defaul
 void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of every parameter */
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
-dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
-                                   const char *call);
-dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call);
-dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *call);
+/* Group rule, config, executor and selection table: the checks both inits share. */
+dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call,
+                               dmacclExecutor_t *executor, planTable *table);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
 void coreFreeComm(dmacclComm_t comm);
 void coreFreeClique(coreClique *c);

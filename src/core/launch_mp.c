@@ -148,17 +148,12 @@ dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
   /* Where peers will find the buffers; fails before anything is issued. */
-  dmacclResult_t rc = coreExportBuf(
-      comm, op->sendbuff,
-      op->count ? (op->coll == PLAN_COLL_ALLGATHER ? op->chunkBytes
-                                                   : op->chunkBytes * (size_t)comm->nranks)
-                : 0,
-      &op->sendRef, op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll",
-      "sendbuff");
+  const char *call = op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll";
+  size_t recvBytes = op->count ? op->chunkBytes * (size_t)comm->nranks : 0;
+  size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
+  dmacclResult_t rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
   if (rc == dmacclSuccess)
-    rc = coreExportBuf(
-        comm, op->recvbuff, op->count ? op->chunkBytes * (size_t)comm->nranks : 0, &op->recvRef,
-        op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll", "recvbuff");
+    rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
   if (rc != dmacclSuccess) return rc;
 
   pthread_mutex_lock(&c->lock);
