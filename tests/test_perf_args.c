@@ -2,6 +2,8 @@
 #include "harness.h"
 #include "perf/args.h"
 
+#include <math.h>
+
 static int parse(perfArgs *a, char *err, const char *line) {
   char buf[512], *argv[32];
   int argc = 0;
@@ -22,6 +24,15 @@ static int testDefaults(void) {
   ASSERT_EQ_INT(a.type, dmacclFloat32);
   ASSERT_EQ_INT(a.nalgos, 7);
   ASSERT_TRUE(strcmp(a.algos[0], "auto") == 0);
+  ASSERT_EQ_INT(a.graphs, 0);
+  ASSERT_EQ_INT(a.blocking, 0);
+  ASSERT_EQ_INT(a.average, PERF_AVG_MEAN); /* nccl-tests' default */
+  ASSERT_EQ_INT(a.cycles, 1);
+  ASSERT_EQ_INT(a.inPlace, 1);
+  ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL);
+  ASSERT_EQ_INT(a.breakdown, 0);
+  ASSERT_EQ_INT(a.energy, 0);
+  ASSERT_TRUE(a.json[0] == 0);
   return 0;
 }
 
@@ -29,7 +40,7 @@ static int testFlags(void) {
   perfArgs a;
   char err[256];
   ASSERT_EQ_INT(parse(&a, err,
-                      "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -a push1,pulln -B host -o "
+                      "-b 8 -e 1G -f 4 -g 3 -n 7 -w 0 -c 0 -d bfloat16 -A push1,pulln -B host -o "
                       "alltoall --baseline none"),
                 0);
   ASSERT_EQ_INT(a.minBytes, 8);
@@ -49,6 +60,30 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.procs, 4);
   ASSERT_EQ_INT(a.nranks, 0);
   ASSERT_EQ_INT(parse(&a, err, "-h"), 1);
+  /* nccl-tests' flags */
+  ASSERT_EQ_INT(parse(&a, err, "-G 10 -n 5 -a 3 -N 2 -c 4 -J out.json"), 0);
+  ASSERT_EQ_INT(a.graphs, 10);
+  ASSERT_EQ_INT(a.average, PERF_AVG_MAX);
+  ASSERT_EQ_INT(a.cycles, 2);
+  ASSERT_EQ_INT(a.check, 4);
+  ASSERT_TRUE(strcmp(a.json, "out.json") == 0);
+  ASSERT_EQ_INT(parse(&a, err, "-z 1 -a 0 -N 0 -o sum"), 0);
+  ASSERT_EQ_INT(a.blocking, 1);
+  ASSERT_EQ_INT(a.average, PERF_AVG_RANK0);
+  ASSERT_EQ_INT(a.cycles, 0);
+  ASSERT_EQ_INT(a.colls, PERF_ALLGATHER | PERF_ALLTOALL); /* a reduction op changes nothing */
+  /* baselines and extra measurements */
+  ASSERT_EQ_INT(parse(&a, err, "--baseline nccl,nccl-ce --breakdown --energy --in-place 0"), 0);
+  ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL | PERF_BASE_NCCL_CE);
+  ASSERT_EQ_INT(a.breakdown, 1);
+  ASSERT_EQ_INT(a.energy, 1);
+  ASSERT_EQ_INT(a.inPlace, 0);
+  ASSERT_EQ_INT(parse(&a, err, "--baseline nccl-ce"), 0);
+  ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL_CE);
+  ASSERT_EQ_INT(parse(&a, err, "--baseline none"), 0);
+  ASSERT_EQ_INT(a.baseline, 0);
+  ASSERT_EQ_INT(parse(&a, err, "-A all,batch"), 0);
+  ASSERT_EQ_INT(a.nalgos, 7); /* batch = pushb, already there */
   return 0;
 }
 
@@ -65,11 +100,25 @@ static int testErrors(void) {
       {"-p 0", "bad value '0' for -p"},
       {"-p 4 -g 2", "with -p every process drives one GPU"},
       {"-d float7", "bad value 'float7'"},
-      {"-a push9", "unknown algorithm 'push9'"},
+      {"-A push9", "unknown algorithm 'push9'"},
+      {"-a 4", "bad value '4' for -a"},
+      {"-a push1", "bad value 'push1' for -a"},
+      {"-G -1", "bad value '-1' for -G"},
+      {"-G 2 -B host", "CUDA graphs need the cuda executor"},
+      {"-G 2 -z 1", "cannot be waited for one by one"},
+      {"-z 2", "bad value '2' for -z"},
+      {"-N x", "bad value 'x' for -N"},
+      {"-J out.txt", "only JSON output"},
+      {"-J", "-J needs a value"},
+      {"-c -1", "bad value '-1' for -c"},
+      {"--baseline nccl,foo", "bad value 'nccl,foo' for --baseline"},
+      {"--baseline none,nccl", "bad value 'none,nccl' for --baseline"},
+      {"--in-place 2", "bad value '2' for --in-place"},
+      {"--energy-now", "unknown option '--energy-now'"},
+      {"-o max2", "bad value 'max2' for -o"},
       {"-B gpu", "bad value 'gpu'"},
       {"-q 1", "unknown option '-q'"},
       {"-b 1M -e 1K", "larger than -e"},
-      {"--baseline nccl-ce", "bad value 'nccl-ce' for --baseline"},
       {"foo", "unknown argument 'foo'"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -96,6 +145,18 @@ static int testStepping(void) {
   ASSERT_EQ_INT(perfNextSize(&a, 100), 250);
   ASSERT_EQ_INT(perfNextSize(&a, 250), 400);
   ASSERT_EQ_INT(perfNextSize(&a, 400), 0);
+  ASSERT_EQ_INT(perfNumSizes(&a), 3);
+  ASSERT_EQ_INT(parse(&a, err, "-b 1K -e 1G -f 4"), 0);
+  ASSERT_EQ_INT(perfNumSizes(&a), 11); /* 1K 4K ... 1G */
+  ASSERT_EQ_INT(parse(&a, err, "-b 1K -e 1K"), 0);
+  ASSERT_EQ_INT(perfNumSizes(&a), 1);
+  ASSERT_EQ_INT(parse(&a, err, "-b 1000 -e 5000 -f 1.5"), 0);
+  size_t want2[] = {1000, 1500, 2250, 3375}, k2 = 0;
+  for (size_t s = a.minBytes; s; s = perfNextSize(&a, s)) {
+    ASSERT_TRUE(k2 < 4);
+    ASSERT_EQ_INT(s, want2[k2++]);
+  }
+  ASSERT_EQ_INT(k2, 4);
   return 0;
 }
 
@@ -109,6 +170,10 @@ static int testArithmetic(void) {
   size_t v;
   ASSERT_EQ_INT(perfParseSize("64MB", &v), 0);
   ASSERT_EQ_INT(v, 64 << 20);
+  /* 8 ranks: busbw = algbw * 7/8 */
+  ASSERT_TRUE(fabs(perfBusBw(8000, 1.0, 8) - 7.0) < 1e-12);
+  ASSERT_TRUE(perfBusBw(1024, 0.0, 4) == 0.0); /* no division by zero */
+  ASSERT_TRUE(perfBusBw(1024, 1.0, 1) == 0.0); /* one rank moves nothing between GPUs */
   return 0;
 }
 

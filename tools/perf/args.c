@@ -51,26 +51,46 @@ int perfParseSize(const char *s, size_t *out) {
 void perfUsage(FILE *f) {
   fprintf(
       f,
-      "usage: dmaccl-perf [options]\n"
+      "usage: dmaccl-perf [options]   (nccl-tests' flags where they overlap)\n"
       "  -b SIZE   smallest size (default 1K; K, M, G suffixes)\n"
       "  -e SIZE   largest size (default 64M)\n"
       "  -f F      multiply the size by F each step (default 2)\n"
       "  -i BYTES  add BYTES each step instead of multiplying\n"
       "  -g N      ranks of one process: GPUs (CUDA, default all) or threads (host, default 4)\n"
-      "  -p N      N processes, one rank (one GPU) each, forked before any CUDA call;\n"
-      "            times are reported as rank 0's, and avg/min/max over ranks\n"
+      "  -p N      N processes, one rank (one GPU) each, forked before any CUDA call\n"
       "  -n N      timed iterations per size (default 20)\n"
       "  -w N      warm-up iterations (default 5)\n"
-      "  -c 0|1    check every byte of one result per size (default 1)\n"
+      "  -c N      checked operations per size and contender, every byte (default 1; 0: none)\n"
       "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double f8e4m3 f8e5m2\n"
-      "  -a LIST   algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb, or all\n"
-      "            (default: auto,all)\n"
+      "  -G N      capture the -n iterations as one CUDA graph and launch it N times (default 0:\n"
+      "            eager calls)\n"
+      "  -z 0|1    blocking: wait for each operation before issuing the next (default 0)\n"
+      "  -a 0..3   time shown with -p: 0 rank 0's, 1 the average, 2 the fastest, 3 the slowest\n"
+      "            rank's (default 1); JSON has all four\n"
+      "  -N N      run the sweep N times, printing each (default 1; 0: until interrupted)\n"
+      "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
+      "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb,\n"
+      "            or all (default: auto,all)\n"
+      "  -o LIST   collectives: allgather, alltoall or all (default all); nccl-tests' reduction\n"
+      "            ops (sum prod min max avg mulsum) are accepted and ignored\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
-      "  -o LIST   collectives: allgather, alltoall or all (default all)\n"
-      "  --baseline nccl|none  NCCL baseline rows when built with NCCL (default nccl)\n"
+      "  --baseline LIST  nccl (NCCL's SM kernels), nccl-ce (NCCL's copy-engine path: CTA policy\n"
+      "            ZERO, ncclMemAlloc buffers in symmetric windows), comma separated, or none\n"
+      "            (default nccl); needs NCCL at build time and GPUs\n"
+      "  --in-place 0|1   also time AllGather in place (default 1)\n"
+      "  --breakdown      per size, where one operation's time goes: control, schedule, copy,\n"
+      "            sync (CUPTI; a second pass after the timed sweep)\n"
+      "  --energy         energy per operation and average power of all GPUs (NVML)\n"
       "  -h        this help\n"
       "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
-      "rank sends. busbw = algbw * (n-1)/n.\n");
+      "rank sends. busbw = algbw * (n-1)/n. speedup = best baseline's time / dmaccl's.\n");
+}
+
+/* Adds one algorithm name unless it is already listed. */
+static void addAlgo(perfArgs *a, const char *name) {
+  for (int j = 0; j < a->nalgos; j++)
+    if (strcmp(a->algos[j], name) == 0) return;
+  if (a->nalgos < PERF_MAX_ALGOS) snprintf(a->algos[a->nalgos++], 16, "%s", name);
 }
 
 static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
@@ -81,35 +101,27 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
     const char *c = strchr(p, ',');
     size_t len = c ? (size_t)(c - p) : strlen(p);
     int known = 0;
-    if (len == 3 && strncasecmp(p, "all", 3) == 0) {
-      for (int i = 0; i < 7; i++) {
-        int dup = 0;
-        for (int j = 0; j < a->nalgos; j++) dup |= strcmp(a->algos[j], all[i]) == 0;
-        if (!dup && a->nalgos < PERF_MAX_ALGOS) snprintf(a->algos[a->nalgos++], 16, "%s", all[i]);
-      }
-      known = 1;
-    } else {
-      for (int i = 0; i < 7; i++)
-        if (strlen(all[i]) == len && strncasecmp(p, all[i], len) == 0) {
-          if (a->nalgos == PERF_MAX_ALGOS) break;
-          snprintf(a->algos[a->nalgos++], 16, "%s", all[i]);
-          known = 1;
-        }
-      if (len == 5 && strncasecmp(p, "batch", 5) == 0 && a->nalgos < PERF_MAX_ALGOS) {
-        snprintf(a->algos[a->nalgos++], 16, "pushb");
+    for (int i = 0; i < 7; i++) {
+      int every = len == 3 && strncasecmp(p, "all", 3) == 0;
+      if (every || (strlen(all[i]) == len && strncasecmp(p, all[i], len) == 0)) {
+        addAlgo(a, all[i]);
         known = 1;
       }
     }
+    if (len == 5 && strncasecmp(p, "batch", 5) == 0) {
+      addAlgo(a, "pushb");
+      known = 1;
+    }
     if (!known) {
       snprintf(err, errlen,
-               "-a: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb all)",
+               "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb all)",
                (int)len, p);
       return -1;
     }
     p = c ? c + 1 : p + len;
   }
   if (a->nalgos == 0) {
-    snprintf(err, errlen, "-a: no algorithm given");
+    snprintf(err, errlen, "-A: no algorithm given");
     return -1;
   }
   return 0;
@@ -123,6 +135,51 @@ static int parseInt(const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
+static int parseBaselines(perfArgs *a, const char *v, char *err, size_t errlen) {
+  a->baseline = 0;
+  const char *p = v;
+  while (*p) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (len == 4 && strncasecmp(p, "nccl", 4) == 0)
+      a->baseline |= PERF_BASE_NCCL;
+    else if (len == 7 && strncasecmp(p, "nccl-ce", 7) == 0)
+      a->baseline |= PERF_BASE_NCCL_CE;
+    else if (len == 4 && strncasecmp(p, "none", 4) == 0 && p == v && !c)
+      a->baseline = 0;
+    else {
+      snprintf(err, errlen,
+               "bad value '%s' for --baseline (nccl, nccl-ce, both comma separated, "
+               "or none)",
+               v);
+      return -1;
+    }
+    p = c ? c + 1 : p + len;
+  }
+  if (!*v) {
+    snprintf(err, errlen, "--baseline needs a value (nccl, nccl-ce or none)");
+    return -1;
+  }
+  return 0;
+}
+
+static int parseColls(perfArgs *a, const char *v) {
+  static const char *redops[] = {"sum", "prod", "min", "max", "avg", "mulsum"};
+  if (strcasecmp(v, "allgather") == 0)
+    a->colls = PERF_ALLGATHER;
+  else if (strcasecmp(v, "alltoall") == 0)
+    a->colls = PERF_ALLTOALL;
+  else if (strcasecmp(v, "all") == 0 || strcasecmp(v, "allgather,alltoall") == 0 ||
+           strcasecmp(v, "alltoall,allgather") == 0)
+    a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
+  else {
+    for (size_t i = 0; i < sizeof(redops) / sizeof(redops[0]); i++)
+      if (strcasecmp(v, redops[i]) == 0) return 0; /* nccl-tests' -o: nothing to reduce */
+    return -1;
+  }
+  return 0;
+}
+
 int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) {
   memset(a, 0, sizeof(*a));
   a->minBytes = 1024;
@@ -131,26 +188,30 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   a->iters = 20;
   a->warmup = 5;
   a->check = 1;
+  a->average = PERF_AVG_MEAN;
+  a->cycles = 1;
+  a->inPlace = 1;
   a->type = dmacclFloat32;
   a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
-  a->baseline = 1;
+  a->baseline = PERF_BASE_NCCL;
   addAlgos(a, "auto,all", err, errlen);
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return 1;
-    if (strcmp(o, "--baseline") == 0) {
-      const char *v = i + 1 < argc ? argv[++i] : "";
-      if (strcasecmp(v, "nccl") == 0)
-        a->baseline = 1;
-      else if (strcasecmp(v, "none") == 0)
-        a->baseline = 0;
-      else {
-        snprintf(err, errlen, "bad value '%s' for --baseline (nccl or none)", v);
-        return -1;
-      }
+    if (strcmp(o, "--breakdown") == 0) {
+      a->breakdown = 1;
       continue;
     }
-    if (o[0] != '-' || !o[1] || o[2]) {
+    if (strcmp(o, "--energy") == 0) {
+      a->energy = 1;
+      continue;
+    }
+    int isLong = strncmp(o, "--", 2) == 0;
+    if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place")) {
+      snprintf(err, errlen, "unknown option '%s' (see -h)", o);
+      return -1;
+    }
+    if (!isLong && (o[0] != '-' || !o[1] || o[2])) {
       snprintf(err, errlen, "unknown argument '%s' (see -h)", o);
       return -1;
     }
@@ -160,6 +221,18 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     }
     const char *v = argv[++i];
     int bad = 0;
+    if (strcmp(o, "--baseline") == 0) {
+      if (parseBaselines(a, v, err, errlen)) return -1;
+      continue;
+    }
+    if (strcmp(o, "--in-place") == 0) {
+      bad = parseInt(v, 0, 1, &a->inPlace);
+      if (bad) {
+        snprintf(err, errlen, "bad value '%s' for --in-place (0 or 1)", v);
+        return -1;
+      }
+      continue;
+    }
     switch (o[1]) {
     case 'b': bad = perfParseSize(v, &a->minBytes); break;
     case 'e': bad = perfParseSize(v, &a->maxBytes); break;
@@ -174,14 +247,31 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     case 'p': bad = parseInt(v, 1, 64, &a->procs); break;
     case 'n': bad = parseInt(v, 1, 1000000, &a->iters); break;
     case 'w': bad = parseInt(v, 0, 1000000, &a->warmup); break;
-    case 'c': bad = parseInt(v, 0, 1, &a->check); break;
+    case 'c': bad = parseInt(v, 0, 1000, &a->check); break;
+    case 'G': bad = parseInt(v, 0, 1000000, &a->graphs); break;
+    case 'z': bad = parseInt(v, 0, 1, &a->blocking); break;
+    case 'a': bad = parseInt(v, 0, 3, &a->average); break;
+    case 'N': bad = parseInt(v, 0, 1000000, &a->cycles); break;
+    case 'J': {
+      size_t len = strlen(v);
+      if (len == 0 || len >= sizeof(a->json)) {
+        bad = 1;
+        break;
+      }
+      if (len < 6 || strcasecmp(v + len - 5, ".json") != 0) {
+        snprintf(err, errlen, "-J %s: only JSON output is written; name the file *.json", v);
+        return -1;
+      }
+      memcpy(a->json, v, len + 1);
+      break;
+    }
     case 'd': {
       bad = 1;
       for (size_t t = 0; t < NTYPES; t++)
         if (strcasecmp(v, types[t].name) == 0) a->type = types[t].t, bad = 0;
       break;
     }
-    case 'a':
+    case 'A':
       if (addAlgos(a, v, err, errlen)) return -1;
       break;
     case 'B':
@@ -192,16 +282,7 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       else
         bad = 1;
       break;
-    case 'o':
-      if (strcasecmp(v, "allgather") == 0)
-        a->colls = PERF_ALLGATHER;
-      else if (strcasecmp(v, "alltoall") == 0)
-        a->colls = PERF_ALLTOALL;
-      else if (strcasecmp(v, "all") == 0)
-        a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
-      else
-        bad = 1;
-      break;
+    case 'o': bad = parseColls(a, v); break;
     default: snprintf(err, errlen, "unknown option '%s' (see -h)", o); return -1;
     }
     if (bad) {
@@ -218,6 +299,14 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     snprintf(err, errlen, "-b %zu is larger than -e %zu", a->minBytes, a->maxBytes);
     return -1;
   }
+  if (a->graphs && a->executor == PERF_EXEC_HOST) {
+    snprintf(err, errlen, "-G %d: CUDA graphs need the cuda executor, not -B host", a->graphs);
+    return -1;
+  }
+  if (a->graphs && a->blocking) {
+    snprintf(err, errlen, "-G with -z 1: a graph's operations cannot be waited for one by one");
+    return -1;
+  }
   return 0;
 }
 
@@ -225,6 +314,12 @@ size_t perfNextSize(const perfArgs *a, size_t cur) {
   size_t next = a->stepBytes ? cur + a->stepBytes : (size_t)((double)cur * a->stepFactor);
   if (next <= cur) next = cur + 1;
   return next > a->maxBytes ? 0 : next;
+}
+
+int perfNumSizes(const perfArgs *a) {
+  int n = 0;
+  for (size_t s = a->minBytes; s; s = perfNextSize(a, s)) n++;
+  return n;
 }
 
 size_t perfCount(size_t bytes, int nranks, size_t typeSize) {

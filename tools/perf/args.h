@@ -1,4 +1,6 @@
-/* dmaccl-perf command line, nccl-tests' flags where they apply. */
+/* dmaccl-perf command line: nccl-tests' flags where they overlap, plus the
+ * contenders (-A, --baseline) and the extra measurements (--breakdown,
+ * --energy). */
 #ifndef DMACCL_PERF_ARGS_H_
 #define DMACCL_PERF_ARGS_H_
 
@@ -10,19 +12,32 @@
 #define PERF_MAX_ALGOS 16
 enum { PERF_ALLGATHER = 1, PERF_ALLTOALL = 2 };
 enum { PERF_EXEC_AUTO = 0, PERF_EXEC_CUDA = 1, PERF_EXEC_HOST = 2 };
+/* --baseline bits */
+enum { PERF_BASE_NCCL = 1, PERF_BASE_NCCL_CE = 2 };
+/* -a: which rank's time the table shows (nccl-tests' numbering) */
+enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3 };
 
 typedef struct {
   size_t minBytes, maxBytes, stepBytes; /* stepBytes 0: multiply by stepFactor */
   double stepFactor;
   int nranks; /* -g; 0 = all GPUs (CUDA) or 4 (host) */
   int procs;  /* -p; 0 = one process drives every rank, else forked processes, one rank each */
-  int iters, warmup, check;
+  int iters, warmup;
+  int check;  /* -c: checked operations per size and contender; 0 = none */
+  int graphs; /* -G: capture `iters` operations as a CUDA graph, launch it this often; 0 = eager */
+  int blocking;   /* -z: wait for each operation before issuing the next */
+  int average;    /* -a: PERF_AVG_* */
+  int cycles;     /* -N: sweeps; 0 = until interrupted */
+  char json[512]; /* -J: JSON output file, "" = none */
+  int inPlace;    /* --in-place: also time the in-place form (AllGather) */
+  int breakdown;  /* --breakdown */
+  int energy;     /* --energy */
   dmacclDataType_t type;
   int executor;
   int colls;                      /* PERF_ALLGATHER | PERF_ALLTOALL */
   char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
-  int baseline; /* --baseline: 1 = NCCL rows when built with NCCL, 0 = none */
+  int baseline; /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
 } perfArgs;
 
 /* 0: parsed; 1: help was asked; -1: error, with a sentence in err. */
@@ -34,6 +49,8 @@ const char *perfTypeName(dmacclDataType_t t);
 size_t perfTypeSize(dmacclDataType_t t);
 /* Next size of the sweep; 0 when done. */
 size_t perfNextSize(const perfArgs *a, size_t cur);
+/* Number of sizes the sweep visits. */
+int perfNumSizes(const perfArgs *a);
 /* Element count for a size (nccl-tests: AllGather size = output bytes,
  * AlltoAll size = bytes each rank sends), and the size actually moved. */
 size_t perfCount(size_t bytes, int nranks, size_t typeSize);

@@ -1,6 +1,7 @@
 #include "baseline_nccl.h"
 #include "args.h"
 
+#include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,21 @@
 #ifdef DMACCL_HAVE_NCCL
 #include <nccl.h>
 
+#if NCCL_VERSION_CODE >= 22800
+#define HAVE_CE 1
+#endif
+
 struct ncclBase {
   int n;
+  int ce; /* copy-engine path: CTA policy ZERO, symmetric windows */
+  int devs[64];
   ncclComm_t *comms;
   char version[32];
+#ifdef HAVE_CE
+  void *bufs[64][2];
+  ncclWindow_t wins[64][2];
+  int nbufs;
+#endif
 };
 
 static void setVersion(ncclBase *b) {
@@ -37,23 +49,60 @@ static ncclDataType_t toNccl(dmacclDataType_t t) {
   }
 }
 
-ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen) {
+static ncclBase *newBase(int n, int ce, char *err, size_t errlen) {
   /* Never NVLink multicast (NVLS): it can take shared GPUs out of service. */
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+#ifndef HAVE_CE
+  if (ce) {
+    snprintf(err, errlen, "NCCL %d.%d has no copy-engine collectives (2.28 or later)", NCCL_MAJOR,
+             NCCL_MINOR);
+    return NULL;
+  }
+#endif
   ncclBase *b = calloc(1, sizeof(*b));
-  if (!b || !(b->comms = calloc((size_t)n, sizeof(ncclComm_t)))) {
+  if (!b || n > 64 || !(b->comms = calloc((size_t)n, sizeof(ncclComm_t)))) {
     snprintf(err, errlen, "out of memory");
     free(b);
     return NULL;
   }
   b->n = n;
-  ncclResult_t r = ncclCommInitAll(b->comms, n, devs);
-  if (r != ncclSuccess) {
-    snprintf(err, errlen, "ncclCommInitAll: %s", ncclGetErrorString(r));
-    free(b->comms);
-    free(b);
-    return NULL;
+  b->ce = ce;
+  return b;
+}
+
+static ncclConfig_t makeConfig(int ce) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+#ifdef HAVE_CE
+  if (ce) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+#else
+  (void)ce;
+#endif
+  return cfg;
+}
+
+static ncclBase *failInit(ncclBase *b, const char *what, ncclResult_t r, char *err, size_t errlen) {
+  snprintf(err, errlen, "%s: %s", what, ncclGetErrorString(r));
+  free(b->comms);
+  free(b);
+  return NULL;
+}
+
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen) {
+  ncclBase *b = newBase(n, ce, err, errlen);
+  if (!b) return NULL;
+  for (int i = 0; i < n; i++) b->devs[i] = devs[i];
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return failInit(b, "ncclGetUniqueId", r, err, errlen);
+  ncclConfig_t cfg = makeConfig(ce);
+  r = ncclGroupStart();
+  for (int i = 0; i < n && r == ncclSuccess; i++) {
+    cudaSetDevice(devs[i]);
+    r = ncclCommInitRankConfig(&b->comms[i], n, id, i, &cfg);
   }
+  ncclResult_t e = ncclGroupEnd();
+  if (r == ncclSuccess) r = e;
+  if (r != ncclSuccess) return failInit(b, "ncclCommInitRankConfig", r, err, errlen);
   setVersion(b);
   return b;
 }
@@ -70,26 +119,55 @@ int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
   return 0;
 }
 
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen) {
-  setenv("NCCL_NVLS_ENABLE", "0", 1);
-  ncclBase *b = calloc(1, sizeof(*b));
-  if (!b || !(b->comms = calloc(1, sizeof(ncclComm_t)))) {
-    snprintf(err, errlen, "out of memory");
-    free(b);
-    return NULL;
-  }
-  b->n = 1;
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen) {
+  ncclBase *b = newBase(1, ce, err, errlen);
+  if (!b) return NULL;
+  cudaGetDevice(&b->devs[0]);
   ncclUniqueId id;
   memcpy(&id, id128, sizeof(id));
-  ncclResult_t r = ncclCommInitRank(&b->comms[0], n, id, rank);
-  if (r != ncclSuccess) {
-    snprintf(err, errlen, "ncclCommInitRank: %s", ncclGetErrorString(r));
-    free(b->comms);
-    free(b);
-    return NULL;
-  }
+  ncclConfig_t cfg = makeConfig(ce);
+  ncclResult_t r = ncclCommInitRankConfig(&b->comms[0], n, id, rank, &cfg);
+  if (r != ncclSuccess) return failInit(b, "ncclCommInitRankConfig", r, err, errlen);
   setVersion(b);
   return b;
+}
+
+int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
+                         size_t errlen) {
+#ifdef HAVE_CE
+  ncclResult_t r = ncclSuccess;
+  for (int i = 0; i < b->n && r == ncclSuccess; i++) {
+    cudaSetDevice(b->devs[i]);
+    r = ncclMemAlloc(&b->bufs[i][0], bytes);
+    if (r == ncclSuccess) r = ncclMemAlloc(&b->bufs[i][1], bytes);
+  }
+  if (r != ncclSuccess) {
+    snprintf(err, errlen, "ncclMemAlloc of %zu bytes: %s", bytes, ncclGetErrorString(r));
+    return -1;
+  }
+  /* Window registration is collective: every rank of the process in one group. */
+  r = ncclGroupStart();
+  for (int i = 0; i < b->n && r == ncclSuccess; i++)
+    for (int k = 0; k < 2 && r == ncclSuccess; k++)
+      r = ncclCommWindowRegister(b->comms[i], b->bufs[i][k], bytes, &b->wins[i][k],
+                                 NCCL_WIN_COLL_SYMMETRIC);
+  ncclResult_t e = ncclGroupEnd();
+  if (r == ncclSuccess) r = e;
+  if (r != ncclSuccess) {
+    snprintf(err, errlen, "ncclCommWindowRegister: %s", ncclGetErrorString(r));
+    return -1;
+  }
+  b->nbufs = b->n;
+  for (int i = 0; i < b->n; i++) {
+    send[i] = b->bufs[i][0];
+    recv[i] = b->bufs[i][1];
+  }
+  return 0;
+#else
+  (void)b, (void)bytes, (void)send, (void)recv;
+  snprintf(err, errlen, "NCCL without ncclMemAlloc windows");
+  return -1;
+#endif
 }
 
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
@@ -111,6 +189,16 @@ const char *ncclBaseVersion(ncclBase *b) {
 
 void ncclBaseFini(ncclBase *b) {
   if (!b) return;
+#ifdef HAVE_CE
+  if (b->nbufs) {
+    ncclGroupStart();
+    for (int i = 0; i < b->nbufs; i++)
+      for (int k = 0; k < 2; k++) ncclCommWindowDeregister(b->comms[i], b->wins[i][k]);
+    ncclGroupEnd();
+    for (int i = 0; i < b->nbufs; i++)
+      for (int k = 0; k < 2; k++) ncclMemFree(b->bufs[i][k]);
+  }
+#endif
   for (int i = 0; i < b->n; i++) ncclCommDestroy(b->comms[i]);
   free(b->comms);
   free(b);
@@ -122,8 +210,8 @@ struct ncclBase {
   int unused;
 };
 
-ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen) {
-  (void)n, (void)devs;
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen) {
+  (void)n, (void)devs, (void)ce;
   snprintf(err, errlen, "dmaccl-perf was built without NCCL");
   return NULL;
 }
@@ -132,10 +220,16 @@ int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
   snprintf(err, errlen, "dmaccl-perf was built without NCCL");
   return -1;
 }
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen) {
-  (void)n, (void)rank, (void)id128;
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen) {
+  (void)n, (void)rank, (void)id128, (void)ce;
   snprintf(err, errlen, "dmaccl-perf was built without NCCL");
   return NULL;
+}
+int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
+                         size_t errlen) {
+  (void)b, (void)bytes, (void)send, (void)recv;
+  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+  return -1;
 }
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
                   dmacclDataType_t type, const cudaStream_t *streams) {

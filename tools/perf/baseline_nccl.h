@@ -10,13 +10,19 @@
 
 typedef struct ncclBase ncclBase;
 
-/* NULL with a reason in err when NCCL is missing or fails to start. */
-ncclBase *ncclBaseInit(int n, const int *devs, char *err, size_t errlen);
+/* NULL with a reason in err when NCCL is missing or fails to start. ce: NCCL's
+ * copy-engine path (CTA policy ZERO; use buffers from ncclBaseAllocBuffers). */
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen);
 /* One rank per process: rank 0 makes the id (NCCL_UNIQUE_ID_BYTES = 128
  * bytes, passed to the others by the caller), every rank joins with it on
  * the current device. */
 int ncclBaseMakeId(void *id128, char *err, size_t errlen);
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, char *err, size_t errlen);
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen);
+/* Send and receive buffers of `bytes` per local rank from ncclMemAlloc,
+ * registered as symmetric windows (collective over all ranks); freed by
+ * ncclBaseFini. What NCCL's copy-engine collectives need. */
+int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
+                         size_t errlen);
 /* Issues one collective on every rank, grouped (coll: PERF_ALLGATHER or
  * PERF_ALLTOALL). 0 on success. */
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,

@@ -1,77 +1,34 @@
 /*
  * dmaccl-perf: nccl-tests-style benchmark of dmaccl's AllGather and AlltoAll,
- * every algorithm, with NCCL's own collectives as baseline rows in the same
- * run. With no GPU it runs on the host executor (ranks as threads).
+ * every algorithm, with NCCL's SM path and NCCL's copy-engine path as
+ * baseline rows in the same run. With no GPU it runs on the host executor
+ * (ranks as threads, or as processes with -p).
  *
  * Timing as nccl-tests: warm-up, then `iters` back-to-back operations issued
- * on all ranks (grouped), host clock around issue + final synchronization,
- * time per operation = elapsed / iters. With -c 1, one more operation per
- * size runs on random data into poisoned outputs and every byte is checked.
+ * on all ranks (grouped), or one CUDA graph of them launched -G times; host
+ * clock around issue + final synchronization; time per operation = elapsed
+ * / operations. With -c N, N more operations per row run on random data into
+ * poisoned outputs and every byte is checked.
  *
  * With -p N the tool forks N processes before any CUDA call, one rank (one
- * GPU) each, as PyTorch, vLLM or SGLang run; NCCL's baseline then runs one
+ * GPU) each, as PyTorch, vLLM or SGLang run; NCCL's baselines then run one
  * rank per process too. Each process times its own loop after a barrier;
- * rank 0 prints the average over ranks (bandwidths and vsNCCL come from it)
- * and rank 0's own, the minimum and the maximum time, as nccl-tests with MPI.
+ * rank 0 prints (-a) rank 0's, the average, the fastest or the slowest
+ * rank's time, as nccl-tests with MPI.
+ *
+ * Files: ops.c issues and times, report.c prints and writes JSON, energy.c
+ * reads NVML, breakdown.c reads CUPTI, baseline_nccl.c drives NCCL.
  */
-#include "args.h"
-#include "baseline_nccl.h"
+#include "bench.h"
 #include "common/data.h"
 
-#include <cuda_runtime_api.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#define MAXR 64
-#define POISON 0xA5
-
-typedef struct {
-  char name[16];
-  int isNccl;
-  dmacclComm_t comms[MAXR]; /* local ranks */
-  void *send[MAXR], *recv[MAXR];
-  int ownBuffers; /* send/recv from dmacclMemAlloc on this contender's comm */
-  double sumBusBw[3];
-  int nrows[3];
-} contender;
-
-/* What the processes of -p share (mapped before fork). */
-typedef struct {
-  pthread_barrier_t barrier;
-  double us[MAXR];
-  long long wrong[MAXR];
-  int okId;
-  char ncclId[128];
-  dmacclUniqueId ids[PERF_MAX_ALGOS + 1];
-} perfShared;
-
-typedef struct {
-  perfArgs args;
-  int gpu, n;        /* n: ranks in all */
-  int nlocal, first; /* ranks of this process: first .. first+nlocal-1 */
-  int mp;            /* one rank per process (-p) */
-  perfShared *sh;
-  int devs[MAXR];
-  cudaStream_t streams[MAXR];
-  void *send[MAXR], *recv[MAXR];
-  unsigned char *pool[MAXR]; /* host copy of each rank's send data */
-  unsigned char *scratch;    /* host buffer for checking */
-  size_t tsize;
-  ncclBase *nccl;
-} bench;
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 #define CUDA_CHECK(call)                                                                           \
   do {                                                                                             \
@@ -81,116 +38,6 @@ static double nowSec(void) {
       return -1;                                                                                   \
     }                                                                                              \
   } while (0)
-
-static void barrier(bench *b) {
-  if (b->mp) pthread_barrier_wait(&b->sh->barrier);
-}
-
-static int issue(bench *b, contender *c, int coll, size_t count) {
-  if (c->isNccl)
-    return ncclBaseIssue(b->nccl, coll, b->send, b->recv, count, b->args.type, b->streams);
-  dmacclGroupStart();
-  dmacclResult_t rc = dmacclSuccess;
-  for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++) {
-    cudaStream_t s = b->gpu ? b->streams[r] : NULL;
-    rc = coll == PERF_ALLGATHER
-             ? dmacclAllGather(c->send[r], c->recv[r], count, b->args.type, c->comms[r], s)
-             : dmacclAlltoAll(c->send[r], c->recv[r], count, b->args.type, c->comms[r], s);
-  }
-  dmacclResult_t e = dmacclGroupEnd();
-  if (rc == dmacclSuccess) rc = e;
-  if (rc != dmacclSuccess)
-    fprintf(stderr, "dmaccl-perf: %s: %s\n", dmacclGetErrorString(rc),
-            dmacclCommGetLastError(NULL));
-  return rc == dmacclSuccess ? 0 : -1;
-}
-
-static int syncAll(bench *b, contender *c) {
-  for (int r = 0; r < b->nlocal; r++) {
-    if (b->gpu) {
-      CUDA_CHECK(cudaSetDevice(b->devs[r]));
-      CUDA_CHECK(cudaStreamSynchronize(b->streams[r]));
-    }
-    if (!c->isNccl) {
-      dmacclResult_t rc = dmacclCommSynchronize(c->comms[r]);
-      if (rc != dmacclSuccess) {
-        fprintf(stderr, "dmaccl-perf: rank %d: %s\n", r, dmacclCommGetLastError(c->comms[r]));
-        return -1;
-      }
-    }
-  }
-  return 0;
-}
-
-/* Runs one operation into poisoned outputs and counts wrong elements (of
- * every process's ranks). */
-static long long checkOnce(bench *b, contender *c, int coll, size_t count) {
-  size_t chunk = count * b->tsize, total = chunk * (size_t)b->n;
-  void **recv = c->recv;
-  for (int r = 0; r < b->nlocal; r++) {
-    if (b->gpu) {
-      CUDA_CHECK(cudaSetDevice(b->devs[r]));
-      CUDA_CHECK(cudaMemset(recv[r], POISON, total));
-      CUDA_CHECK(cudaDeviceSynchronize());
-    } else {
-      memset(recv[r], POISON, total);
-    }
-  }
-  barrier(b); /* nobody writes into a peer still poisoning */
-  if (issue(b, c, coll, count) || syncAll(b, c)) return -1;
-  long long wrong = 0;
-  for (int t = 0; t < b->nlocal; t++) {
-    int gt = b->first + t;
-    const unsigned char *got = recv[t];
-    if (b->gpu) {
-      CUDA_CHECK(cudaMemcpy(b->scratch, recv[t], total, cudaMemcpyDeviceToHost));
-      got = b->scratch;
-    }
-    for (int f = 0; f < b->n; f++) {
-      const unsigned char *want = b->pool[f] + (coll == PERF_ALLGATHER ? 0 : (size_t)gt * chunk);
-      wrong += (long long)dataCountWrong(got + (size_t)f * chunk, want, chunk, b->tsize);
-    }
-  }
-  if (b->mp) {
-    b->sh->wrong[b->first] = wrong;
-    barrier(b);
-    wrong = 0;
-    for (int r = 0; r < b->n; r++) wrong += b->sh->wrong[r];
-    barrier(b);
-  }
-  return wrong;
-}
-
-typedef struct {
-  double avg, rank0, min, max;
-} perfTime;
-
-static int measure(bench *b, contender *c, int coll, size_t count, perfTime *t) {
-  for (int i = 0; i < b->args.warmup; i++)
-    if (issue(b, c, coll, count)) return -1;
-  if (syncAll(b, c)) return -1;
-  barrier(b);
-  double t0 = nowSec();
-  for (int i = 0; i < b->args.iters; i++)
-    if (issue(b, c, coll, count)) return -1;
-  if (syncAll(b, c)) return -1;
-  double us = (nowSec() - t0) * 1e6 / b->args.iters;
-  t->avg = t->rank0 = t->min = t->max = us;
-  if (b->mp) {
-    b->sh->us[b->first] = us;
-    barrier(b);
-    t->avg = 0;
-    t->rank0 = t->min = t->max = b->sh->us[0];
-    for (int r = 0; r < b->n; r++) {
-      double x = b->sh->us[r];
-      t->avg += x / b->n;
-      if (x < t->min) t->min = x;
-      if (x > t->max) t->max = x;
-    }
-    barrier(b);
-  }
-  return 0;
-}
 
 static int setupBuffers(bench *b) {
   size_t maxBytes = b->args.maxBytes;
@@ -202,7 +49,7 @@ static int setupBuffers(bench *b) {
   }
   for (int l = 0; l < b->nlocal; l++) {
     int r = b->first + l;
-    if (b->mp && !b->gpu) continue; /* shared memory per contender (makeContender) */
+    if (b->mp && !b->gpu) continue; /* shared memory per contender (makeDmaccl) */
     if (b->gpu) {
       CUDA_CHECK(cudaSetDevice(b->devs[l]));
       CUDA_CHECK(cudaStreamCreateWithFlags(&b->streams[l], cudaStreamNonBlocking));
@@ -217,9 +64,10 @@ static int setupBuffers(bench *b) {
   return 0;
 }
 
-static int makeContender(bench *b, contender *c, const char *algo) {
+static int makeDmaccl(bench *b, contender *c, const char *algo) {
   memset(c, 0, sizeof(*c));
   snprintf(c->name, sizeof(c->name), "%s", algo);
+  c->kind = KIND_DMACCL;
   char sel[96];
   snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
@@ -232,7 +80,7 @@ static int makeContender(bench *b, contender *c, const char *algo) {
     static int made = 0; /* contenders made so far: each gets its own id */
     dmacclUniqueId *id = &b->sh->ids[made++];
     if (b->first == 0) dmacclGetUniqueId(id);
-    barrier(b);
+    perfBarrier(b);
     rc = dmacclCommInitRank(&c->comms[0], b->n, *id, b->first, &cfg);
   }
   if (rc != dmacclSuccess) {
@@ -257,55 +105,156 @@ static int makeContender(bench *b, contender *c, const char *algo) {
   return 0;
 }
 
-static void header(bench *b) {
-  char gpus[512] = "";
-  if (b->gpu) {
-    struct cudaDeviceProp p;
-    size_t o = 0;
-    for (int r = 0; r < b->n; r++)
-      o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->mp ? r : b->devs[r]);
-    if (cudaGetDeviceProperties(&p, b->devs[0]) == cudaSuccess)
-      snprintf(gpus + o, sizeof(gpus) - o, " (%s)", p.name);
+/* A baseline row set; a missing or failing NCCL is a notice, not an error
+ * (every rank agrees, so no rank waits for a peer that gave up). */
+static void makeNccl(bench *b, int kind) {
+  char err[256] = "";
+  int ce = kind == KIND_NCCL_CE;
+  ncclBase *nb = NULL;
+  if (!b->mp) {
+    nb = ncclBaseInit(b->n, b->devs, ce, err, sizeof(err));
+  } else {
+    if (b->first == 0)
+      b->sh->okId[kind] = ncclBaseMakeId(b->sh->ncclId[kind], err, sizeof(err)) == 0;
+    perfBarrier(b);
+    if (b->sh->okId[kind])
+      nb = ncclBaseInitRank(b->n, b->first, b->sh->ncclId[kind], ce, err, sizeof(err));
   }
-  int v = 0;
-  dmacclGetVersion(&v);
-  printf("# dmaccl-perf (dmaccl %d): executor %s%s, %d ranks%s%s, type %s, iters %d, warmup %d, "
-         "check %d\n",
-         v, b->gpu ? "cuda" : "host",
-         b->mp    ? " (one process per rank)"
-         : b->gpu ? " (one process drives every GPU)"
-                  : " (ranks are threads on host memory)",
-         b->n, b->gpu ? ", GPUs" : "", gpus, perfTypeName(b->args.type), b->args.iters,
-         b->args.warmup, b->args.check);
-  if (b->mp)
-    printf("# time = average over ranks of each rank's time per operation; bandwidths and vsNCCL "
-           "use it; r0/min/max: rank 0's, the fastest and the slowest rank's time\n");
-  printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = "
-         "algbw*(n-1)/n\n");
-  if (b->nccl)
-    printf("# baseline: NCCL %s, %s, NCCL_NVLS_ENABLE=0; vsNCCL = NCCL time / dmaccl time (above "
-           "1: dmaccl faster)\n",
-           ncclBaseVersion(b->nccl),
-           b->mp ? "one rank per process" : "one process driving all GPUs");
-  printf("#\n# %-9s %12s %11s %6s %-6s %10s %9s %9s %7s %7s", "coll", "size(B)", "count", "type",
-         "algo", "time(us)", "algbw", "busbw", "#wrong", "vsNCCL");
-  if (b->mp) printf(" %9s %9s %9s", "r0(us)", "min(us)", "max(us)");
-  printf("\n");
+  contender *c = &b->cs[b->nc];
+  memset(c, 0, sizeof(*c));
+  snprintf(c->name, sizeof(c->name), "%s", perfKindName[kind]);
+  c->kind = kind;
+  c->nccl = nb;
+  int ok = nb != NULL;
+  if (ok && ce) {
+    ok = ncclBaseAllocBuffers(nb, b->args.maxBytes, c->send, c->recv, err, sizeof(err)) == 0;
+    for (int l = 0; ok && l < b->nlocal; l++)
+      ok = cudaSetDevice(b->devs[l]) == cudaSuccess &&
+           cudaMemcpy(c->send[l], b->pool[b->first + l], b->args.maxBytes,
+                      cudaMemcpyHostToDevice) == cudaSuccess;
+  } else if (ok) {
+    for (int l = 0; l < b->nlocal; l++) {
+      c->send[l] = b->send[l];
+      c->recv[l] = b->recv[l];
+    }
+  }
+  perfStat s;
+  perfShare(b, ok ? 0 : 1, &s);
+  if (s.v[PERF_AVG_MAX] > 0) {
+    if (b->print) printf("# no %s baseline: %s\n", c->name, err[0] ? err : "a peer failed");
+    ncclBaseFini(nb);
+    return;
+  }
+  b->nc++;
+}
+
+static perfRow *newRow(bench *b) {
+  if (b->nrows == b->caprows) {
+    size_t cap = b->caprows ? 2 * b->caprows : 256;
+    perfRow *v = realloc(b->rows, cap * sizeof(perfRow));
+    if (!v) return NULL;
+    b->rows = v, b->caprows = cap;
+  }
+  perfRow *r = &b->rows[b->nrows++];
+  memset(r, 0, sizeof(*r));
+  r->best = -1;
+  return r;
+}
+
+/* One size: every contender, out of place then in place; -1 on error. */
+static int runSize(bench *b, int cycle, int coll, size_t size, int *failures) {
+  size_t count = perfCount(size, b->n, b->tsize);
+  size_t bytes = count * b->tsize * (size_t)b->n;
+  size_t first = b->nrows;
+  int places = coll == PERF_ALLGATHER && b->args.inPlace ? 2 : 1;
+  for (int ip = 0; ip < places; ip++) {
+    size_t firstOfPlace = b->nrows;
+    for (int i = 0; i < b->nc; i++) {
+      contender *c = &b->cs[i];
+      cudaGraphExec_t graphs[MAXR] = {0};
+      perfRow *r = newRow(b);
+      if (!r) return -1;
+      r->cycle = cycle, r->coll = coll, r->inPlace = ip, r->contender = i;
+      r->bytes = bytes, r->count = count;
+      if (perfMeasure(b, c, coll, count, ip, &r->us, graphs)) return -1;
+      cudaGraphExec_t *g = b->args.graphs ? graphs : NULL;
+      r->wrong = b->args.check ? perfCheck(b, c, coll, count, ip, g) : 0;
+      if (r->wrong < 0) return -1;
+      *failures += r->wrong > 0;
+      if (b->energy && !ip &&
+          perfEnergyRow(b, c, coll, count, r->us.v[PERF_AVG_MEAN], g, &r->joules, &r->watts))
+        return -1;
+      perfFreeGraphs(b, graphs);
+    }
+    /* speedup of every dmaccl row over the best baseline of this size */
+    for (size_t i = firstOfPlace; i < b->nrows; i++) {
+      perfRow *r = &b->rows[i];
+      if (b->cs[r->contender].kind != KIND_DMACCL) continue;
+      for (size_t j = firstOfPlace; j < b->nrows; j++) {
+        perfRow *base = &b->rows[j];
+        if (b->cs[base->contender].kind == KIND_DMACCL) continue;
+        double s = base->us.v[b->args.average] / r->us.v[b->args.average];
+        if (r->best < 0 || s < r->speedup) r->speedup = s, r->best = base->contender;
+      }
+    }
+  }
+  if (b->print) perfPrintSize(b, first);
+  return 0;
+}
+
+/* After the sweep: traced operations (CUPTI), for --breakdown on every
+ * contender, otherwise only to confirm which path NCCL's copy-engine
+ * baseline took. */
+static void tracePass(bench *b) {
+  int want = b->args.breakdown;
+  for (int i = 0; i < b->nc; i++) want |= b->cs[i].kind == KIND_NCCL_CE;
+  if (!want || !b->gpu) {
+    if (b->args.breakdown && b->print) printf("# --breakdown needs the cuda executor\n");
+    return;
+  }
+  char err[256];
+  if (bdInit(err, sizeof(err))) {
+    if (b->print)
+      printf("# no breakdown%s: %s\n", b->args.breakdown ? "" : " or nccl-ce path check", err);
+    return;
+  }
+  int ceSeen = 0, ceKernels = 0, ceCopies = 0;
+  for (size_t i = 0; i < b->nrows; i++) {
+    perfRow *r = &b->rows[i];
+    int ce = b->cs[r->contender].kind == KIND_NCCL_CE;
+    if (r->cycle != 0 || r->inPlace || !(b->args.breakdown || ce)) continue;
+    if (b->print && !b->args.breakdown) fprintf(stderr, "# tracing %s %zu\n", "nccl-ce", r->bytes);
+    if (perfBreakdownRow(b, &b->cs[r->contender], r->coll, r->count, b->args.breakdown ? 7 : 1,
+                         &r->bd) == 0) {
+      r->hasBreakdown = b->args.breakdown;
+      if (ce) ceSeen++, ceKernels += r->bd.kernels, ceCopies += r->bd.copies;
+    }
+  }
+  bdFini();
+  if (!b->print) return;
+  if (b->args.breakdown) perfPrintBreakdown(b);
+  if (ceSeen)
+    printf("# nccl-ce path check (CUPTI, one operation per size): %d kernels and %d copies over %d "
+           "sizes: %s\n",
+           ceKernels, ceCopies, ceSeen,
+           ceKernels == 0 ? "copy-engine path at every size"
+                          : "NCCL launched kernels: not (only) the copy-engine path");
 }
 
 static int benchMain(bench *b) {
-  char err[256];
   int ndev = 0;
   if (b->args.executor != PERF_EXEC_HOST &&
       (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)) {
-    if (b->args.executor == PERF_EXEC_CUDA) {
-      fprintf(stderr, "dmaccl-perf: -B cuda but no CUDA device is present\n");
+    if (b->args.executor == PERF_EXEC_CUDA || b->args.graphs) {
+      fprintf(stderr, "dmaccl-perf: %s but no CUDA device is present\n",
+              b->args.graphs ? "-G (CUDA graphs)" : "-B cuda");
       return 2;
     }
     ndev = 0;
     if (b->first == 0) printf("# no GPU found: running on the host executor\n");
   }
   b->gpu = ndev > 0 && b->args.executor != PERF_EXEC_HOST;
+  b->print = b->first == 0;
   if (!b->mp) b->n = b->nlocal = b->args.nranks ? b->args.nranks : (b->gpu ? ndev : 4);
   if (b->n > MAXR || (b->gpu && b->n > ndev)) {
     fprintf(stderr, "dmaccl-perf: %d ranks but %s\n", b->n,
@@ -314,95 +263,97 @@ static int benchMain(bench *b) {
   }
   for (int l = 0; l < b->nlocal; l++) b->devs[l] = b->first + l;
   if (b->gpu && b->mp && cudaSetDevice(b->first) != cudaSuccess) return 1;
+  if (b->gpu) {
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, b->devs[0]) == cudaSuccess)
+      snprintf(b->gpuName, sizeof(b->gpuName), "%.100s", p.name);
+  }
   if (setupBuffers(b)) {
     fprintf(stderr, "dmaccl-perf: cannot allocate buffers of %zu bytes per rank\n",
             b->args.maxBytes);
     return 1;
   }
-  contender cs[PERF_MAX_ALGOS + 1];
-  int nc = 0;
-  if (b->gpu && b->args.baseline) {
-    if (!b->mp) {
-      b->nccl = ncclBaseInit(b->n, b->devs, err, sizeof(err));
-    } else {
-      if (b->first == 0) b->sh->okId = ncclBaseMakeId(b->sh->ncclId, err, sizeof(err)) == 0;
-      barrier(b);
-      b->nccl =
-          b->sh->okId ? ncclBaseInitRank(b->n, b->first, b->sh->ncclId, err, sizeof(err)) : NULL;
-    }
-    if (b->nccl) {
-      cs[nc] = (contender){.name = "nccl", .isNccl = 1};
-      for (int l = 0; l < b->nlocal; l++) {
-        cs[nc].send[l] = b->send[l];
-        cs[nc].recv[l] = b->recv[l];
-      }
-      nc++;
-    } else if (b->first == 0)
-      printf("# no NCCL baseline: %s\n", err);
-  }
+  if (b->gpu && (b->args.baseline & PERF_BASE_NCCL)) makeNccl(b, KIND_NCCL);
+  if (b->gpu && (b->args.baseline & PERF_BASE_NCCL_CE)) makeNccl(b, KIND_NCCL_CE);
   for (int i = 0; i < b->args.nalgos; i++)
-    if (makeContender(b, &cs[nc++], b->args.algos[i])) return 1;
-  int print = b->first == 0;
-  if (print) header(b);
+    if (makeDmaccl(b, &b->cs[b->nc++], b->args.algos[i])) return 1;
 
-  int failures = 0;
-  for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
-    if (!(b->args.colls & coll)) continue;
-    for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size)) {
-      size_t count = perfCount(size, b->n, b->tsize);
-      size_t bytes = count * b->tsize * (size_t)b->n;
-      double ncclUs = 0;
-      for (int i = 0; i < nc; i++) {
-        perfTime t;
-        if (measure(b, &cs[i], coll, count, &t)) return 1;
-        double us = t.avg;
-        long long wrong = b->args.check ? checkOnce(b, &cs[i], coll, count) : 0;
-        if (wrong < 0) return 1;
-        failures += wrong > 0;
-        char vs[16] = "-";
-        if (cs[i].isNccl)
-          ncclUs = us;
-        else if (ncclUs > 0)
-          snprintf(vs, sizeof(vs), "%.2fx", ncclUs / us);
-        double bus = perfBusBw(bytes, us, b->n);
-        cs[i].sumBusBw[coll] += bus;
-        cs[i].nrows[coll]++;
-        if (!print) continue;
-        printf("  %-9s %12zu %11zu %6s %-6s %10.2f %9.2f %9.2f %7lld %7s",
-               coll == PERF_ALLGATHER ? "allgather" : "alltoall", bytes, count,
-               perfTypeName(b->args.type), cs[i].name, us, perfAlgBw(bytes, us), bus, wrong, vs);
-        if (b->mp) printf(" %9.2f %9.2f %9.2f", t.rank0, t.min, t.max);
-        printf("\n");
-        fflush(stdout);
-      }
+  if (b->args.energy) {
+    char err[256] = "";
+    if (b->gpu) b->energy = energyOpen(b->devs, b->nlocal, err, sizeof(err));
+    perfStat s;
+    perfShare(b, b->energy ? 0 : 1, &s);
+    if (s.v[PERF_AVG_MAX] > 0) {
+      if (b->print)
+        printf("# no energy figures: %s\n", !b->gpu  ? "--energy needs GPUs (NVML counters)"
+                                            : err[0] ? err
+                                                     : "a peer has no NVML");
+      energyClose(b->energy);
+      b->energy = NULL;
+    } else {
+      /* Loops of >= 5 counter ticks (NVML: ~100 ms on H200), 500 ms at least;
+       * DMACCL_PERF_ENERGY_MS sets longer ones. One number for all ranks. */
+      perfShare(b, energyTickMs(b->energy), &s);
+      const char *env = getenv("DMACCL_PERF_ENERGY_MS");
+      b->energyMs = env && atof(env) > 0 ? atof(env) : 500.0;
+      if (5 * s.v[PERF_AVG_MAX] > b->energyMs) b->energyMs = 5 * s.v[PERF_AVG_MAX];
+      perfBarrier(b);
+      double e0 = energyRead(b->energy), t0 = perfNowSec();
+      usleep(300000);
+      perfShare(b, (energyRead(b->energy) - e0) / (perfNowSec() - t0), &s);
+      b->idleWatts = s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
     }
   }
-  if (print) {
-    printf("#\n# Avg bus bandwidth (GB/s) over the sizes above:\n");
-    for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1)
-      for (int i = 0; i < nc; i++)
-        if (cs[i].nrows[coll])
-          printf("#   %-9s %-6s %9.2f\n", coll == PERF_ALLGATHER ? "allgather" : "alltoall",
-                 cs[i].name, cs[i].sumBusBw[coll] / cs[i].nrows[coll]);
-    printf("# %s\n",
-           failures ? "WRONG RESULTS in some rows (#wrong > 0)" : "all results checked correct");
-  }
-  for (int i = 0; i < nc; i++)
-    if (!cs[i].isNccl)
-      for (int r = 0; r < b->nlocal; r++) {
-        if (cs[i].ownBuffers) {
-          dmacclMemFree(cs[i].comms[r], cs[i].send[r]);
-          dmacclMemFree(cs[i].comms[r], cs[i].recv[r]);
-        }
-        dmacclCommDestroy(cs[i].comms[r]);
+  if (b->print) perfHeader(b);
+
+  int failures = 0, nsizes = perfNumSizes(&b->args);
+  int tty = isatty(STDOUT_FILENO);
+  for (int cycle = 0; b->args.cycles == 0 || cycle < b->args.cycles; cycle++) {
+    size_t cycleFirst = b->nrows;
+    if (b->print && b->args.cycles != 1) printf("# cycle %d\n", cycle);
+    for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
+      if (!(b->args.colls & coll)) continue;
+      int k = 0;
+      for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size)) {
+        if (b->print && !tty)
+          fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n",
+                  coll == PERF_ALLGATHER ? "allgather" : "alltoall", size, ++k, nsizes);
+        if (runSize(b, cycle, coll, size, &failures)) return 1;
       }
-  ncclBaseFini(b->nccl);
+    }
+    if (b->args.cycles == 0 && cycle > 0) {
+      /* endless: keep only this cycle's rows */
+      memmove(b->rows, b->rows + cycleFirst, (b->nrows - cycleFirst) * sizeof(perfRow));
+      b->nrows -= cycleFirst;
+    }
+  }
+  tracePass(b);
+  if (b->print) {
+    perfSummary(b, failures);
+    if (b->args.json[0] && perfWriteJson(b, b->args.json) == 0)
+      printf("# wrote %zu rows to %s\n", b->nrows, b->args.json);
+  }
+  for (int i = 0; i < b->nc; i++) {
+    contender *c = &b->cs[i];
+    if (c->kind != KIND_DMACCL) {
+      ncclBaseFini(c->nccl);
+      continue;
+    }
+    for (int r = 0; r < b->nlocal; r++) {
+      if (c->ownBuffers) {
+        dmacclMemFree(c->comms[r], c->send[r]);
+        dmacclMemFree(c->comms[r], c->recv[r]);
+      }
+      dmacclCommDestroy(c->comms[r]);
+    }
+  }
+  energyClose(b->energy);
+  free(b->rows);
   return failures ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
-  bench b;
-  memset(&b, 0, sizeof(b));
+  static bench b;
   char err[256];
   int pr = perfParseArgs(argc, argv, &b.args, err, sizeof(err));
   if (pr == 1) {
@@ -413,6 +364,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dmaccl-perf: %s\n", err);
     return 2;
   }
+  b.argc = argc;
+  b.argv = argv;
   b.tsize = perfTypeSize(b.args.type);
   if (!b.args.procs) return benchMain(&b);
 
@@ -444,12 +397,23 @@ int main(int argc, char **argv) {
       _exit(rc);
     }
   }
-  int worst = 0;
-  for (int r = 0; r < n; r++) {
+  int worst = 0, left = n, reaped[MAXR] = {0};
+  while (left > 0) {
     int st = 0;
-    waitpid(pids[r], &st, 0);
+    pid_t p = wait(&st);
+    if (p < 0) break;
+    int r = 0;
+    while (r < n && pids[r] != p) r++;
+    if (r == n) continue;
+    reaped[r] = 1;
+    left--;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (rc) fprintf(stderr, "dmaccl-perf: rank %d exited with %d\n", r, rc);
+    if (rc) {
+      fprintf(stderr, "dmaccl-perf: rank %d exited with %d\n", r, rc);
+      /* a rank that failed leaves its peers waiting at a barrier */
+      for (int q = 0; q < n; q++)
+        if (!reaped[q]) kill(pids[q], SIGTERM);
+    }
     if (rc > worst) worst = rc;
   }
   return worst;

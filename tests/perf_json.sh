@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# dmaccl-perf end to end on the host executor: -J writes JSON that the plot
+# script's checker accepts (schema, busbw and algbw arithmetic, -a choice),
+# the table and the file agree, and a tampered file is refused.
+#   perf_json.sh DMACCL_PERF PLOT_PY
+set -euo pipefail
+perf=$1 plot=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py=$(command -v python3)
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# threads, two cycles, two algorithms, in place; then processes with -a 3
+"$perf" -B host -g 3 -b 1K -e 16K -f 4 -n 3 -w 1 -c 2 -N 2 -A auto,pull1 -J "$tmp/t.json" \
+  >"$tmp/t.txt" 2>"$tmp/t.err" || { cat "$tmp/t.txt" "$tmp/t.err"; fail "threads run"; }
+"$perf" -B host -p 3 -b 1K -e 4K -n 3 -w 1 -a 3 -A push1 -o allgather -J "$tmp/p.json" \
+  >"$tmp/p.txt" 2>"$tmp/p.err" || { cat "$tmp/p.txt" "$tmp/p.err"; fail "processes run"; }
+"$py" "$plot" --check "$tmp/t.json" "$tmp/p.json" || fail "schema check"
+
+# rows: 3 sizes x 2 contenders x 2 cycles x (allgather out+in, alltoall out)
+"$py" - "$tmp/t.json" "$tmp/t.txt" "$tmp/p.json" <<'PY' || fail "content"
+import json, sys
+t = json.load(open(sys.argv[1]))
+rows = t["rows"]
+assert len(rows) == 3 * 2 * 2 * 3, len(rows)
+assert t["config"]["ranks"] == 3 and t["config"]["processes"] == 1
+assert {r["cycle"] for r in rows} == {0, 1}
+assert sum(r["in_place"] for r in rows) == 12
+assert all(r["wrong"] == 0 for r in rows)
+assert all(r["coll"] == "allgather" for r in rows if r["in_place"])
+# every out-of-place row of the last cycle appears in the table with the same time
+table = open(sys.argv[2]).read().splitlines()
+for r in rows:
+    if r["in_place"] or r["cycle"] != 1:
+        continue
+    hits = [l for l in table if l.split()[:5] == [r["coll"], str(r["size"]), str(r["count"]),
+                                                "float", r["contender"]]]
+    assert any(abs(float(l.split()[5]) - r["time_us"]) < 0.006 for l in hits), (r, hits)
+p = json.load(open(sys.argv[3]))
+assert p["config"]["processes"] == 3 and p["config"]["average"] == 3
+for r in p["rows"]:
+    assert r["time_us"] == r["time_us_max"] and r["time_us_min"] <= r["time_us_mean"]
+    assert r["breakdown"] is None and r["energy_j_per_op"] is None
+PY
+
+# a tampered busbw, a missing key and a wrong schema are refused, naming the problem
+"$py" - "$tmp/t.json" "$tmp" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rows"][1]["busbw"] *= 1.5
+json.dump(d, open(sys.argv[2] + "/bad1.json", "w"))
+d = json.load(open(sys.argv[1]))
+del d["rows"][0]["time_us_max"]
+json.dump(d, open(sys.argv[2] + "/bad2.json", "w"))
+d = json.load(open(sys.argv[1]))
+d["schema"] = "nccl-tests"
+json.dump(d, open(sys.argv[2] + "/bad3.json", "w"))
+PY
+for k in 1 2 3; do
+  if "$py" "$plot" --check "$tmp/bad$k.json" 2>"$tmp/bad$k.err"; then fail "bad$k.json accepted"; fi
+done
+grep -q "rows\[1\]: busbw" "$tmp/bad1.err" || fail "bad1: $(cat "$tmp/bad1.err")"
+grep -q "time_us_max' missing" "$tmp/bad2.err" || fail "bad2: $(cat "$tmp/bad2.err")"
+grep -q "schema" "$tmp/bad3.err" || fail "bad3: $(cat "$tmp/bad3.err")"
+
+# bad flags are refused before anything runs
+if "$perf" -J "$tmp/x.txt" 2>"$tmp/e"; then fail "-J x.txt accepted"; fi
+grep -q "only JSON output" "$tmp/e" || fail "-J message: $(cat "$tmp/e")"
+[ ! -e "$tmp/x.txt" ] || fail "-J x.txt wrote a file"
+echo "perf_json: OK"

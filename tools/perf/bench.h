@@ -1,0 +1,118 @@
+/* dmaccl-perf's state, shared by its files: main.c (processes, setup, the
+ * sweep), ops.c (issuing, graphs, checking, timing), report.c (table and
+ * JSON), energy.c (NVML), breakdown.c (CUPTI). */
+#ifndef DMACCL_PERF_BENCH_H_
+#define DMACCL_PERF_BENCH_H_
+
+#include "args.h"
+#include "baseline_nccl.h"
+#include "breakdown.h"
+#include "energy.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#define MAXR 64
+#define POISON 0xA5
+
+enum { KIND_DMACCL = 0, KIND_NCCL = 1, KIND_NCCL_CE = 2 };
+extern const char *const perfKindName[3];
+
+typedef struct {
+  char name[16];
+  int kind;
+  dmacclComm_t comms[MAXR]; /* local ranks (dmaccl) */
+  ncclBase *nccl;           /* baselines */
+  void *send[MAXR], *recv[MAXR];
+  int ownBuffers; /* send/recv from dmacclMemAlloc on this contender's comm */
+} contender;
+
+/* What the processes of -p share (mapped before fork). */
+typedef struct {
+  pthread_barrier_t barrier;
+  double vals[MAXR];
+  long long wrong[MAXR];
+  int okId[3];
+  char ncclId[3][128];
+  dmacclUniqueId ids[PERF_MAX_ALGOS + 1];
+} perfShared;
+
+/* A time over ranks: nccl-tests' -a choices. */
+typedef struct {
+  double v[4]; /* PERF_AVG_RANK0, _MEAN, _MIN, _MAX */
+} perfStat;
+
+/* One table row half: one contender, one size, out of place or in place. */
+typedef struct {
+  int cycle, coll, inPlace, contender;
+  size_t bytes, count;
+  perfStat us;
+  long long wrong;
+  double speedup;       /* best baseline's time / this time; 0 = no baseline or a baseline row */
+  int best;             /* contender index of that baseline, -1 if none */
+  double joules, watts; /* per operation, all GPUs; watts = average power; 0 = not measured */
+  int hasBreakdown;
+  perfBreakdown bd; /* averaged over ranks, median over repetitions */
+} perfRow;
+
+typedef struct {
+  perfArgs args;
+  int argc;
+  char **argv;
+  int gpu, n;        /* n: ranks in all */
+  int nlocal, first; /* ranks of this process: first .. first+nlocal-1 */
+  int mp;            /* one rank per process (-p) */
+  int print;         /* this process prints (rank 0) */
+  perfShared *sh;
+  int devs[MAXR];
+  cudaStream_t streams[MAXR];
+  void *send[MAXR], *recv[MAXR];
+  unsigned char *pool[MAXR]; /* host copy of each rank's send data */
+  unsigned char *scratch;    /* host buffer for checking */
+  size_t tsize;
+  contender cs[PERF_MAX_ALGOS + 2];
+  int nc;
+  perfEnergy *energy; /* this process's GPUs */
+  double idleWatts;
+  double energyMs; /* length of an energy loop, the same on every rank */
+  int breakdownOk;
+  char gpuName[128];
+  perfRow *rows;
+  size_t nrows, caprows;
+} bench;
+
+/* ops.c */
+/* DMACCL_PERF_TRACE=1: every rank says which step it starts, on stderr. */
+void perfTrace(bench *b, const char *step, const contender *c, size_t count);
+double perfNowSec(void);
+void perfBarrier(bench *b);
+/* Combines one value per process into rank 0's, mean, min and max. */
+void perfShare(bench *b, double mine, perfStat *out);
+int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace);
+int perfSyncAll(bench *b, contender *c);
+/* Times the row: warm-up, then -n operations (or -G launches of a graph of
+ * them). Leaves a captured graph in *graphs for the check and energy. */
+int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
+                cudaGraphExec_t *graphs);
+/* Wrong elements over every rank in -c checked operations into poisoned
+ * outputs; through the graph when graphs is not NULL. -1 on error. */
+long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
+                    cudaGraphExec_t *graphs);
+/* Energy per operation (J, all GPUs) and average power over a loop of at
+ * least a few hundred ms. */
+int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp,
+                  cudaGraphExec_t *graphs, double *joules, double *watts);
+/* One traced operation per repetition; median of each part, averaged over ranks. */
+int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, perfBreakdown *out);
+void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs);
+
+/* report.c */
+void perfHeader(bench *b);
+/* Prints one size's rows (out of place and in place side by side). */
+void perfPrintSize(bench *b, size_t firstRow);
+void perfSummary(bench *b, int failures);
+void perfPrintBreakdown(bench *b);
+int perfWriteJson(bench *b, const char *path);
+
+#endif

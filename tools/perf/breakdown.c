@@ -1,0 +1,193 @@
+#include "breakdown.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef DMACCL_HAVE_CUPTI
+#include <cupti.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+enum { REC_COPY, REC_KERNEL, REC_PROBE };
+typedef struct {
+  int kind, dev;
+  uint64_t start, end;
+} rec;
+
+static struct {
+  pthread_mutex_t lock;
+  rec *v;
+  size_t n, cap;
+} T = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define BUF_BYTES (8u << 20)
+
+static void CUPTIAPI bufRequested(uint8_t **buf, size_t *size, size_t *maxRecords) {
+  *buf = aligned_alloc(8, BUF_BYTES);
+  *size = *buf ? BUF_BYTES : 0;
+  *maxRecords = 0;
+}
+
+static void push(int kind, int dev, uint64_t s, uint64_t e) {
+  if (T.n == T.cap) {
+    size_t cap = T.cap ? 2 * T.cap : 4096;
+    rec *v = realloc(T.v, cap * sizeof(rec));
+    if (!v) return;
+    T.v = v, T.cap = cap;
+  }
+  T.v[T.n++] = (rec){kind, dev, s, e};
+}
+
+static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                                  size_t valid) {
+  (void)ctx, (void)stream, (void)size;
+  CUpti_Activity *r = NULL;
+  pthread_mutex_lock(&T.lock);
+  while (valid && cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+    switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)r;
+      push(m->bytes == BD_PROBE_BYTES ? REC_PROBE : REC_COPY, (int)m->deviceId, m->start, m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      CUpti_ActivityMemcpyPtoP4 *m = (CUpti_ActivityMemcpyPtoP4 *)r;
+      push(REC_COPY, (int)m->deviceId, m->start, m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
+      push(REC_KERNEL, (int)k->deviceId, k->start, k->end);
+      break;
+    }
+    default: break;
+    }
+  }
+  pthread_mutex_unlock(&T.lock);
+  free(buf);
+}
+
+static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                           CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+int bdInit(char *err, size_t errlen) {
+  CUptiResult r = cuptiActivityRegisterCallbacks(bufRequested, bufCompleted);
+  for (size_t i = 0; i < NKINDS && r == CUPTI_SUCCESS; i++) r = cuptiActivityEnable(kinds[i]);
+  if (r != CUPTI_SUCCESS) {
+    const char *s = NULL;
+    cuptiGetResultString(r, &s);
+    snprintf(err, errlen, "CUPTI: %s", s ? s : "error");
+    return -1;
+  }
+  return 0;
+}
+
+uint64_t bdNow(void) {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+/* Records stay enabled for the whole pass (enabling costs milliseconds);
+ * an operation's records are those flushed between bdStart and bdStop. */
+int bdStart(void) {
+  if (cuptiActivityFlushAll(1) != CUPTI_SUCCESS) return -1;
+  pthread_mutex_lock(&T.lock);
+  T.n = 0;
+  pthread_mutex_unlock(&T.lock);
+  return 0;
+}
+
+int bdStop(void) {
+  return cuptiActivityFlushAll(1) == CUPTI_SUCCESS ? 0 : -1;
+}
+
+static int byStart(const void *a, const void *b) {
+  const rec *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
+            perfBreakdown *out) {
+  memset(out, 0, sizeof(*out));
+  pthread_mutex_lock(&T.lock);
+  qsort(T.v, T.n, sizeof(rec), byStart);
+  uint64_t probe = 0, endProbe = 0, first = 0, last = 0, busy = 0, curEnd = 0;
+  for (size_t i = 0; i < T.n; i++) {
+    rec *r = &T.v[i];
+    if (r->dev != dev || r->start < tProbe || r->end > tDone) continue;
+    if (r->kind == REC_PROBE) {
+      /* the probe copies on the caller's stream: first before, last after */
+      if (!probe) probe = r->start;
+      endProbe = r->start;
+      continue;
+    }
+    if (r->kind == REC_COPY)
+      out->copies++;
+    else
+      out->kernels++;
+    if (!first) first = r->start;
+    if (r->end > last) last = r->end;
+    /* union of the busy intervals (records sorted by start) */
+    if (r->start >= curEnd) {
+      busy += r->end - r->start;
+      curEnd = r->end;
+    } else if (r->end > curEnd) {
+      busy += r->end - curEnd;
+      curEnd = r->end;
+    }
+  }
+  pthread_mutex_unlock(&T.lock);
+  if (!first) return -1; /* no device work seen */
+  if (!probe || endProbe < last) {
+    /* no usable probes: the host's return from synchronization ends it */
+    out->hostEnd = 1;
+    probe = tProbe;
+    endProbe = tDone;
+  }
+  double latency = probe > tProbe ? (double)(probe - tProbe) : 0;
+  double pre = first > t1 ? (double)(first - t1) : 0;
+  double sched = latency < pre ? latency : pre;
+  double gaps = (double)(last - first) - (double)busy;
+  out->control = (double)(t1 - t0) * 1e-3;
+  out->schedule = (sched + gaps) * 1e-3;
+  out->copy = (double)busy * 1e-3;
+  out->sync = ((pre - sched) + (double)(endProbe > last ? endProbe - last : 0)) * 1e-3;
+  out->total = (double)(endProbe - t0) * 1e-3;
+  return 0;
+}
+
+void bdFini(void) {
+  for (size_t i = 0; i < NKINDS; i++) cuptiActivityDisable(kinds[i]);
+  cuptiActivityFlushAll(1);
+  pthread_mutex_lock(&T.lock);
+  free(T.v);
+  T.v = NULL;
+  T.n = T.cap = 0;
+  pthread_mutex_unlock(&T.lock);
+}
+
+#else /* built without CUPTI */
+
+int bdInit(char *err, size_t errlen) {
+  snprintf(err, errlen, "dmaccl-perf was built without CUPTI");
+  return -1;
+}
+uint64_t bdNow(void) {
+  return 0;
+}
+int bdStart(void) {
+  return -1;
+}
+int bdStop(void) {
+  return -1;
+}
+int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
+            perfBreakdown *out) {
+  (void)dev, (void)tProbe, (void)t0, (void)t1, (void)tDone;
+  memset(out, 0, sizeof(*out));
+  return -1;
+}
+void bdFini(void) {}
+#endif

@@ -1,0 +1,345 @@
+/* Issuing operations, timing them (eager, blocking or as CUDA graphs),
+ * checking every byte, energy loops and traced operations. */
+#include "bench.h"
+#include "common/data.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CUDA_CHECK(call)                                                                           \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "dmaccl-perf: %s: %s\n", #call, cudaGetErrorString(e_));                     \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+double perfNowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void perfTrace(bench *b, const char *step, const contender *c, size_t count) {
+  static int on = -1;
+  if (on < 0) on = getenv("DMACCL_PERF_TRACE") && atoi(getenv("DMACCL_PERF_TRACE")) > 0;
+  if (on) fprintf(stderr, "[rank %d] %s %s count %zu\n", b->first, step, c ? c->name : "-", count);
+}
+
+void perfBarrier(bench *b) {
+  if (b->mp) pthread_barrier_wait(&b->sh->barrier);
+}
+
+void perfShare(bench *b, double mine, perfStat *out) {
+  for (int i = 0; i < 4; i++) out->v[i] = mine;
+  if (!b->mp) return;
+  b->sh->vals[b->first] = mine;
+  perfBarrier(b);
+  out->v[PERF_AVG_RANK0] = out->v[PERF_AVG_MIN] = out->v[PERF_AVG_MAX] = b->sh->vals[0];
+  out->v[PERF_AVG_MEAN] = 0;
+  for (int r = 0; r < b->n; r++) {
+    double x = b->sh->vals[r];
+    out->v[PERF_AVG_MEAN] += x / b->n;
+    if (x < out->v[PERF_AVG_MIN]) out->v[PERF_AVG_MIN] = x;
+    if (x > out->v[PERF_AVG_MAX]) out->v[PERF_AVG_MAX] = x;
+  }
+  perfBarrier(b);
+}
+
+/* In place (AllGather): this rank's block of its own output is the input. */
+static void *sendOf(bench *b, contender *c, int l, size_t count, int inPlace) {
+  if (!inPlace) return c->send[l];
+  return (char *)c->recv[l] + (size_t)(b->first + l) * count * b->tsize;
+}
+
+int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace) {
+  void *send[MAXR];
+  for (int l = 0; l < b->nlocal; l++) send[l] = sendOf(b, c, l, count, inPlace);
+  if (c->kind != KIND_DMACCL)
+    return ncclBaseIssue(c->nccl, coll, send, c->recv, count, b->args.type, b->streams);
+  dmacclGroupStart();
+  dmacclResult_t rc = dmacclSuccess;
+  for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++) {
+    cudaStream_t s = b->gpu ? b->streams[r] : NULL;
+    rc = coll == PERF_ALLGATHER
+             ? dmacclAllGather(send[r], c->recv[r], count, b->args.type, c->comms[r], s)
+             : dmacclAlltoAll(send[r], c->recv[r], count, b->args.type, c->comms[r], s);
+  }
+  dmacclResult_t e = dmacclGroupEnd();
+  if (rc == dmacclSuccess) rc = e;
+  if (rc != dmacclSuccess)
+    fprintf(stderr, "dmaccl-perf: %s: %s\n", dmacclGetErrorString(rc),
+            dmacclCommGetLastError(NULL));
+  return rc == dmacclSuccess ? 0 : -1;
+}
+
+int perfSyncAll(bench *b, contender *c) {
+  for (int r = 0; r < b->nlocal; r++) {
+    if (b->gpu) {
+      CUDA_CHECK(cudaSetDevice(b->devs[r]));
+      CUDA_CHECK(cudaStreamSynchronize(b->streams[r]));
+    }
+    if (c->kind == KIND_DMACCL) {
+      dmacclResult_t rc = dmacclCommSynchronize(c->comms[r]);
+      if (rc != dmacclSuccess) {
+        fprintf(stderr, "dmaccl-perf: rank %d: %s\n", b->first + r,
+                dmacclCommGetLastError(c->comms[r]));
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+static int launchGraphs(bench *b, cudaGraphExec_t *graphs) {
+  for (int r = 0; r < b->nlocal; r++) {
+    CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    CUDA_CHECK(cudaGraphLaunch(graphs[r], b->streams[r]));
+  }
+  return 0;
+}
+
+/* nops operations (eager), or nops launches of the graphs. */
+static int runOps(bench *b, contender *c, int coll, size_t count, int inPlace, long nops,
+                  cudaGraphExec_t *graphs) {
+  for (long i = 0; i < nops; i++) {
+    if (graphs ? launchGraphs(b, graphs) : perfIssue(b, c, coll, count, inPlace)) return -1;
+    if (b->args.blocking && perfSyncAll(b, c)) return -1;
+  }
+  return 0;
+}
+
+void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs) {
+  for (int r = 0; r < b->nlocal; r++)
+    if (graphs[r]) {
+      cudaGraphExecDestroy(graphs[r]);
+      graphs[r] = NULL;
+    }
+}
+
+/* Captures -n operations on every local stream into one graph each; the
+ * graphs are instantiated after every capture ended. */
+static int capture(bench *b, contender *c, int coll, size_t count, int inPlace,
+                   cudaGraphExec_t *graphs) {
+  cudaGraph_t g[MAXR] = {0};
+  for (int r = 0; r < b->nlocal; r++) {
+    CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    CUDA_CHECK(cudaStreamBeginCapture(b->streams[r], cudaStreamCaptureModeThreadLocal));
+  }
+  int bad = 0;
+  for (int i = 0; i < b->args.iters && !bad; i++) bad = perfIssue(b, c, coll, count, inPlace);
+  for (int r = 0; r < b->nlocal; r++) {
+    cudaSetDevice(b->devs[r]);
+    if (cudaStreamEndCapture(b->streams[r], &g[r]) != cudaSuccess) bad = 1;
+  }
+  for (int r = 0; r < b->nlocal && !bad; r++) {
+    cudaSetDevice(b->devs[r]);
+    if (cudaGraphInstantiate(&graphs[r], g[r], 0) != cudaSuccess) bad = 1;
+  }
+  for (int r = 0; r < b->nlocal; r++)
+    if (g[r]) cudaGraphDestroy(g[r]);
+  if (bad) {
+    fprintf(stderr, "dmaccl-perf: %s: capturing %d operations into a CUDA graph failed\n", c->name,
+            b->args.iters);
+    perfFreeGraphs(b, graphs);
+    return -1;
+  }
+  return 0;
+}
+
+int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
+                cudaGraphExec_t *graphs) {
+  perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
+  if (runOps(b, c, coll, count, inPlace, b->args.warmup, NULL) || perfSyncAll(b, c)) return -1;
+  long ops = b->args.iters;
+  cudaGraphExec_t *g = NULL;
+  if (b->args.graphs) {
+    if (capture(b, c, coll, count, inPlace, graphs)) return -1;
+    g = graphs;
+    /* one untimed launch uploads the graphs */
+    if (launchGraphs(b, g) || perfSyncAll(b, c)) return -1;
+    ops = (long)b->args.graphs * b->args.iters;
+  }
+  perfBarrier(b);
+  double t0 = perfNowSec();
+  if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g) ||
+      perfSyncAll(b, c))
+    return -1;
+  perfShare(b, (perfNowSec() - t0) * 1e6 / (double)ops, t);
+  return 0;
+}
+
+static int poison(bench *b, contender *c, int coll, size_t count, int inPlace) {
+  size_t chunk = count * b->tsize, total = chunk * (size_t)b->n;
+  for (int l = 0; l < b->nlocal; l++) {
+    int rank = b->first + l;
+    if (b->gpu) {
+      CUDA_CHECK(cudaSetDevice(b->devs[l]));
+      CUDA_CHECK(cudaMemset(c->recv[l], POISON, total));
+      if (inPlace && coll == PERF_ALLGATHER)
+        CUDA_CHECK(cudaMemcpy((char *)c->recv[l] + (size_t)rank * chunk, b->pool[rank], chunk,
+                              cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaDeviceSynchronize());
+    } else {
+      memset(c->recv[l], POISON, total);
+      if (inPlace && coll == PERF_ALLGATHER)
+        memcpy((char *)c->recv[l] + (size_t)rank * chunk, b->pool[rank], chunk);
+    }
+  }
+  return 0;
+}
+
+long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
+                    cudaGraphExec_t *graphs) {
+  size_t chunk = count * b->tsize, total = chunk * (size_t)b->n;
+  long long wrong = 0;
+  perfTrace(b, "check", c, count);
+  for (int k = 0; k < b->args.check; k++) {
+    if (poison(b, c, coll, count, inPlace)) return -1;
+    perfBarrier(b); /* nobody writes into a peer still poisoning */
+    if ((graphs ? launchGraphs(b, graphs) : perfIssue(b, c, coll, count, inPlace)) ||
+        perfSyncAll(b, c))
+      return -1;
+    for (int t = 0; t < b->nlocal; t++) {
+      int gt = b->first + t;
+      const unsigned char *got = c->recv[t];
+      if (b->gpu) {
+        CUDA_CHECK(cudaMemcpy(b->scratch, c->recv[t], total, cudaMemcpyDeviceToHost));
+        got = b->scratch;
+      }
+      for (int f = 0; f < b->n; f++) {
+        const unsigned char *want = b->pool[f] + (coll == PERF_ALLGATHER ? 0 : (size_t)gt * chunk);
+        wrong += (long long)dataCountWrong(got + (size_t)f * chunk, want, chunk, b->tsize);
+      }
+    }
+    perfBarrier(b); /* nobody poisons what a peer may still read */
+  }
+  if (b->mp) {
+    b->sh->wrong[b->first] = wrong;
+    perfBarrier(b);
+    wrong = 0;
+    for (int r = 0; r < b->n; r++) wrong += b->sh->wrong[r];
+    perfBarrier(b);
+  }
+  return wrong;
+}
+
+int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp,
+                  cudaGraphExec_t *graphs, double *joules, double *watts) {
+  *joules = *watts = 0;
+  if (!b->energy) return 0;
+  perfTrace(b, "energy", c, count);
+  /* Every rank must run the same number of operations: usPerOp and
+   * energyMs are the same shared numbers everywhere. */
+  long perLaunch = graphs ? b->args.iters : 1;
+  long launches = (long)ceil(b->energyMs * 1e3 / (usPerOp * (double)perLaunch));
+  if (launches < 1) launches = 1;
+  perfBarrier(b);
+  double e0 = energyRead(b->energy), t0 = perfNowSec();
+  /* in rounds as long as the timed loop, each waited for */
+  long round = graphs ? 1 : b->args.iters;
+  for (long done = 0; done < launches; done += round) {
+    long k = launches - done < round ? launches - done : round;
+    if (runOps(b, c, coll, count, 0, k, graphs) || perfSyncAll(b, c)) return -1;
+  }
+  double e1 = energyRead(b->energy), t1 = perfNowSec();
+  perfStat j, dt;
+  perfShare(b, e1 - e0, &j);
+  perfShare(b, t1 - t0, &dt);
+  double sumJ = j.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
+  *joules = sumJ / (double)(launches * perLaunch);
+  *watts = sumJ / dt.v[PERF_AVG_MAX];
+  return 0;
+}
+
+static int cmpd(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, perfBreakdown *out) {
+  enum { NP = 5 };
+  double parts[NP][32];
+  int copies = 0, kernels = 0, hostEnd = 0, got = 0;
+  void *probeBuf[MAXR];
+  if (reps > 32) reps = 32;
+  for (int r = 0; r < b->nlocal; r++) {
+    CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    CUDA_CHECK(cudaMalloc(&probeBuf[r], 2 * BD_PROBE_BYTES));
+  }
+  perfTrace(b, "trace", c, count);
+  /* warm: first use of buffers and handles is not what is measured */
+  if (perfIssue(b, c, coll, count, 0) || perfSyncAll(b, c)) return -1;
+  int failed = 0;
+  for (int k = 0; k < reps; k++) { /* every rank runs every repetition: barriers inside */
+    uint64_t tProbe[MAXR];
+    perfBarrier(b);
+    if (bdStart()) failed = 1;
+    for (int r = 0; r < b->nlocal; r++) {
+      cudaSetDevice(b->devs[r]);
+      cudaMemcpyAsync((char *)probeBuf[r] + BD_PROBE_BYTES, probeBuf[r], BD_PROBE_BYTES,
+                      cudaMemcpyDeviceToDevice, b->streams[r]);
+      tProbe[r] = bdNow();
+    }
+    uint64_t t0 = bdNow();
+    if (perfIssue(b, c, coll, count, 0)) failed = 1;
+    uint64_t t1 = bdNow();
+    for (int r = 0; r < b->nlocal; r++) {
+      cudaSetDevice(b->devs[r]);
+      cudaMemcpyAsync((char *)probeBuf[r] + BD_PROBE_BYTES, probeBuf[r], BD_PROBE_BYTES,
+                      cudaMemcpyDeviceToDevice, b->streams[r]);
+    }
+    if (perfSyncAll(b, c)) failed = 1;
+    uint64_t tDone = bdNow();
+    if (bdStop()) failed = 1;
+    double sum[NP] = {0};
+    int ok = 1;
+    for (int r = 0; r < b->nlocal && !failed; r++) {
+      perfBreakdown one;
+      if (bdSplit(b->devs[r], tProbe[r], t0, t1, tDone, &one)) {
+        ok = 0;
+        continue;
+      }
+      sum[0] += one.control / b->nlocal;
+      sum[1] += one.schedule / b->nlocal;
+      sum[2] += one.copy / b->nlocal;
+      sum[3] += one.sync / b->nlocal;
+      sum[4] += one.total / b->nlocal;
+      if (k == 0) copies += one.copies, kernels += one.kernels;
+      hostEnd |= one.hostEnd;
+    }
+    /* average over ranks (processes) */
+    perfStat s;
+    perfShare(b, ok ? 0 : 1, &s);
+    if (s.v[PERF_AVG_MAX] > 0) ok = 0;
+    for (int p = 0; p < NP; p++) {
+      perfShare(b, sum[p], &s);
+      parts[p][got] = s.v[PERF_AVG_MEAN];
+    }
+    if (ok) got++;
+  }
+  for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
+  perfStat s;
+  perfShare(b, failed, &s);
+  if (s.v[PERF_AVG_MAX] > 0 || got == 0) return -1;
+  double med[NP];
+  for (int p = 0; p < NP; p++) {
+    qsort(parts[p], (size_t)got, sizeof(double), cmpd);
+    med[p] = parts[p][got / 2];
+  }
+  memset(out, 0, sizeof(*out));
+  out->control = med[0], out->schedule = med[1], out->copy = med[2], out->sync = med[3];
+  out->total = med[4];
+  /* commands on this process's GPUs for one operation, summed over ranks */
+  perfShare(b, copies, &s);
+  out->copies = (int)lround(s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1));
+  perfShare(b, kernels, &s);
+  out->kernels = (int)lround(s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1));
+  perfShare(b, hostEnd, &s);
+  out->hostEnd = s.v[PERF_AVG_MAX] > 0;
+  return 0;
+}

@@ -1,0 +1,239 @@
+/* What dmaccl-perf prints (nccl-tests' header and columns, one row per
+ * contender and size, out of place and in place side by side) and the JSON
+ * file of -J. Only the process of rank 0 calls these. */
+#include "bench.h"
+
+#include <string.h>
+#include <time.h>
+
+const char *const perfKindName[3] = {"dmaccl", "nccl", "nccl-ce"};
+static const char *avgName[4] = {"rank 0's", "the average over ranks", "the fastest rank's",
+                                 "the slowest rank's"};
+
+static const char *collName(int coll) {
+  return coll == PERF_ALLGATHER ? "allgather" : "alltoall";
+}
+
+void perfHeader(bench *b) {
+  const perfArgs *a = &b->args;
+  char gpus[512] = "";
+  size_t o = 0;
+  for (int r = 0; b->gpu && r < b->n; r++)
+    o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->mp ? r : b->devs[r]);
+  if (b->gpu && b->gpuName[0]) snprintf(gpus + o, sizeof(gpus) - o, " (%s)", b->gpuName);
+  int v = 0;
+  dmacclGetVersion(&v);
+  printf("# dmaccl-perf (dmaccl %d): executor %s%s, %d ranks%s%s\n", v, b->gpu ? "cuda" : "host",
+         b->mp    ? " (one process per rank)"
+         : b->gpu ? " (one process drives every GPU)"
+                  : " (ranks are threads on host memory)",
+         b->n, b->gpu ? ", GPUs" : "", gpus);
+  printf("# minBytes %zu maxBytes %zu step: %g(%s) type %s warmup iters: %d iters: %d validation: "
+         "%d graph: %d blocking: %d cycles: %d\n",
+         a->minBytes, a->maxBytes, a->stepBytes ? (double)a->stepBytes : a->stepFactor,
+         a->stepBytes ? "bytes" : "factor", perfTypeName(a->type), a->warmup, a->iters, a->check,
+         a->graphs, a->blocking, a->cycles);
+  if (a->graphs)
+    printf("# graph mode: %d operations captured as one CUDA graph per rank, launched %d times; "
+           "time = elapsed / %d\n",
+           a->iters, a->graphs, a->iters * a->graphs);
+  if (b->mp)
+    printf("# time = %s time per operation (-a %d); bandwidths and speedup use it\n",
+           avgName[a->average], a->average);
+  printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = "
+         "algbw*(n-1)/n\n");
+  for (int i = 0; i < b->nc; i++)
+    if (b->cs[i].kind != KIND_DMACCL)
+      printf("# baseline %-7s NCCL %s, %s, %s, NCCL_NVLS_ENABLE=0\n", b->cs[i].name,
+             ncclBaseVersion(b->cs[i].nccl),
+             b->cs[i].kind == KIND_NCCL ? "SM kernels (default config)"
+                                        : "copy engines (CTA policy ZERO, ncclMemAlloc buffers in "
+                                          "symmetric windows)",
+             b->mp ? "one rank per process" : "one process driving all GPUs");
+  int base = 0;
+  for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
+  if (base)
+    printf("# speedup = best baseline's time / dmaccl's time, out of place (above 1: dmaccl "
+           "faster)\n");
+  if (b->energy)
+    printf("# energy: NVML total-energy counters of all %d GPUs, loops of %.0f ms (counter tick "
+           "%.1f ms: +-1 tick at each end); idle: %.1f W\n",
+           b->n, b->energyMs, energyTickMs(b->energy), b->idleWatts);
+  printf("#\n# %-9s %12s %11s %6s %-7s %36s %36s\n", "", "", "", "", "", "out-of-place",
+         "in-place");
+  printf("# %-9s %12s %11s %6s %-7s %9s %8s %8s %8s %9s %8s %8s %8s %8s", "coll", "size(B)",
+         "count", "type", "algo", "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw",
+         "busbw", "#wrong", "speedup");
+  if (b->energy) printf(" %9s %7s", "mJ/op", "W");
+  printf("\n");
+  fflush(stdout);
+}
+
+static void half(bench *b, const perfRow *r) {
+  if (!r) {
+    printf(" %9s %8s %8s %8s", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  double us = r->us.v[b->args.average];
+  printf(" %9.2f %8.2f %8.2f %8lld", us, perfAlgBw(r->bytes, us), perfBusBw(r->bytes, us, b->n),
+         r->wrong);
+}
+
+void perfPrintSize(bench *b, size_t firstRow) {
+  for (int c = 0; c < b->nc; c++) {
+    const perfRow *out = NULL, *in = NULL;
+    for (size_t i = firstRow; i < b->nrows; i++)
+      if (b->rows[i].contender == c) *(b->rows[i].inPlace ? &in : &out) = &b->rows[i];
+    if (!out) continue;
+    printf("  %-9s %12zu %11zu %6s %-7s", collName(out->coll), out->bytes, out->count,
+           perfTypeName(b->args.type), b->cs[c].name);
+    half(b, out);
+    half(b, in);
+    if (out->speedup > 0)
+      printf(" %7.2fx", out->speedup);
+    else
+      printf(" %8s", "-");
+    if (b->energy) printf(" %9.3f %7.1f", out->joules * 1e3, out->watts);
+    printf("\n");
+  }
+  fflush(stdout);
+}
+
+void perfSummary(bench *b, int failures) {
+  printf("#\n# Avg bus bandwidth (GB/s), out of place, over the sizes above:\n");
+  double headline = -1;
+  for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1)
+    for (int c = 0; c < b->nc; c++) {
+      double sum = 0;
+      int n = 0;
+      for (size_t i = 0; i < b->nrows; i++) {
+        const perfRow *r = &b->rows[i];
+        if (r->coll != coll || r->contender != c || r->inPlace) continue;
+        sum += perfBusBw(r->bytes, r->us.v[b->args.average], b->n);
+        n++;
+      }
+      if (!n) continue;
+      printf("#   %-9s %-7s %9.2f\n", collName(coll), b->cs[c].name, sum / n);
+      if (headline < 0 && b->cs[c].kind == KIND_DMACCL) headline = sum / n;
+    }
+  long long wrong = 0;
+  for (size_t i = 0; i < b->nrows; i++) wrong += b->rows[i].wrong;
+  printf("# Out of bounds values : %lld %s\n", wrong, failures ? "FAILED" : "OK");
+  if (headline >= 0)
+    printf("# Avg bus bandwidth    : %g (dmaccl, first algorithm, first collective)\n", headline);
+  printf("# %s\n",
+         failures ? "WRONG RESULTS in some rows (#wrong > 0)" : "all results checked correct");
+  fflush(stdout);
+}
+
+void perfPrintBreakdown(bench *b) {
+  printf("#\n# Breakdown of one operation (out of place; median of repetitions, mean over ranks), "
+         "us:\n");
+  printf("#   control: host issuing; schedule: command latency + idle gaps between copies; copy: "
+         "a copy (or kernel) running; sync: waiting for peers. Method: docs/benchmark.md\n");
+  printf("# %-9s %12s %-7s %9s %9s %9s %9s %9s %7s %8s\n", "coll", "size(B)", "algo", "control",
+         "schedule", "copy", "sync", "total", "copies", "kernels");
+  for (size_t i = 0; i < b->nrows; i++) {
+    const perfRow *r = &b->rows[i];
+    if (!r->hasBreakdown) continue;
+    printf("  %-9s %12zu %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %7d %8d%s\n", collName(r->coll),
+           r->bytes, b->cs[r->contender].name, r->bd.control, r->bd.schedule, r->bd.copy,
+           r->bd.sync, r->bd.total, r->bd.copies, r->bd.kernels,
+           r->bd.hostEnd ? "  (end: host clock)" : "");
+  }
+  fflush(stdout);
+}
+
+static void jsonStr(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+int perfWriteJson(bench *b, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  const perfArgs *a = &b->args;
+  char date[32];
+  time_t now = time(NULL);
+  strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  int v = 0;
+  dmacclGetVersion(&v);
+  fprintf(f, "{\n  \"schema\": \"dmaccl-perf/1\",\n  \"dmaccl_version\": %d,\n  \"date\": ", v);
+  jsonStr(f, date);
+  fprintf(f, ",\n  \"command\": [");
+  for (int i = 0; i < b->argc; i++) {
+    if (i) fputs(", ", f);
+    jsonStr(f, b->argv[i]);
+  }
+  fprintf(f,
+          "],\n  \"config\": {\"executor\": \"%s\", \"ranks\": %d, \"processes\": %d, "
+          "\"gpu\": ",
+          b->gpu ? "cuda" : "host", b->n, b->mp ? b->n : 1);
+  jsonStr(f, b->gpuName);
+  fprintf(f,
+          ", \"type\": \"%s\", \"type_bytes\": %zu, \"iters\": %d, \"warmup\": %d, "
+          "\"check\": %d, \"graph_launches\": %d, \"blocking\": %d, \"average\": %d, "
+          "\"cycles\": %d, \"idle_watts\": %.3f},\n",
+          perfTypeName(a->type), b->tsize, a->iters, a->warmup, a->check, a->graphs, a->blocking,
+          a->average, a->cycles, b->idleWatts);
+  fprintf(f, "  \"contenders\": [");
+  for (int c = 0; c < b->nc; c++) {
+    fprintf(f, "%s{\"name\": ", c ? ", " : "");
+    jsonStr(f, b->cs[c].name);
+    fprintf(f, ", \"kind\": \"%s\", \"version\": ", perfKindName[b->cs[c].kind]);
+    jsonStr(f, b->cs[c].kind == KIND_DMACCL ? "" : ncclBaseVersion(b->cs[c].nccl));
+    fputc('}', f);
+  }
+  fprintf(f, "],\n  \"rows\": [\n");
+  for (size_t i = 0; i < b->nrows; i++) {
+    const perfRow *r = &b->rows[i];
+    double us = r->us.v[a->average];
+    fprintf(f,
+            "    {\"cycle\": %d, \"coll\": \"%s\", \"in_place\": %s, \"contender\": \"%s\", "
+            "\"kind\": \"%s\", \"size\": %zu, \"count\": %zu, \"time_us\": %.4f, "
+            "\"time_us_rank0\": %.4f, \"time_us_mean\": %.4f, \"time_us_min\": %.4f, "
+            "\"time_us_max\": %.4f, \"algbw\": %.4f, \"busbw\": %.4f, \"wrong\": %lld, "
+            "\"speedup\": ",
+            r->cycle, collName(r->coll), r->inPlace ? "true" : "false", b->cs[r->contender].name,
+            perfKindName[b->cs[r->contender].kind], r->bytes, r->count, us, r->us.v[PERF_AVG_RANK0],
+            r->us.v[PERF_AVG_MEAN], r->us.v[PERF_AVG_MIN], r->us.v[PERF_AVG_MAX],
+            perfAlgBw(r->bytes, us), perfBusBw(r->bytes, us, b->n), r->wrong);
+    if (r->speedup > 0)
+      fprintf(f, "%.4f, \"best_baseline\": \"%s\"", r->speedup, b->cs[r->best].name);
+    else
+      fprintf(f, "null, \"best_baseline\": null");
+    if (r->joules > 0)
+      fprintf(f, ", \"energy_j_per_op\": %.6g, \"watts\": %.3f", r->joules, r->watts);
+    else
+      fprintf(f, ", \"energy_j_per_op\": null, \"watts\": null");
+    if (r->hasBreakdown)
+      fprintf(f,
+              ", \"breakdown\": {\"control_us\": %.3f, \"schedule_us\": %.3f, \"copy_us\": %.3f, "
+              "\"sync_us\": %.3f, \"total_us\": %.3f, \"copies\": %d, \"kernels\": %d, "
+              "\"end_from_host_clock\": %s}",
+              r->bd.control, r->bd.schedule, r->bd.copy, r->bd.sync, r->bd.total, r->bd.copies,
+              r->bd.kernels, r->bd.hostEnd ? "true" : "false");
+    else
+      fprintf(f, ", \"breakdown\": null");
+    fprintf(f, "}%s\n", i + 1 < b->nrows ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  int bad = ferror(f);
+  if (fclose(f) || bad) {
+    fprintf(stderr, "dmaccl-perf: writing %s failed\n", path);
+    return -1;
+  }
+  return 0;
+}
