@@ -16,6 +16,16 @@
 #define MAXR 64
 #define POISON 0xA5
 
+/* Returns -1 from the calling function after saying which CUDA call failed. */
+#define CUDA_CHECK(call)                                                                           \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "dmaccl-perf: %s: %s\n", #call, cudaGetErrorString(e_));                     \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
 enum { KIND_DMACCL = 0, KIND_NCCL = 1, KIND_NCCL_CE = 2 };
 extern const char *const perfKindName[3];
 

@@ -30,15 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CUDA_CHECK(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "dmaccl-perf: %s: %s\n", #call, cudaGetErrorString(e_));                     \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-
 static int setupBuffers(bench *b) {
   size_t maxBytes = b->args.maxBytes;
   if (b->gpu) b->scratch = malloc(maxBytes);

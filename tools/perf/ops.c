@@ -9,15 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#define CUDA_CHECK(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "dmaccl-perf: %s: %s\n", #call, cudaGetErrorString(e_));                     \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-
 double perfNowSec(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
