@@ -214,7 +214,6 @@ static void tracePass(bench *b) {
     perfRow *r = &b->rows[i];
     int ce = b->cs[r->contender].kind == KIND_NCCL_CE;
     if (r->cycle != 0 || r->inPlace || !(b->args.breakdown || ce)) continue;
-    if (b->print && !b->args.breakdown) fprintf(stderr, "# tracing %s %zu\n", "nccl-ce", r->bytes);
     if (perfBreakdownRow(b, &b->cs[r->contender], r->coll, r->count, b->args.breakdown ? 7 : 1,
                          &r->bd) == 0) {
       r->hasBreakdown = b->args.breakdown;

@@ -7,8 +7,8 @@
 #include <time.h>
 
 const char *const perfKindName[3] = {"dmaccl", "nccl", "nccl-ce"};
-static const char *avgName[4] = {"rank 0's", "the average over ranks", "the fastest rank's",
-                                 "the slowest rank's"};
+static const char *avgName[4] = {"rank 0's time", "the mean of the ranks' times",
+                                 "the fastest rank's time", "the slowest rank's time"};
 
 static const char *collName(int coll) {
   return coll == PERF_ALLGATHER ? "allgather" : "alltoall";
@@ -38,7 +38,7 @@ void perfHeader(bench *b) {
            "time = elapsed / %d\n",
            a->iters, a->graphs, a->iters * a->graphs);
   if (b->mp)
-    printf("# time = %s time per operation (-a %d); bandwidths and speedup use it\n",
+    printf("# time = %s per operation (-a %d); bandwidths and speedup use it\n",
            avgName[a->average], a->average);
   printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = "
          "algbw*(n-1)/n\n");
