@@ -42,7 +42,6 @@ typedef struct {
 typedef struct {
   pthread_barrier_t barrier;
   double vals[MAXR];
-  long long wrong[MAXR];
   int okId[3];
   char ncclId[3][128];
   dmacclUniqueId ids[PERF_MAX_ALGOS + 1];
@@ -99,6 +98,8 @@ double perfNowSec(void);
 void perfBarrier(bench *b);
 /* Combines one value per process into rank 0's, mean, min and max. */
 void perfShare(bench *b, double mine, perfStat *out);
+/* Sum of one value per process over all processes. */
+double perfSum(bench *b, double mine);
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, then -n operations (or -G launches of a graph of

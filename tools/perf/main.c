@@ -290,8 +290,7 @@ static int benchMain(bench *b) {
       perfBarrier(b);
       double e0 = energyRead(b->energy), t0 = perfNowSec();
       usleep(300000);
-      perfShare(b, (energyRead(b->energy) - e0) / (perfNowSec() - t0), &s);
-      b->idleWatts = s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
+      b->idleWatts = perfSum(b, (energyRead(b->energy) - e0) / (perfNowSec() - t0));
     }
   }
   if (b->print) perfHeader(b);

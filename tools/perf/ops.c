@@ -41,6 +41,12 @@ void perfShare(bench *b, double mine, perfStat *out) {
   perfBarrier(b);
 }
 
+double perfSum(bench *b, double mine) {
+  perfStat s;
+  perfShare(b, mine, &s);
+  return s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
+}
+
 /* In place (AllGather): this rank's block of its own output is the input. */
 static void *sendOf(bench *b, contender *c, int l, size_t count, int inPlace) {
   if (!inPlace) return c->send[l];
@@ -209,14 +215,7 @@ long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
     }
     perfBarrier(b); /* nobody poisons what a peer may still read */
   }
-  if (b->mp) {
-    b->sh->wrong[b->first] = wrong;
-    perfBarrier(b);
-    wrong = 0;
-    for (int r = 0; r < b->n; r++) wrong += b->sh->wrong[r];
-    perfBarrier(b);
-  }
-  return wrong;
+  return llround(perfSum(b, (double)wrong));
 }
 
 int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp,
@@ -238,10 +237,9 @@ int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp
     if (runOps(b, c, coll, count, 0, k, graphs) || perfSyncAll(b, c)) return -1;
   }
   double e1 = energyRead(b->energy), t1 = perfNowSec();
-  perfStat j, dt;
-  perfShare(b, e1 - e0, &j);
+  perfStat dt;
+  double sumJ = perfSum(b, e1 - e0);
   perfShare(b, t1 - t0, &dt);
-  double sumJ = j.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
   *joules = sumJ / (double)(launches * perLaunch);
   *watts = sumJ / dt.v[PERF_AVG_MAX];
   return 0;
@@ -326,10 +324,8 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
   out->control = med[0], out->schedule = med[1], out->copy = med[2], out->sync = med[3];
   out->total = med[4];
   /* commands on this process's GPUs for one operation, summed over ranks */
-  perfShare(b, copies, &s);
-  out->copies = (int)lround(s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1));
-  perfShare(b, kernels, &s);
-  out->kernels = (int)lround(s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1));
+  out->copies = (int)lround(perfSum(b, copies));
+  out->kernels = (int)lround(perfSum(b, kernels));
   perfShare(b, hostEnd, &s);
   out->hostEnd = s.v[PERF_AVG_MAX] > 0;
   return 0;
