@@ -11,7 +11,8 @@ const char *ccCollName(int coll) {
   return coll == CC_ALLGATHER ? "allgather" : "alltoall";
 }
 
-const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb", "pull1",
+                                        "pulln", "pullb", "stage", "stage2d"};
 
 dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo) {
   char sel[96];

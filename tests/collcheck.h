@@ -40,7 +40,7 @@ dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo)
 
 /* The algorithm names, as dmacclConfig_t.algorithm and DMACCL_ALGO know them. */
 extern const char *const ccAlgos[];
-#define CC_NALGOS 6
+#define CC_NALGOS 8
 
 /* A call that must fail with code and a message containing text, on comm and
  * on the calling thread (needs harness.h). */

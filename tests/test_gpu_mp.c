@@ -14,7 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1",
+                              "pulln", "pullb", "stage", "stage2d"};
 
 #define RANK_CUDA(call) RANK_CHECK((call) == cudaSuccess)
 #define RANK_OK(comm, call)                                                                        \

@@ -10,7 +10,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-static const char *algos[] = {"push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+static const char *algos[] = {"push1", "pushn", "pushb", "pull1",
+                              "pulln", "pullb", "stage", "stage2d"};
 
 /* Host executor; algo (one name for both collectives) or NULL for the defaults. */
 static dmacclConfig_t hostConfig(const char *algo) {
@@ -156,10 +157,10 @@ static int testCollectives(void) {
 }
 
 /* Many operations in flight: more than the board's depth (64) without a
- * wait, each on its own buffers, checked at the end. */
+ * wait, each on its own buffers, checked at the end. arg: the algorithm
+ * (NULL for the defaults); staged ones reuse their two slots 75 times. */
 static int manyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
-  (void)arg;
-  dmacclConfig_t cfg = hostConfig(NULL);
+  dmacclConfig_t cfg = hostConfig(arg);
   dmacclComm_t comm;
   RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   enum { OPS = 150, COUNT = 33 };
@@ -189,6 +190,9 @@ static int manyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 
 static int testManyInFlight(void) {
   ASSERT_EQ_INT(mpRun(3, manyBody, NULL, 120, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, manyBody, "push1", 120, 0), 0);
+  ASSERT_EQ_INT(mpRun(4, manyBody, "stage", 120, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, manyBody, "stage2d", 120, 0), 0);
   return 0;
 }
 
@@ -241,13 +245,17 @@ static int testBuffers(void) {
 }
 
 /* Ranks that disagree about the count: every rank gets an async error,
- * nothing is copied, and the next collective is correct. */
+ * nothing is copied, and the next collective is correct. A direct algorithm
+ * compares the calls before it copies anything. */
 static int disagreeBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
   dmacclComm_t comm;
   char *send, *recv;
   size_t bytes = 1024 * (size_t)n + MP_GUARD;
-  if (openRank(rank, n, id, bytes, &comm, &send, &recv)) return 1;
+  dmacclConfig_t cfg = hostConfig("push1");
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
   memset(recv, 0xA5, bytes);
   memset(send, 0x11, 1024);
   RANK_CHECK(dmacclAllGather(send, recv, rank == 1 ? 512 : 1024, dmacclUint8, comm, 0) ==
@@ -262,8 +270,38 @@ static int disagreeBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* A staged operation runs before the peers have called, so a disagreement
+ * is found afterwards: every rank gets an async error that says the receive
+ * buffer is undefined. */
+static int disagreeStagedBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  char *send, *recv;
+  size_t bytes = 1024 * (size_t)n + MP_GUARD;
+  dmacclConfig_t cfg = hostConfig("stage");
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  memset(send, 0x11, 1024);
+  RANK_CHECK(dmacclAllGather(send, recv, rank == 1 ? 512 : 1024, dmacclUint8, comm, 0) ==
+             dmacclSuccess);
+  dmacclCommSynchronize(comm);
+  /* The comparison needs every rank's call: wait for it. */
+  dmacclResult_t async = dmacclSuccess;
+  for (int i = 0; i < 2000 && async == dmacclSuccess; i++) {
+    RANK_CHECK(dmacclCommGetAsyncError(comm, &async) == dmacclSuccess);
+    if (async == dmacclSuccess) usleep(1000);
+  }
+  RANK_CHECK(async == dmacclInvalidUsage);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "disagree") != NULL);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "undefined") != NULL);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
 static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, disagreeStagedBody, NULL, 60, 0), 0);
   return 0;
 }
 

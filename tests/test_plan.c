@@ -62,7 +62,7 @@ static int checkCase(const caseT *c, planAlgo algo) {
   memset(wai, 0, sizeof(wai));
   int rc = 0;
   for (int r = 0; r < n; r++) {
-    planArgs a = {c->coll, r, n, c->chunk, c->inPlace};
+    planArgs a = {c->coll, r, n, c->chunk, c->inPlace, 0, 0};
     if (planBuild(&a, algo, &s[r]) != 0) {
       TEST_FAIL("planBuild failed");
       rc = 1;
@@ -205,7 +205,7 @@ static int replayCase(const caseT *c, planAlgo algo) {
       testFillRandom(recv[r] + GUARD + (size_t)r * c->chunk, c->chunk, 1000u + (unsigned)r);
   }
   for (int r = 0; r < n && !rc; r++) {
-    planArgs a = {c->coll, r, n, c->chunk, c->inPlace};
+    planArgs a = {c->coll, r, n, c->chunk, c->inPlace, 0, 0};
     if (planBuild(&a, algo, &s) != 0) rc = 1;
     for (int i = 0; i < s.nsteps && !rc; i++) {
       const planStep *st = &s.steps[i];
@@ -272,6 +272,7 @@ static int testAllCases(void) {
       for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
         for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
           for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+            if (planIsStaged((planAlgo)a)) continue; /* testStaged* */
             caseT c = {n, inPlace, (planColl)coll, chunks[k]};
             if (checkCase(&c, (planAlgo)a)) return 1;
             int small = c.chunk <= 4099 || (c.chunk <= PLAN_SIDE_LANE_BYTES + 3 && n <= 4);
@@ -286,9 +287,10 @@ static int testRotatedOrder(void) {
   /* Rank r's first peer copy goes to r+1: no peer is everyone's first target. */
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
     if (a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB) continue;
+    if (a == PLAN_ALGO_STAGE2D) continue; /* rank order on purpose: one 2D copy */
     for (int r = 0; r < 4; r++) {
       planSchedule s = {0};
-      planArgs args = {PLAN_COLL_ALLTOALL, r, 4, 16, 0};
+      planArgs args = {PLAN_COLL_ALLTOALL, r, 4, 16, 0, 8, 1};
       ASSERT_EQ_INT(planBuild(&args, (planAlgo)a, &s), 0);
       int first = -1;
       for (int i = 0; i < s.nsteps && first < 0; i++)
@@ -303,7 +305,7 @@ static int testRotatedOrder(void) {
 
 static int testLanes(void) {
   planSchedule s = {0};
-  planArgs args = {PLAN_COLL_ALLGATHER, 2, 5, 64, 0};
+  planArgs args = {PLAN_COLL_ALLGATHER, 2, 5, 64, 0, 0, 0};
   ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSHN, &s), 0);
   ASSERT_EQ_INT(s.nlanes, 4);
   ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &s), 0);
@@ -314,8 +316,9 @@ static int testLanes(void) {
   ASSERT_EQ_INT(batch, 5);
   /* A large self copy runs on a side lane of its own in the one-lane and
    * batch forms, on lane 0 with one lane per peer. */
-  planArgs big = {PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0};
+  planArgs big = {PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0, 0, 0};
   for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
+    if (planIsStaged((planAlgo)al)) continue;
     ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
     int self = -1;
     for (int i = 0; i < s.nsteps; i++)
@@ -325,14 +328,204 @@ static int testLanes(void) {
     ASSERT_EQ_INT(self, perPeer ? 0 : 1);
     ASSERT_EQ_INT(s.nlanes, perPeer ? 3 : 2);
   }
-  planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0};
+  planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0, 0, 0};
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_PUSH1, &s), -1);
+  planScheduleFree(&s);
+  return 0;
+}
+
+/*
+ * Staged algorithms: every rank runs a sequence of staged operations under
+ * a random interleaving, with the executors' flag rules (a WAIT passes once
+ * its slot holds the operation's epoch). Checks: no
+ * deadlock; every receive buffer byte right for every operation (fresh
+ * random data per operation, so a stale slot shows); no write lands in a
+ * staging slot whose owner has not yet copied out the operation before;
+ * copies stay inside the slot; no peer touches a user buffer.
+ */
+#define STAGE_MAXOPS 40
+typedef struct {
+  int n, slots, ops, inPlace;
+  planColl coll;
+  size_t chunk;
+  unsigned seed;
+} stageCase;
+
+static uint32_t stageRand(uint32_t *x) {
+  *x ^= *x << 13, *x ^= *x >> 17, *x ^= *x << 5;
+  return *x;
+}
+
+static int runStagedCase(const stageCase *c, planAlgo algo) {
+  int n = c->n, rc = 0;
+  size_t blk = c->chunk, slotBytes = (size_t)n * blk;
+  size_t ss = c->coll == PLAN_COLL_ALLGATHER ? blk : slotBytes;
+  unsigned char *send[MAXR][STAGE_MAXOPS + 1], *recv[MAXR][STAGE_MAXOPS + 1], *stage[MAXR];
+  int owed[MAXR][16]; /* stage index whose data sits unconsumed in [rank][slot] */
+  uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
+  int op[MAXR], pc[MAXR];
+  planSchedule sch[MAXR];
+  memset(sch, 0, sizeof(sch));
+  memset(owed, 0, sizeof(owed));
+  memset(flags, 0, sizeof(flags));
+  for (int r = 0; r < n; r++) {
+    stage[r] = malloc(slotBytes * (size_t)c->slots);
+    memset(stage[r], 0x5A, slotBytes * (size_t)c->slots);
+    for (int k = 1; k <= c->ops; k++) {
+      recv[r][k] = malloc(slotBytes);
+      memset(recv[r][k], 0xDD, slotBytes);
+      send[r][k] = c->inPlace ? recv[r][k] + (size_t)r * blk : malloc(ss);
+      testFillRandom(send[r][k], ss, 7000u + 131u * (unsigned)k + (unsigned)r);
+    }
+    op[r] = 1, pc[r] = 0;
+    planArgs a = {c->coll, r, n, blk, c->inPlace, c->slots, 1};
+    if (planBuild(&a, algo, &sch[r])) {
+      TEST_FAIL("%s: planBuild failed", planAlgoName(algo));
+      return 1;
+    }
+  }
+  uint32_t rnd = c->seed | 1;
+  for (;;) {
+    int runnable[MAXR], nr = 0, left = 0;
+    for (int r = 0; r < n; r++) {
+      if (op[r] > c->ops) continue;
+      left++;
+      const planStep *st = pc[r] < sch[r].nsteps ? &sch[r].steps[pc[r]] : NULL;
+      if (st && st->kind == PLAN_STEP_WAIT &&
+          (int32_t)(flags[r][st->phase][st->peer] - (uint32_t)op[r]) < 0)
+        continue;
+      runnable[nr++] = r;
+    }
+    if (!left) break;
+    if (!nr) {
+      TEST_FAIL("%s n=%d slots=%d: deadlock", planAlgoName(algo), n, c->slots);
+      rc = 1;
+      break;
+    }
+    int r = runnable[stageRand(&rnd) % (uint32_t)nr], k = op[r];
+    if (pc[r] == sch[r].nsteps) { /* operation k done on rank r: check it */
+      for (int f = 0; f < n && !rc; f++) {
+        const unsigned char *want =
+            c->coll == PLAN_COLL_ALLGATHER ? send[f][k] : send[f][k] + (size_t)r * blk;
+        long long d = testFirstDiff(recv[r][k] + (size_t)f * blk, want, blk);
+        if (d >= 0) {
+          TEST_FAIL("%s %s n=%d slots=%d op %d: rank %d block %d wrong at byte %lld",
+                    planCollName(c->coll), planAlgoName(algo), n, c->slots, k, r, f, d);
+          rc = 1;
+        }
+      }
+      if (rc) break;
+      op[r]++, pc[r] = 0;
+      if (op[r] <= c->ops) {
+        planArgs a = {c->coll, r, n, blk, c->inPlace, c->slots, (unsigned long long)op[r]};
+        if (planBuild(&a, algo, &sch[r])) rc = 1;
+      }
+      continue;
+    }
+    const planStep *st = &sch[r].steps[pc[r]++];
+    int slot = (int)(sch[r].stageIndex % (unsigned long long)c->slots);
+    if (st->kind == PLAN_STEP_SIGNAL) {
+      flags[st->peer][st->phase][r] = (uint32_t)k;
+      continue;
+    }
+    if (st->kind == PLAN_STEP_WAIT) continue;
+    /* COPY: resolve both ends; peers' user buffers are off limits. */
+    unsigned char *p[2];
+    const planLoc *loc[2] = {&st->src, &st->dst};
+    for (int e = 0; e < 2; e++) {
+      const planLoc *l = loc[e];
+      size_t lim = l->buf == PLAN_BUF_STAGE ? slotBytes : l->buf == PLAN_BUF_SEND ? ss : slotBytes;
+      if ((l->buf != PLAN_BUF_STAGE && l->rank != r) || l->off > lim || lim - l->off < st->bytes) {
+        TEST_FAIL("%s rank %d: copy end %d (rank %d buf %d off %zu, %zu bytes) out of bounds",
+                  planAlgoName(algo), r, e, l->rank, l->buf, l->off, st->bytes);
+        rc = 1;
+        break;
+      }
+      p[e] = l->buf == PLAN_BUF_STAGE  ? stage[l->rank] + (size_t)slot * slotBytes + l->off
+             : l->buf == PLAN_BUF_SEND ? send[r][k] + l->off
+                                       : recv[r][k] + l->off;
+    }
+    if (rc) break;
+    if (st->dst.buf == PLAN_BUF_STAGE) {
+      int *o = &owed[st->dst.rank][slot];
+      if (*o && *o != k) {
+        TEST_FAIL("%s n=%d slots=%d: rank %d overwrites rank %d's slot %d (op %d) with op %d",
+                  planAlgoName(algo), n, c->slots, r, st->dst.rank, slot, *o, k);
+        rc = 1;
+        break;
+      }
+      *o = k;
+    }
+    memmove(p[1], p[0], st->bytes);
+    if (st->src.buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
+  }
+  for (int r = 0; r < n; r++) {
+    planScheduleFree(&sch[r]);
+    free(stage[r]);
+    for (int k = 1; k <= c->ops; k++) {
+      if (!c->inPlace) free(send[r][k]);
+      free(recv[r][k]);
+    }
+  }
+  return rc;
+}
+
+static int testStagedProtocol(void) {
+  const size_t chunks[] = {1, 7, 33};
+  const int slots[] = {2, 3, 8};
+  int ncase = 0;
+  for (int n = 1; n <= MAXR; n++)
+    for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+      for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
+        for (int si = 0; si < 3; si++)
+          for (int ci = 0; ci < 3; ci++)
+            for (int a = PLAN_ALGO_STAGE; a <= PLAN_ALGO_STAGE2D; a++)
+              for (unsigned seed = 1; seed <= 3; seed++) {
+                stageCase c = {n,
+                               slots[si],
+                               3 * slots[si] + 3,
+                               inPlace,
+                               (planColl)coll,
+                               chunks[ci],
+                               seed * 2654435761u + (unsigned)n};
+                if (runStagedCase(&c, (planAlgo)a)) return 1;
+                ncase++;
+              }
+  printf("  %d staged sequences checked\n", ncase);
+  return 0;
+}
+
+/* Staged schedules: one lane, n copies (rows in rank order for stage2d),
+ * one out copy; bad slot counts refused. */
+static int testStagedShape(void) {
+  planSchedule s = {0};
+  for (unsigned long long k = 1; k <= 8; k++) {
+    planArgs a = {PLAN_COLL_ALLTOALL, 1, 4, 64, 0, 8, k};
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGE2D, &s), 0);
+    ASSERT_EQ_INT(s.nlanes, 1);
+    int copies = 0, row = 0;
+    for (int i = 0; i < s.nsteps; i++) {
+      if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].batch == 2)
+        ASSERT_EQ_INT(s.steps[i].dst.rank, row++); /* rows in rank order */
+      copies += s.steps[i].kind == PLAN_STEP_COPY;
+    }
+    ASSERT_EQ_INT(copies, 5);
+    ASSERT_EQ_INT(s.nsteps, 5 + 3 + 3);
+  }
+  planArgs bad = {PLAN_COLL_ALLGATHER, 0, 4, 64, 0, 0, 1};
+  ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
+  bad.stageSlots = 1;
+  ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
+  bad.stageSlots = 4, bad.stageIndex = 0;
+  ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
   planScheduleFree(&s);
   return 0;
 }
 
 int main(void) {
   RUN(testAllCases);
+  RUN(testStagedProtocol);
+  RUN(testStagedShape);
   RUN(testRotatedOrder);
   RUN(testLanes);
   TEST_EXIT();

@@ -132,6 +132,7 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   c->alive = ndev;
   c->nextLaunch = 1;
   c->table = table;
+  c->stageBytes = coreStageBytesParam();
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);

@@ -18,7 +18,8 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *id) {
 /* What each rank tells the others at init. */
 typedef struct {
   int32_t pid, executor, device, pad;
-  char name[32]; /* executor's name of the device (PCI bus id) */
+  uint64_t stageBytes; /* DMACCL_STAGE_BYTES: the set uses the smallest */
+  char name[32];       /* executor's name of the device (PCI bus id) */
 } rankInfo;
 
 /* Same verdict on every rank: they all see the same table. */
@@ -65,6 +66,7 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   int device = -1;
   if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
   mine.device = device;
+  mine.stageBytes = coreStageBytesParam();
   double timeout = atof(coreParamString("DMACCL_INIT_TIMEOUT"));
   if (timeout <= 0) timeout = 60;
 
@@ -100,7 +102,9 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
     rc = coreError(NULL, rc, "%s (rank %d of %d): %s", call, rank, nranks, err);
     goto fail;
   }
+  c->stageBytes = mine.stageBytes;
   for (int r = 0; r < nranks; r++) {
+    if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }

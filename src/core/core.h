@@ -11,6 +11,8 @@
 /* Operations a rank may have posted ahead of the slowest rank of its set. */
 #define CORE_BOARD_DEPTH 64
 #define CORE_MAX_RANKS 256
+/* Staging slots per rank for the staged algorithms (two are enough: staged.c). */
+#define CORE_STAGE_SLOTS 2
 
 struct execOps;
 struct bootState;
@@ -40,6 +42,10 @@ typedef struct coreOp {
   uint64_t seq;                /* 1-based position in the comm's sequence: the epoch */
   int capture;                 /* the stream is being captured into a CUDA graph */
   coreBufRef sendRef, recvRef; /* multi-process communicators only */
+  /* Set when the operation is sequenced (multi-process: at the call). */
+  planAlgo algo;
+  uint64_t stageIndex; /* staged algorithms: index among staged operations, else 0 */
+  int direct;          /* launched inside the call: copies go on the caller's stream */
 } coreOp;
 
 /* Ranks' calls for one sequence number, gathered until every rank posted. */
@@ -59,12 +65,14 @@ typedef struct {
   _Atomic uint64_t seq;
   int32_t coll, datatype, inPlace, capture;
   uint64_t count, chunkBytes;
+  int32_t algo, pad;
   coreBufRef send, recv;
 } coreSharedOp;
 
 typedef struct {
   int32_t rank, pid;
   _Atomic uint64_t launched; /* highest sequence number this rank has launched */
+  _Atomic uint64_t checked;  /* ... and compared with every peer's call (board slot free) */
   coreSharedOp ops[CORE_BOARD_DEPTH];
   _Atomic uint32_t hostFlags[]; /* [PLAN_NUM_PHASES][nranks] (host executor) */
 } coreSharedRank;
@@ -101,6 +109,8 @@ typedef struct coreClique {
   coreBoardSlot slots[CORE_BOARD_DEPTH];
   uint64_t nextLaunch;   /* lowest sequence number not yet launched */
   planTable table;       /* algorithm selection, one for all ranks */
+  size_t stageBytes;     /* bytes of one staging slot (0: no staged algorithms) */
+  uint64_t stageCount;   /* staged operations sequenced so far */
   int aborting;          /* dmacclCommAbort is running: waits give up */
   dmacclResult_t broken; /* a peer died or the watchdog fired: waits give up */
   char brokenWhy[256];
@@ -116,6 +126,7 @@ typedef struct coreClique {
   pthread_cond_t progressCv;
   double timeoutSec;   /* DMACCL_TIMEOUT: 0 = no watchdog */
   uint64_t completed;  /* highest sequence number known complete (progress thread) */
+  uint64_t checked;    /* highest sequence number compared with every peer's call */
   double pendingSince; /* when the oldest incomplete operation was first seen pending */
   double deadSince;    /* when a peer was first seen dead with work pending */
 } coreClique;
@@ -159,6 +170,7 @@ void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(pri
     if (coreLogLevelGet() >= CORE_LOG_INFO) coreLog(CORE_LOG_INFO, __VA_ARGS__);                   \
   } while (0)
 const char *coreParamString(const char *name); /* getenv with the table's default */
+size_t coreStageBytesParam(void);              /* DMACCL_STAGE_BYTES */
 void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of every parameter */
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
@@ -172,6 +184,17 @@ void coreFreeClique(coreClique *c);
 /* Argument checks (argcheck.c). */
 dmacclResult_t coreCheckComm(dmacclComm_t comm, const char *call);
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
+
+/* The algorithm of a collective of chunkBytes per block (launch.c): the
+ * table's choice, except that a staged algorithm falls back to push1 under
+ * graph capture or when the collective does not fit a staging slot. The
+ * same on every rank given the same table and stageBytes. */
+planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
+                        const planRange **why);
+/* Marks op staged or not and gives it its stage index (sequencing order). */
+void coreSequenceAlgo(coreClique *c, coreOp *op);
+/* Breaks the set: waits give up with code (progress.c). */
+void coreBreak(coreClique *c, dmacclResult_t code, const char *why);
 
 /* Posting and launching (launch.c: one process; launch_mp.c: ranks as
  * processes). corePost dispatches; coreWaitLaunched waits until seq is

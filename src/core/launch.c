@@ -11,6 +11,20 @@
 
 #include <string.h>
 
+planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
+                        const planRange **why) {
+  size_t size = (size_t)c->nranks * chunkBytes;
+  planAlgo algo = planSelect(&c->table, coll, size, why);
+  /* Staged operations use epoch flags and the batch API, which graphs cannot replay. */
+  if (planIsStaged(algo) && (capture || size > c->stageBytes)) algo = PLAN_ALGO_PUSH1;
+  return algo;
+}
+
+void coreSequenceAlgo(coreClique *c, coreOp *op) {
+  op->algo = coreChooseAlgo(c, op->coll, op->chunkBytes, op->capture, NULL);
+  op->stageIndex = planIsStaged(op->algo) && op->chunkBytes ? ++c->stageCount : 0;
+}
+
 static int sameOp(const coreOp *a, const coreOp *b) {
   return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
 }
@@ -27,11 +41,12 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     if (!bad && !sameOp(ref, &slot->ops[r])) bad = &slot->ops[r];
   }
   int agree = bad == NULL;
-  execBuffers bufs = {send, recv};
+  execBuffers bufs = {send, recv, NULL};
   /* One selection for all ranks: they must run the same algorithm. */
   size_t size = (size_t)c->nranks * ref->chunkBytes;
   const planRange *why = NULL;
-  planAlgo algo = planSelect(&c->table, ref->coll, size, &why);
+  planAlgo algo = coreChooseAlgo(c, ref->coll, ref->chunkBytes, ref->capture, &why);
+  uint64_t stageIndex = planIsStaged(algo) && agree && ref->chunkBytes ? ++c->stageCount : 0;
   if (agree && ref->chunkBytes)
     CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
               planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,
@@ -40,7 +55,8 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   for (int r = 0; r < c->nranks; r++) {
     dmacclComm_t comm = c->comms[r];
     const coreOp *op = &slot->ops[r];
-    planArgs args = {op->coll, r, c->nranks, op->chunkBytes, op->inPlace};
+    planArgs args = {op->coll,         r,         c->nranks, op->chunkBytes, op->inPlace,
+                     CORE_STAGE_SLOTS, stageIndex};
     if (!agree) {
       coreSetAsyncError(comm, dmacclInvalidUsage,
                         "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "

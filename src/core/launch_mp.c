@@ -12,6 +12,7 @@
 #include "../exec/exec.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,39 +29,44 @@ static void keepHandshakesOnly(planSchedule *s) {
   s->nsteps = k;
 }
 
+static void reportDisagreement(coreClique *c, uint64_t seq, int bad, const char *outcome) {
+  int slot = (int)(seq % CORE_BOARD_DEPTH);
+  const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot], *b = &coreBoardRank(c, bad)->ops[slot];
+  coreSetAsyncError(c->comms[c->localRank], dmacclInvalidUsage,
+                    "operation %llu: ranks disagree: rank 0 called %s with count %llu of %s, "
+                    "rank %d called %s with count %llu of %s; %s",
+                    (unsigned long long)seq, planCollName((planColl)ref->coll),
+                    (unsigned long long)ref->count, coreTypeName((dmacclDataType_t)ref->datatype),
+                    bad, planCollName((planColl)b->coll), (unsigned long long)b->count,
+                    coreTypeName((dmacclDataType_t)b->datatype), outcome);
+}
+
 static void launchOne(coreClique *c, uint64_t seq) {
   dmacclComm_t comm = c->comms[c->localRank];
   int n = c->nranks, me = c->localRank, slot = (int)(seq % CORE_BOARD_DEPTH);
   const coreOp *op = &c->localOps[slot];
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
-  const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot];
-  int bad = -1;
-  for (int r = 0; r < n && bad < 0; r++)
-    if (!sameShared(ref, &coreBoardRank(c, r)->ops[slot])) bad = r;
-  size_t size = (size_t)n * op->chunkBytes;
-  const planRange *why = NULL;
-  planAlgo algo = planSelect(&c->table, op->coll, size, &why);
-  planArgs args = {op->coll, me, n, op->chunkBytes, op->inPlace};
+  int staged = planIsStaged(op->algo);
+  planAlgo algo = op->algo;
+  planArgs args = {op->coll, me, n, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, op->stageIndex};
   int copies = 1;
+  memset(send, 0, sizeof(void *) * (size_t)n);
+  memset(recv, 0, sizeof(void *) * (size_t)n);
+  send[me] = op->sendbuff;
+  recv[me] = op->recvbuff;
+  /* A staged operation touches no peer buffer and may run before the peers
+   * have called: it is compared with their calls later (checkStaged). */
+  int bad = -1;
+  for (int r = 0; r < n && bad < 0 && !staged; r++)
+    if (!sameShared(&coreBoardRank(c, 0)->ops[slot], &coreBoardRank(c, r)->ops[slot])) bad = r;
   if (bad >= 0) {
-    const coreSharedOp *b = &coreBoardRank(c, bad)->ops[slot];
-    coreSetAsyncError(comm, dmacclInvalidUsage,
-                      "operation %llu: ranks disagree: rank 0 called %s with count %llu of %s, "
-                      "rank %d called %s with count %llu of %s; nothing was copied",
-                      (unsigned long long)seq, planCollName((planColl)ref->coll),
-                      (unsigned long long)ref->count, coreTypeName((dmacclDataType_t)ref->datatype),
-                      bad, planCollName((planColl)b->coll), (unsigned long long)b->count,
-                      coreTypeName((dmacclDataType_t)b->datatype));
+    reportDisagreement(c, seq, bad, "nothing was copied");
     args.chunkBytes = 0; /* every rank sees the disagreement: all run empty schedules */
-  } else {
+  } else if (!staged) {
     for (int r = 0; r < n && copies; r++) {
+      if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
-      if (r == me) {
-        send[r] = op->sendbuff;
-        recv[r] = op->recvbuff;
-        continue;
-      }
       void *s = NULL, *d = NULL;
       if (coreImportBuf(comm, r, &o->send, &s) != dmacclSuccess ||
           coreImportBuf(comm, r, &o->recv, &d) != dmacclSuccess) {
@@ -75,9 +81,9 @@ static void launchOne(coreClique *c, uint64_t seq) {
     }
   }
   if (args.chunkBytes)
-    CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)seq,
-              planCollName(op->coll), size, planAlgoName(algo), why ? why->lo : 0,
-              why ? why->hi : 0);
+    CORE_INFO("op %llu %s %zu bytes: %s%s", (unsigned long long)seq, planCollName(op->coll),
+              (size_t)n * op->chunkBytes, planAlgoName(algo),
+              op->direct ? " (on the caller's stream)" : "");
   if (planBuild(&args, algo, &comm->sched) != 0) {
     coreSetAsyncError(comm, dmacclSystemError,
                       "operation %llu: out of memory building the schedule",
@@ -86,12 +92,66 @@ static void launchOne(coreClique *c, uint64_t seq) {
     planBuild(&args, algo, &comm->sched);
   }
   if (!copies) keepHandshakesOnly(&comm->sched);
-  execBuffers bufs = {send, recv};
+  execBuffers bufs = {send, recv, NULL};
   dmacclResult_t rc = comm->exec->launch(comm, op, &comm->sched, &bufs);
   if (rc != dmacclSuccess)
     coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s", (unsigned long long)seq,
                       comm->lastError);
   atomic_store_explicit(&coreBoardRank(c, me)->launched, seq, memory_order_release);
+}
+
+/* Every rank but this one has published seq. */
+static int allPostedExceptMe(coreClique *c, uint64_t seq) {
+  int slot = (int)(seq % CORE_BOARD_DEPTH);
+  for (int r = 0; r < c->nranks; r++)
+    if (r != c->localRank &&
+        atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
+      return 0;
+  return 1;
+}
+
+/* Every rank has published seq. */
+static int allPosted(coreClique *c, uint64_t seq) {
+  int slot = (int)(seq % CORE_BOARD_DEPTH);
+  for (int r = 0; r < c->nranks; r++)
+    if (atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
+      return 0;
+  return 1;
+}
+
+/*
+ * Advances the checked mark over launched operations. A direct operation was
+ * compared at launch; a staged one is compared once every peer has called.
+ * Ranks that disagree about a staged operation have run it on their slots:
+ * the receive buffers hold undefined data. If they even disagree about
+ * whether it was staged, they wait on different flags and cannot recover.
+ */
+static void checkStaged(coreClique *c) {
+  int me = c->localRank;
+  while (c->checked + 1 < c->nextLaunch) {
+    uint64_t seq = c->checked + 1;
+    int slot = (int)(seq % CORE_BOARD_DEPTH);
+    if (planIsStaged(c->localOps[slot].algo)) {
+      if (!allPosted(c, seq)) return;
+      const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot];
+      for (int r = 1; r < c->nranks; r++) {
+        const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
+        if (sameShared(ref, o)) continue;
+        if (o->algo != ref->algo) {
+          char why[256];
+          snprintf(why, sizeof(why),
+                   "operation %llu: ranks disagree (rank 0 and rank %d called different "
+                   "collectives or sizes) and ran different protocols; call dmacclCommAbort",
+                   (unsigned long long)seq, r);
+          coreBreak(c, dmacclInvalidUsage, why);
+        }
+        reportDisagreement(c, seq, r, "the receive buffers hold undefined data");
+        break;
+      }
+    }
+    c->checked = seq;
+    atomic_store_explicit(&coreBoardRank(c, me)->checked, seq, memory_order_release);
+  }
 }
 
 int coreMpLaunchReady(coreClique *c, int byCaller) {
@@ -102,23 +162,22 @@ int coreMpLaunchReady(coreClique *c, int byCaller) {
     int slot = (int)(seq % CORE_BOARD_DEPTH);
     /* A captured operation must be issued by the capturing thread, into
      * the capture it belongs to. */
-    if (c->localOps[slot].capture && !byCaller) return launched;
-    for (int r = 0; r < c->nranks; r++)
-      if (atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
-        return launched;
+    if (c->localOps[slot].capture && !byCaller) break;
+    if (!planIsStaged(c->localOps[slot].algo) && !allPosted(c, seq)) break;
     launchOne(c, seq);
     c->nextLaunch++;
     launched++;
     pthread_cond_broadcast(&c->cond);
   }
+  checkStaged(c);
   return launched;
 }
 
-/* Every peer has launched seq - CORE_BOARD_DEPTH. */
+/* Every peer has launched and checked seq - CORE_BOARD_DEPTH. */
 static int slotFree(coreClique *c, uint64_t seq) {
   if (seq <= CORE_BOARD_DEPTH) return 1;
   for (int r = 0; r < c->nranks; r++)
-    if (atomic_load_explicit(&coreBoardRank(c, r)->launched, memory_order_acquire) <
+    if (atomic_load_explicit(&coreBoardRank(c, r)->checked, memory_order_acquire) <
         seq - CORE_BOARD_DEPTH)
       return 0;
   return 1;
@@ -168,8 +227,18 @@ dmacclResult_t coreMpPost(coreOp *op) {
     pthread_mutex_lock(&c->lock);
   }
   op->seq = seq;
-  rc = comm->exec->post(comm, op);
+  coreSequenceAlgo(c, op);
+  /* Launched inside this call (every earlier operation is launched, and this
+   * one is staged or its peers are all here): its commands go straight onto
+   * the caller's stream. Otherwise the stream forks now and waits for the
+   * launch, which happens later on another thread. */
+  /* (Never on the legacy default stream: the batch copy API refuses it.) */
+  op->direct = !op->capture && c->nextLaunch == seq && !c->aborting && op->stream != NULL &&
+               op->stream != cudaStreamLegacy &&
+               (planIsStaged(op->algo) || allPostedExceptMe(c, seq));
+  rc = op->direct ? dmacclSuccess : comm->exec->post(comm, op);
   if (rc != dmacclSuccess) {
+    if (op->stageIndex) c->stageCount--; /* not sequenced after all */
     pthread_mutex_unlock(&c->lock);
     return rc;
   }
@@ -182,6 +251,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   so->capture = op->capture;
   so->count = op->count;
   so->chunkBytes = op->chunkBytes;
+  so->algo = (int32_t)op->algo;
   so->send = op->sendRef;
   so->recv = op->recvRef;
   atomic_store_explicit(&so->seq, seq, memory_order_release);

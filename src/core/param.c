@@ -2,6 +2,7 @@
 #include "core.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@ static const struct {
     {"DMACCL_TIMEOUT", "0",
      "watchdog: seconds an operation may stay pending before the communicator fails with "
      "dmacclTimeout naming the peer (0 = off)"},
+    {"DMACCL_STAGE_BYTES", "4M",
+     "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
+     "algorithms; 0 turns them off"},
     {"DMACCL_SIGNAL", "auto",
      "how a signal reaches a peer's flag: memop (stream memory operation write), copy (4-byte "
      "copy from a device value), or auto (probe at init: memop where the driver allows it)"},
@@ -62,4 +66,14 @@ void coreLog(coreLogLevel level, const char *fmt, ...) {
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   fprintf(stderr, "dmaccl %s: %s\n", level == CORE_LOG_WARN ? "WARN" : "INFO", buf);
+}
+
+size_t coreStageBytesParam(void) {
+  const char *v = coreParamString("DMACCL_STAGE_BYTES");
+  size_t b = 0;
+  if (planParseSize(v, strlen(v), &b) || b == SIZE_MAX) {
+    coreLog(CORE_LOG_WARN, "DMACCL_STAGE_BYTES='%s' is not a size (e.g. 4M): using 4M", v);
+    b = (size_t)4 << 20;
+  }
+  return b;
 }

@@ -38,7 +38,7 @@ static int processGone(int pid) {
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-static void breakComm(coreClique *c, dmacclResult_t code, const char *why) {
+void coreBreak(coreClique *c, dmacclResult_t code, const char *why) {
   dmacclComm_t comm = c->comms[c->localRank];
   snprintf(c->brokenWhy, sizeof(c->brokenWhy), "%s", why);
   __atomic_store_n(&c->broken, code, __ATOMIC_RELEASE);
@@ -82,7 +82,7 @@ static void watch(coreClique *c, double now) {
     snprintf(why, sizeof(why),
              "operation %llu on rank %d is not complete after %.0f s (DMACCL_TIMEOUT): %s",
              (unsigned long long)seq, c->localRank, c->timeoutSec, detail);
-    breakComm(c, dmacclTimeout, why);
+    coreBreak(c, dmacclTimeout, why);
     return;
   }
   for (int r = 0; r < c->nranks; r++) {
@@ -95,7 +95,7 @@ static void watch(coreClique *c, double now) {
              "rank %d (pid %d) exited while operation %llu was pending on rank %d; it cannot "
              "complete: call dmacclCommAbort",
              r, c->pids[r], (unsigned long long)seq, c->localRank);
-    breakComm(c, dmacclRemoteError, why);
+    coreBreak(c, dmacclRemoteError, why);
     return;
   }
 }
@@ -107,14 +107,16 @@ static void *progressMain(void *arg) {
   int idleRounds = 0;
   pthread_mutex_lock(&c->lock);
   while (!c->progressStop) {
-    int waiting = c->nextLaunch <= comm->posted && !c->aborting;
+    /* Work: operations to launch, or staged ones to compare with the peers'. */
+    int waiting = (c->nextLaunch <= comm->posted || c->checked + 1 < c->nextLaunch) && !c->aborting;
     if (waiting && coreMpLaunchReady(c, 0)) idleRounds = 0;
     double now = coreNowSec();
     if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
       watch(c, now);
       lastWatch = now;
     }
-    waiting = c->nextLaunch <= comm->posted && !c->aborting && !c->broken;
+    waiting = (c->nextLaunch <= comm->posted || c->checked + 1 < c->nextLaunch) && !c->aborting &&
+              !c->broken;
     if (waiting && idleRounds < 20000) {
       /* Peers are usually close behind: poll the board without sleeping. */
       pthread_mutex_unlock(&c->lock);

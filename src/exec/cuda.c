@@ -76,14 +76,18 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
   if (comm->clique->mp) {
     cudaIpcRelease(comm);
     cudaVmmRelease(&s->flagVmm);
-  } else if (s->flags) {
-    cudaFree(s->flags);
+    cudaVmmRelease(&s->stageVmm);
+  } else {
+    if (s->flags) cudaFree(s->flags);
+    if (s->stage) cudaFree(s->stage);
   }
   pthread_mutex_destroy(&s->ipcLock);
   cudaLeaveDevice(prev, s->device);
   free(s->lanes);
   free(s->join);
   free(s->peerFlags);
+  free(s->peerStage);
+  free(s->stageSlot);
   free(s->bdst);
   free(s->bsrc);
   free(s->bsize);
@@ -111,11 +115,14 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
   s->join = calloc((size_t)s->nlanes, sizeof(*s->join));
   s->peerFlags = calloc((size_t)n, sizeof(*s->peerFlags));
+  s->peerStage = calloc((size_t)n, sizeof(*s->peerStage));
+  s->stageSlot = calloc((size_t)n, sizeof(*s->stageSlot));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));
   s->bsrc = calloc((size_t)n, sizeof(*s->bsrc));
   s->bsize = calloc((size_t)n, sizeof(*s->bsize));
   comm->execState = s;
-  if (!s->lanes || !s->join || !s->peerFlags || !s->bdst || !s->bsrc || !s->bsize) {
+  if (!s->lanes || !s->join || !s->peerFlags || !s->peerStage || !s->stageSlot || !s->bdst ||
+      !s->bsrc || !s->bsize) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
@@ -139,6 +146,19 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     CUDA_TRY(NULL, cudaMalloc((void **)&s->flags, flagBytes));
   }
   CUDA_TRY(NULL, cudaMemset(s->flags, 0, flagBytes));
+  /* Staging slots: every rank's, at a fixed stride across processes, so a
+   * run of rows to every rank can be one 2D copy. */
+  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
+  if (stageBytes && comm->clique->mp) {
+    rc = cudaVmmCreate(comm, stageBytes, &s->stageVmm, call);
+    if (rc != dmacclSuccess) goto out;
+    s->stageStride = s->stageVmm.stride;
+    for (int r = 0; r < n; r++)
+      s->peerStage[r] = (char *)(uintptr_t)(s->stageVmm.base + (size_t)r * s->stageStride);
+    s->stage = s->peerStage[comm->rank];
+  } else if (stageBytes) {
+    CUDA_TRY(NULL, cudaMalloc((void **)&s->stage, stageBytes));
+  }
   uint32_t one = 1;
   CUDA_TRY(NULL, cudaMemcpy(s->flags + FLAG_ONE(n, s->nlanes), &one, sizeof(one),
                             cudaMemcpyHostToDevice));
@@ -237,7 +257,10 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
   }
   for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = createState(comms[i], call);
   for (int i = 0; i < n && rc == dmacclSuccess; i++)
-    for (int r = 0; r < n; r++) stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+    for (int r = 0; r < n; r++) {
+      stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+      stateOf(comms[i])->peerStage[r] = stateOf(comms[r])->stage;
+    }
   for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = chooseSignal(comms[i], call);
   if (rc != dmacclSuccess)
     for (int i = 0; i < n; i++) cudaFini(comms[i]);
@@ -447,21 +470,56 @@ out:
   return rc;
 }
 
+/*
+ * A run of rank-ordered batch copies (batch == 2) whose rows go to every
+ * rank's staging slot in order, from equally spaced sources, as one
+ * cudaMemcpy2DAsync: row r lands at peerStage[r] + const, so the destination
+ * pitch is the staging stride. Returns the index after the run, or i when the
+ * run does not have that shape (single process: no stride; AllGather: every
+ * row reads the same block, a source pitch of 0, which CUDA refuses).
+ */
+static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+                   cudaStream_t lane, dmacclResult_t *rc) {
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks;
+  if (!s->stageStride || i + n > sch->nsteps || s->stageStride > (size_t)INT32_MAX) return i;
+  const planStep *st = &sch->steps[i];
+  char *src0 = execLocate(b, st->src), *dst0 = execLocate(b, st->dst);
+  size_t width = st->bytes;
+  ptrdiff_t spitch = n > 1 ? (char *)execLocate(b, sch->steps[i + 1].src) - src0 : (ptrdiff_t)width;
+  if (spitch < (ptrdiff_t)width) return i;
+  for (int r = 0; r < n; r++) {
+    const planStep *q = &sch->steps[i + r];
+    if (q->kind != PLAN_STEP_COPY || q->batch != 2 || q->lane != st->lane || q->bytes != width ||
+        q->dst.buf != PLAN_BUF_STAGE || q->dst.rank != r ||
+        (char *)execLocate(b, q->dst) != dst0 + (size_t)r * s->stageStride ||
+        (char *)execLocate(b, q->src) != src0 + (ptrdiff_t)r * spitch)
+      return i;
+  }
+  cudaError_t e = cudaMemcpy2DAsync(dst0, s->stageStride, src0, (size_t)spitch, width, (size_t)n,
+                                    cudaMemcpyDeviceToDevice, lane);
+  if (e != cudaSuccess) *rc = cudaFail(comm, "cudaMemcpy2DAsync", e);
+  return i + n;
+}
+
 /* Issues steps[i..] that form one command; returns the index after them. */
 static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
-                    uint32_t epoch, int graph, dmacclResult_t *rcOut) {
+                    const cudaStream_t *streams, uint32_t epoch, int graph, dmacclResult_t *rcOut) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   const planStep *st = &sch->steps[i];
-  cudaStream_t lane = s->lanes[st->lane];
+  cudaStream_t lane = streams[st->lane];
   int j = i;
   if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
     while (j < sch->nsteps && j - i < MEMOP_CHUNK && sch->steps[j].kind == st->kind &&
            sch->steps[j].lane == st->lane)
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph);
+  } else if (st->batch == 2 && !graph && (j = issue2D(comm, sch, i, b, lane, &rc)) > i) {
+    /* rows to every rank at the staging stride: one 2D copy */
   } else if (st->batch && !graph) { /* the batch API cannot be captured into a graph */
     size_t k = 0;
+    j = i;
     for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_COPY && sch->steps[j].batch &&
            sch->steps[j].lane == st->lane && k < (size_t)comm->nranks;
          j++, k++) {
@@ -487,6 +545,15 @@ out:
   return j;
 }
 
+/*
+ * Queues one operation. Lane l runs on stream L[l]: the internal lanes, or,
+ * for an operation launched inside its own call (op->direct), the caller's
+ * stream as lane 0, which then needs neither the fork event nor the done
+ * flag. Operations of a rank must run in sequence order (flags count epochs):
+ * lanes are in order among themselves, so only a change between the lanes
+ * and a caller's stream, or between two callers' streams, needs the previous
+ * operation's tail event.
+ */
 static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
                                  const execBuffers *b) {
   dmacclResult_t rc = dmacclSuccess;
@@ -494,32 +561,55 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   uint32_t epoch = (uint32_t)op->seq;
   int slot = (int)(op->seq % CORE_BOARD_DEPTH);
   int nl = sch->nlanes < 1 ? 1 : sch->nlanes;
+  cudaStream_t L[CORE_MAX_RANKS];
+  for (int l = 0; l < nl; l++) L[l] = s->lanes[l];
+  if (op->direct) L[0] = op->stream;
+  if (planIsStaged(sch->algo) && sch->stageSlots > 0) {
+    size_t off =
+        (size_t)(sch->stageIndex % (unsigned long long)sch->stageSlots) * comm->clique->stageBytes;
+    for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
+  }
+  execBuffers bb = {b->send, b->recv, s->stageSlot};
+  cudaEvent_t prevTail = s->lastSeq ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
   int prev = cudaEnterDevice(s->device);
   s->captured[slot] = op->capture;
-  for (int l = 0; l < nl; l++) CUDA_TRY(comm, cudaStreamWaitEvent(s->lanes[l], s->fork[slot], 0));
+  if (op->direct) {
+    if (prevTail && s->lastStream != op->stream)
+      CUDA_TRY(comm, cudaStreamWaitEvent(L[0], prevTail, 0));
+    if (nl > 1) CUDA_TRY(comm, cudaEventRecord(s->fork[slot], L[0]));
+    for (int l = 1; l < nl; l++) CUDA_TRY(comm, cudaStreamWaitEvent(L[l], s->fork[slot], 0));
+  } else {
+    for (int l = 0; l < nl; l++) {
+      CUDA_TRY(comm, cudaStreamWaitEvent(L[l], s->fork[slot], 0));
+      if (prevTail && s->lastDirect) CUDA_TRY(comm, cudaStreamWaitEvent(L[l], prevTail, 0));
+    }
+  }
   for (int i = 0; i < sch->nsteps;) {
-    i = issueRun(comm, sch, i, b, epoch, op->capture, &rc);
+    i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, &rc);
     if (rc != dmacclSuccess) goto out;
   }
   for (int l = 1; l < nl; l++) {
-    CUDA_TRY(comm, cudaEventRecord(s->join[l], s->lanes[l]));
-    CUDA_TRY(comm, cudaStreamWaitEvent(s->lanes[0], s->join[l], 0));
+    CUDA_TRY(comm, cudaEventRecord(s->join[l], L[l]));
+    CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->join[l], 0));
   }
 out:
   /* The done flag is written even after a failure, so the caller's stream
    * is not left waiting forever. A captured operation has no done flag: the
-   * caller's stream joins lane 0 through the tail event (attach). */
-  if (!op->capture) {
-    CUresult r =
-        drv.writeValue32((CUstream)s->lanes[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
-                         epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
+   * caller's stream joins lane 0 through the tail event (attach); nor has a
+   * direct one: it runs on the caller's stream. */
+  if (!op->capture && !op->direct) {
+    CUresult r = drv.writeValue32((CUstream)L[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
+                                  epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
     if (r != CUDA_SUCCESS && rc == dmacclSuccess)
       rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
   }
   {
-    cudaError_t e = cudaEventRecord(s->tail[slot], s->lanes[0]);
+    cudaError_t e = cudaEventRecord(s->tail[slot], L[0]);
     if (e != cudaSuccess && rc == dmacclSuccess) rc = cudaFail(comm, "cudaEventRecord(tail)", e);
   }
+  s->lastSeq = op->seq;
+  s->lastDirect = op->direct;
+  s->lastStream = op->direct ? op->stream : NULL;
   cudaLeaveDevice(prev, s->device);
   return rc;
 }
@@ -535,6 +625,22 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   for (int l = 0; l < s->nlanes; l++) {
     for (int round = 0;; round++) {
       cudaError_t e = cudaStreamQuery(s->lanes[l]);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) CUDA_TRY(comm, e);
+      dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+      if (broken != dmacclSuccess) {
+        rc = coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
+        goto out;
+      }
+      if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) goto out;
+      if (round > 1000) sched_yield();
+    }
+  }
+  /* The last operation may have run on a caller's stream (in order after
+   * every earlier one). */
+  if (s->lastDirect) {
+    for (int round = 0;; round++) {
+      cudaError_t e = cudaEventQuery(s->tail[s->lastSeq % CORE_BOARD_DEPTH]);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) CUDA_TRY(comm, e);
       dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
@@ -570,9 +676,7 @@ static void cudaAbort(dmacclComm_t comm) {
   w[FLAG_DONE(n)] = far;
   int prev = cudaEnterDevice(s->device);
   if (cudaMemcpyAsync(s->flags, w,
-                      FLAG_GRAPH(n, 1, n - 1) + 1 < FLAG_WORDS(n, s->nlanes)
-                          ? (FLAG_GRAPH(n, 1, n - 1) + 1) * sizeof(uint32_t)
-                          : FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t),
+                      (FLAG_GRAPH(n, PLAN_NUM_PHASES - 1, n - 1) + 1) * sizeof(uint32_t),
                       cudaMemcpyHostToDevice, s->aside) != cudaSuccess ||
       cudaStreamSynchronize(s->aside) != cudaSuccess)
     cudaGetLastError();
@@ -596,17 +700,17 @@ static int cudaComplete(dmacclComm_t comm, uint64_t seq) {
 static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks, found = 0;
-  uint32_t w[2 * CORE_MAX_RANKS];
+  uint32_t w[PLAN_NUM_PHASES * CORE_MAX_RANKS];
+  static const char *const phaseName[PLAN_NUM_PHASES] = {"entry", "exit", "data"};
   int prev = cudaEnterDevice(s->device);
-  if (cudaMemcpyAsync(w, s->flags, (size_t)2 * n * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+  if (cudaMemcpyAsync(w, s->flags, FLAG_P * (size_t)n * sizeof(uint32_t), cudaMemcpyDeviceToHost,
                       s->aside) == cudaSuccess &&
       cudaStreamSynchronize(s->aside) == cudaSuccess) {
     for (int ph = 0; ph < PLAN_NUM_PHASES && !found; ph++)
       for (int p = 0; p < n && !found; p++)
         if (p != comm->rank && (int32_t)(w[FLAG_EAGER(n, ph, p)] - (uint32_t)seq) < 0) {
           snprintf(why, whylen, "waiting for rank %d's %s signal (flag holds %u, needs %u)", p,
-                   ph == PLAN_PHASE_ENTRY ? "entry" : "exit", w[FLAG_EAGER(n, ph, p)],
-                   (uint32_t)seq);
+                   phaseName[ph], w[FLAG_EAGER(n, ph, p)], (uint32_t)seq);
           found = 1;
         }
   } else {

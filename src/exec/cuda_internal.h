@@ -36,21 +36,23 @@ typedef struct ipcImport {
 typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
 
 /*
- * Flag words of a rank, in its GPU's memory (one array, n = nranks, L = lanes):
- *   [0, 2n)          eager slots [phase][peer]: epoch values, waits >= epoch
- *   2n               done: the last epoch whose operation completed
- *   [2n+1, 4n+1)     graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
- *   [4n+1, 4n+1+L)   copy-signal sources, one per lane (SIGNAL_COPY)
- *   4n+1+L           the constant 1 (graph signals by copy)
- *   [4n+2+L, 5n+2+L) probe words, one per peer (signal-path probe at init)
+ * Flag words of a rank, in its GPU's memory (one array, n = nranks, P =
+ * PLAN_NUM_PHASES, L = lanes):
+ *   [0, Pn)             eager slots [phase][peer]: epoch values, waits >= epoch
+ *   Pn                  done: the last epoch whose operation completed
+ *   [Pn+1, 2Pn+1)       graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
+ *   [2Pn+1, 2Pn+1+L)    copy-signal sources, one per lane (SIGNAL_COPY)
+ *   2Pn+1+L             the constant 1 (graph signals by copy)
+ *   [2Pn+2+L, 2Pn+2+L+n) probe words, one per peer (signal-path probe at init)
  */
+#define FLAG_P ((size_t)PLAN_NUM_PHASES)
 #define FLAG_EAGER(n, ph, peer) ((size_t)(ph) * (n) + (peer))
-#define FLAG_DONE(n) ((size_t)2 * (n))
-#define FLAG_GRAPH(n, ph, peer) ((size_t)2 * (n) + 1 + (size_t)(ph) * (n) + (peer))
-#define FLAG_SRC(n, lane) ((size_t)4 * (n) + 1 + (lane))
-#define FLAG_ONE(n, L) ((size_t)4 * (n) + 1 + (L))
-#define FLAG_PROBE(n, L, peer) ((size_t)4 * (n) + 2 + (L) + (peer))
-#define FLAG_WORDS(n, L) ((size_t)5 * (n) + 2 + (L))
+#define FLAG_DONE(n) (FLAG_P * (n))
+#define FLAG_GRAPH(n, ph, peer) (FLAG_P * (n) + 1 + (size_t)(ph) * (n) + (peer))
+#define FLAG_SRC(n, lane) (2 * FLAG_P * (n) + 1 + (lane))
+#define FLAG_ONE(n, L) (2 * FLAG_P * (n) + 1 + (L))
+#define FLAG_PROBE(n, L, peer) (2 * FLAG_P * (n) + 2 + (L) + (peer))
+#define FLAG_WORDS(n, L) ((2 * FLAG_P + 1) * (n) + 2 + (L))
 
 typedef struct {
   int device;
@@ -65,6 +67,15 @@ typedef struct {
   uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
   signalPath signal;
   cudaVmm flagVmm; /* multi-process: the flag words of every rank */
+  /* Staging slots (staged algorithms): CORE_STAGE_SLOTS of stageBytes each. */
+  char *stage;             /* own (single process: cudaMalloc) */
+  char **peerStage;        /* every rank's staging area as this rank reaches it */
+  size_t stageStride;      /* peerStage[r] = peerStage[0] + r*stride (multi-process), else 0 */
+  cudaVmm stageVmm;        /* multi-process: every rank's staging area */
+  void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
+  uint64_t lastSeq;        /* the last operation launched */
+  int lastDirect;          /* ... went onto the caller's stream (its tail event orders the next) */
+  cudaStream_t lastStream; /* ... that stream */
   /* Scratch for one batch command, reused under the set's lock. */
   CUstreamBatchMemOpParams memops[MEMOP_CHUNK];
   void **bdst;

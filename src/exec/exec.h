@@ -7,16 +7,20 @@
 
 #include "../core/core.h"
 
-/* Every rank's buffers of the operation being launched. */
+/* Every rank's buffers of the operation being launched. The core fills
+ * send and recv (a staged operation knows only its own); the executor adds
+ * the staging slots. */
 typedef struct {
   const void *const *send; /* [nranks] */
   void *const *recv;       /* [nranks] */
+  void *const *stage;      /* [nranks]: this operation's staging slot of every rank */
 } execBuffers;
 
 /* The address a schedule location names. */
 static inline void *execLocate(const execBuffers *b, planLoc l) {
-  const char *base =
-      l.buf == PLAN_BUF_SEND ? (const char *)b->send[l.rank] : (const char *)b->recv[l.rank];
+  const char *base = l.buf == PLAN_BUF_SEND   ? (const char *)b->send[l.rank]
+                     : l.buf == PLAN_BUF_RECV ? (const char *)b->recv[l.rank]
+                                              : (const char *)b->stage[l.rank];
   return (void *)(base + l.off);
 }
 

@@ -25,6 +25,7 @@ typedef struct {
   planSchedule sched;
   const void **send;
   void **recv;
+  void **stage; /* this operation's staging slot of every rank */
   uint32_t epoch;
   uint64_t seq;
 } hostJob;
@@ -38,6 +39,9 @@ typedef struct {
   int stop;
   _Atomic uint32_t *flags;      /* own, [PLAN_NUM_PHASES][nranks]; NULL when on the board */
   _Atomic uint32_t **peerFlags; /* every rank's flags as seen here */
+  char *stage;                  /* own staging slots (one process: malloc) */
+  char **peerStage;             /* every rank's staging slots */
+  coreShm stageShm;             /* processes: every rank's staging slots */
   double timeoutSec;
   _Atomic int waitingFor; /* peer the worker waits for, -1 when none (watchdog) */
 } hostState;
@@ -55,7 +59,7 @@ static double nowSec(void) {
 /* Runs one job; returns -1 and the peer on timeout. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send, j->recv};
+  const execBuffers b = {j->send, j->recv, j->stage};
   int nl = s->nlanes;
   int cursor[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) cursor[l] = 0;
@@ -137,7 +141,13 @@ static void freeState(dmacclComm_t comm) {
     planScheduleFree(&h->jobs[i].sched);
     free(h->jobs[i].send);
     free(h->jobs[i].recv);
+    free(h->jobs[i].stage);
   }
+  if (comm->clique->mp)
+    coreShmRelease(&h->stageShm);
+  else
+    free(h->stage);
+  free(h->peerStage);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h->flags);
@@ -165,12 +175,17 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   hostState *h = calloc(1, sizeof(*h));
   if (!h) return dmacclSystemError;
   h->peerFlags = calloc((size_t)n, sizeof(*h->peerFlags));
+  h->peerStage = calloc((size_t)n, sizeof(*h->peerStage));
   if (withFlags) h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags));
-  int bad = !h->peerFlags || (withFlags && !h->flags);
+  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
+  if (withFlags && stageBytes) h->stage = malloc(stageBytes);
+  int bad = !h->peerFlags || !h->peerStage || (withFlags && !h->flags) ||
+            (withFlags && stageBytes && !h->stage);
   for (int k = 0; k < CORE_BOARD_DEPTH && !bad; k++) {
     h->jobs[k].send = calloc((size_t)n, sizeof(void *));
     h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
-    bad |= !h->jobs[k].send || !h->jobs[k].recv;
+    h->jobs[k].stage = calloc((size_t)n, sizeof(void *));
+    bad |= !h->jobs[k].send || !h->jobs[k].recv || !h->jobs[k].stage;
   }
   h->timeoutSec = timeout;
   atomic_init(&h->waitingFor, -1);
@@ -193,7 +208,10 @@ static dmacclResult_t hostInit(dmacclComm_t *comms, int n, const int *devlist) {
                        "dmacclCommInitAll: host executor: out of memory or threads");
     }
   for (int i = 0; i < n; i++)
-    for (int r = 0; r < n; r++) stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+    for (int r = 0; r < n; r++) {
+      stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
+      stateOf(comms[i])->peerStage[r] = stateOf(comms[r])->stage;
+    }
   return dmacclSuccess;
 }
 
@@ -208,8 +226,21 @@ static dmacclResult_t hostInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
   if (createState(comm, 0) != dmacclSuccess)
     return coreError(NULL, dmacclSystemError,
                      "dmacclCommInitRank: host executor: out of memory or threads");
+  hostState *h = stateOf(comm);
   for (int r = 0; r < comm->nranks; r++)
-    stateOf(comm)->peerFlags[r] = coreBoardRank(comm->clique, r)->hostFlags;
+    h->peerFlags[r] = coreBoardRank(comm->clique, r)->hostFlags;
+  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
+  if (stageBytes) {
+    char err[256];
+    dmacclResult_t rc =
+        coreShmCreate(comm->clique->boot, comm->nranks, stageBytes, &h->stageShm, err, sizeof(err));
+    if (rc != dmacclSuccess) {
+      hostFini(comm);
+      return coreError(NULL, rc, "dmacclCommInitRank: staging slots: %s", err);
+    }
+    for (int r = 0; r < comm->nranks; r++)
+      h->peerStage[r] = h->stageShm.base + (size_t)r * h->stageShm.stride;
+  }
   return dmacclSuccess;
 }
 
@@ -356,9 +387,14 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
   d->steps = keep;
   d->cap = keepCap;
   if (s->nsteps) memcpy(d->steps, s->steps, (size_t)s->nsteps * sizeof(*s->steps));
+  size_t off =
+      planIsStaged(s->algo) && s->stageSlots > 0
+          ? (size_t)(s->stageIndex % (unsigned long long)s->stageSlots) * comm->clique->stageBytes
+          : 0;
   for (int r = 0; r < comm->nranks; r++) {
     j->send[r] = bufs->send[r];
     j->recv[r] = bufs->recv[r];
+    j->stage[r] = h->peerStage[r] ? h->peerStage[r] + off : NULL;
   }
   j->epoch = (uint32_t)op->seq;
   j->seq = op->seq;

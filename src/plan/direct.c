@@ -103,5 +103,6 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
   if ((unsigned)algo >= PLAN_NUM_ALGOS || args->nranks < 1 || args->rank < 0 ||
       args->rank >= args->nranks)
     return -1;
+  if (planIsStaged(algo)) return planBuildStaged(args, layout, algo, s);
   return planBuildDirect(args, layout, algo, s);
 }

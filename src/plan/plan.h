@@ -34,12 +34,22 @@ typedef enum {
   PLAN_ALGO_PULL1 = 3,
   PLAN_ALGO_PULLN = 4,
   PLAN_ALGO_PULLB = 5,
-  PLAN_NUM_ALGOS = 6
+  PLAN_ALGO_STAGE = 6,   /* staging slots, peer copies as one batch command (staged.c) */
+  PLAN_ALGO_STAGE2D = 7, /* staging slots, peer copies in rank order: one 2D copy where strided */
+  PLAN_NUM_ALGOS = 8
 } planAlgo;
 
 typedef enum { PLAN_STEP_COPY = 0, PLAN_STEP_SIGNAL = 1, PLAN_STEP_WAIT = 2 } planStepKind;
-typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1 } planBuf;
-typedef enum { PLAN_PHASE_ENTRY = 0, PLAN_PHASE_EXIT = 1, PLAN_NUM_PHASES = 2 } planPhase;
+/* STAGE: the rank's library-owned staging slot of this operation (staged.c). */
+typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1, PLAN_BUF_STAGE = 2 } planBuf;
+/* DATA belongs to the staged algorithms (staged.c): "my block is in your
+ * staging slot". */
+typedef enum {
+  PLAN_PHASE_ENTRY = 0,
+  PLAN_PHASE_EXIT = 1,
+  PLAN_PHASE_DATA = 2,
+  PLAN_NUM_PHASES = 3
+} planPhase;
 
 typedef struct {
   int rank;    /* whose buffer */
@@ -53,7 +63,8 @@ typedef struct {
   /* COPY */
   planLoc src, dst;
   size_t bytes;
-  int batch; /* consecutive batch copies on a lane may be issued as one command */
+  int batch; /* consecutive batch copies on a lane may be issued as one command;
+               2: rows in rank order, one 2D copy where the addresses are strided */
   /* SIGNAL / WAIT */
   int peer;
   planPhase phase;
@@ -63,7 +74,9 @@ typedef struct {
   planColl coll;
   planAlgo algo;
   int rank, nranks;
-  int nlanes; /* lanes 0..nlanes-1 are used; never more than max(nranks, 1) */
+  int nlanes;                    /* lanes 0..nlanes-1 are used; never more than max(nranks, 1) */
+  unsigned long long stageIndex; /* staged algorithms: slot = stageIndex % stageSlots */
+  int stageSlots;
   int nsteps, cap;
   planStep *steps;
 } planSchedule;
@@ -77,10 +90,21 @@ typedef struct {
   int rank, nranks;
   size_t chunkBytes; /* AllGather: sendcount*size; AlltoAll: count*size (one block) */
   int inPlace;       /* AllGather only: sendbuff is recvbuff's own block */
+  /* Staged algorithms only: slots per rank (>= 2) and the 1-based index of
+   * this operation among the staged ones (same on every rank). */
+  int stageSlots;
+  unsigned long long stageIndex;
 } planArgs;
 
+/* Staged algorithms (staged.c): instead of an entry handshake, every rank
+ * pushes its blocks into library-owned staging slots of its peers, raises
+ * DATA, waits for DATA from every peer, and copies its own slot into its
+ * receive buffer. Slots are reused round robin (two are enough). */
+int planIsStaged(planAlgo a);
+
 /* Builds the schedule of args.rank with algorithm algo into s (s is reset;
- * planScheduleFree releases it). Returns 0, or -1 on allocation failure. */
+ * planScheduleFree releases it). Returns 0, or -1 on allocation failure or
+ * arguments the algorithm cannot take (a staged algorithm without slots). */
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s);
 void planScheduleFree(planSchedule *s);
 
@@ -112,6 +136,9 @@ typedef struct {
   int nranges[PLAN_NUM_COLLS];
   planRange ranges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
 } planTable;
+
+/* A size as the grammar writes it ("4M", "inf" = SIZE_MAX), exactly len chars: 0 or -1. */
+int planParseSize(const char *p, size_t len, size_t *out);
 
 /* Built-in defaults, in the grammar above. */
 extern const char planDefaultTable[];

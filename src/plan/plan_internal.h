@@ -23,5 +23,6 @@ extern const planLayout planAllGatherLayout;
 extern const planLayout planAlltoAllLayout;
 
 int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo, planSchedule *s);
+int planBuildStaged(const planArgs *args, const planLayout *layout, planAlgo algo, planSchedule *s);
 
 #endif

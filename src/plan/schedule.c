@@ -16,6 +16,8 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->rank = args->rank;
   s->nranks = args->nranks;
   s->nlanes = 1;
+  s->stageIndex = args->stageIndex;
+  s->stageSlots = args->stageSlots;
   s->nsteps = 0;
 }
 

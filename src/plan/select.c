@@ -14,17 +14,17 @@
 #include <strings.h>
 
 /*
- * Defaults from measurements on 4x H200 (docs/results/foundation-4xh200.md).
- * Up to 16 MB every form is bound by host issue and synchronization, and one
- * lane issues the fewest commands (push1 and pushb within noise of each
- * other). From 64 MB, back-to-back pushes on one lane keep one copy engine
- * per rank at NVLink rate (380 GB/s busbw at 1 GB). Pull and one lane per
- * peer were slower at every size there.
+ * Defaults: staged algorithms for small collectives (no entry handshake,
+ * staged.c), push1 above: from 64 MB back-to-back pushes on one lane keep one
+ * copy engine per rank at NVLink rate (380 GB/s busbw at 1 GB on 4 H200s,
+ * docs/results/foundation-4xh200.md). The size limits are measured by
+ * dmaccl-tune (docs/latency-notes.md has the runs).
  */
-const char planDefaultTable[] = "allgather:0-inf:push1;alltoall:0-inf:push1";
+const char planDefaultTable[] = "allgather:0-1M:stage,1M-inf:push1;"
+                                "alltoall:0-1M:stage2d,1M-inf:push1";
 
-static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb",
-                                                      "pull1", "pulln", "pullb"};
+static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
+                                                      "pulln", "pullb", "stage", "stage2d"};
 static const char *const collNames[PLAN_NUM_COLLS] = {"allgather", "alltoall"};
 
 const char *planAlgoName(planAlgo a) {
@@ -52,7 +52,7 @@ int planCollParse(const char *name, size_t len, planColl *out) {
 }
 
 /* Parses "123", "64K", "4M", "1G" or "inf" spanning exactly [p, p+len). */
-static int parseSize(const char *p, size_t len, size_t *out) {
+int planParseSize(const char *p, size_t len, size_t *out) {
   if (matchName(p, len, "inf")) return *out = SIZE_MAX, 0;
   if (len == 0 || !isdigit((unsigned char)p[0])) return -1;
   size_t v = 0, i = 0;
@@ -128,9 +128,9 @@ static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char
     if (!dash)
       PARSE_FAIL("size range '%.*s' needs the form LO-HI (e.g. 0-64K or 1M-inf)", (int)(colon - p),
                  p);
-    if (parseSize(p, (size_t)(dash - p), &r.lo))
+    if (planParseSize(p, (size_t)(dash - p), &r.lo))
       PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G)", (int)(dash - p), p);
-    if (parseSize(dash + 1, (size_t)(colon - dash - 1), &r.hi))
+    if (planParseSize(dash + 1, (size_t)(colon - dash - 1), &r.hi))
       PARSE_FAIL("bad size '%.*s' (digits with optional K, M or G, or inf)",
                  (int)(colon - dash - 1), dash + 1);
     if (r.lo >= r.hi)
@@ -139,8 +139,9 @@ static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char
     nameLen = len - (size_t)(name - p);
   }
   if (planAlgoParse(name, nameLen, &r.algo))
-    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb batch)",
-               (int)nameLen, name);
+    PARSE_FAIL(
+        "unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d batch)",
+        (int)nameLen, name);
   if (insertRange(t, c, r))
     PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
   return 0;

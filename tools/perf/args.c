@@ -69,8 +69,8 @@ void perfUsage(FILE *f) {
       "            rank's (default 1); JSON has all four\n"
       "  -N N      run the sweep N times, printing each (default 1; 0: until interrupted)\n"
       "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
-      "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb,\n"
-      "            or all (default: auto,all)\n"
+      "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
+      "            stage stage2d, or all (default: auto,all)\n"
       "  -o LIST   collectives: allgather, alltoall or all (default all); nccl-tests' reduction\n"
       "            ops (sum prod min max avg mulsum) are accepted and ignored\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
@@ -94,14 +94,16 @@ static void addAlgo(perfArgs *a, const char *name) {
 }
 
 static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
-  static const char *all[] = {"auto", "push1", "pushn", "pushb", "pull1", "pulln", "pullb"};
+  static const char *all[] = {"auto",  "push1", "pushn", "pushb",  "pull1",
+                              "pulln", "pullb", "stage", "stage2d"};
+  enum { NALL = sizeof(all) / sizeof(all[0]) };
   a->nalgos = 0;
   const char *p = list;
   while (*p) {
     const char *c = strchr(p, ',');
     size_t len = c ? (size_t)(c - p) : strlen(p);
     int known = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < NALL; i++) {
       int every = len == 3 && strncasecmp(p, "all", 3) == 0;
       if (every || (strlen(all[i]) == len && strncasecmp(p, all[i], len) == 0)) {
         addAlgo(a, all[i]);
@@ -114,7 +116,8 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
     }
     if (!known) {
       snprintf(err, errlen,
-               "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb all)",
+               "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb stage "
+               "stage2d all)",
                (int)len, p);
       return -1;
     }
