@@ -570,7 +570,10 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
   }
   execBuffers bb = {b->send, b->recv, s->stageSlot};
-  cudaEvent_t prevTail = s->lastSeq ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
+  /* The last eager operation's tail; a graph capture must not wait for
+   * work outside it (nor is a captured tail a real event to wait for). */
+  cudaEvent_t prevTail =
+      s->lastSeq && !op->capture ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
   int prev = cudaEnterDevice(s->device);
   s->captured[slot] = op->capture;
   if (op->direct) {
@@ -607,9 +610,11 @@ out:
     cudaError_t e = cudaEventRecord(s->tail[slot], L[0]);
     if (e != cudaSuccess && rc == dmacclSuccess) rc = cudaFail(comm, "cudaEventRecord(tail)", e);
   }
-  s->lastSeq = op->seq;
-  s->lastDirect = op->direct;
-  s->lastStream = op->direct ? op->stream : NULL;
+  if (!op->capture) {
+    s->lastSeq = op->seq;
+    s->lastDirect = op->direct;
+    s->lastStream = op->direct ? op->stream : NULL;
+  }
   cudaLeaveDevice(prev, s->device);
   return rc;
 }
