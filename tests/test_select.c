@@ -20,9 +20,9 @@ static int tableEqual(const planTable *a, const planTable *b) {
 static int testDefaultsParse(void) {
   planTable t;
   char err[256];
-  planTableDefaults(&t);
+  planTableDefaults(&t, 4);
   planTable u = t;
-  ASSERT_EQ_INT(planTableParse(&u, planDefaultTable, err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planTuneParse(&u, 4, planDefaultTune, err, sizeof(err)), 0);
   ASSERT_TRUE(tableEqual(&t, &u));
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
     /* Defaults cover every size. */
@@ -39,7 +39,7 @@ static int testDefaultsParse(void) {
 static int testIssueExample(void) {
   planTable t;
   char err[256];
-  planTableDefaults(&t);
+  planTableDefaults(&t, 4);
   ASSERT_EQ_INT(planTableParse(&t, "allgather:push1;alltoall:batch", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 12345, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLTOALL, 12345, NULL), PLAN_ALGO_PUSHB);
@@ -49,7 +49,7 @@ static int testIssueExample(void) {
 static int testRanges(void) {
   planTable t;
   char err[256];
-  planTableDefaults(&t);
+  planTableDefaults(&t, 4);
   ASSERT_EQ_INT(planTableParse(&t, " allgather : pull1 ; allgather:64K-4M:pushn, 4M-inf:pullb ",
                                err, sizeof(err)),
                 0);
@@ -91,7 +91,7 @@ static int testMalformed(void) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     planTable t, before;
     char err[256];
-    planTableDefaults(&t);
+    planTableDefaults(&t, 4);
     before = t;
     if (planTableParse(&t, bad[i].in, err, sizeof(err)) != -1) {
       TEST_FAIL("'%s' parsed", bad[i].in);
@@ -106,13 +106,74 @@ static int testMalformed(void) {
 static int testTooManyRanges(void) {
   planTable t;
   char err[256], buf[4096];
-  planTableDefaults(&t);
+  planTableDefaults(&t, 4);
   size_t o = (size_t)snprintf(buf, sizeof(buf), "alltoall:");
   for (int i = 0; i < PLAN_MAX_RANGES + 2; i++)
     o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d-%d:pull1", i ? "," : "", 2 * i + 1,
                           2 * i + 2);
   ASSERT_EQ_INT(planTableParse(&t, buf, err, sizeof(err)), -1);
   ASSERT_CONTAINS(err, "too many size ranges");
+  return 0;
+}
+
+/* Tuning text: '*' lines first, then the rank count's, comments, origins. */
+static int testTuneText(void) {
+  planTable t;
+  char err[256];
+  const char *text = "# tuned\n"
+                     "4 allgather:0-64K:stage,64K-inf:pushb   # four GPUs\n"
+                     "\n"
+                     "* allgather:pull1;alltoall:pulln\n"
+                     "8 allgather:stage2d\n";
+  planTableDefaults(&t, 4);
+  t.origin = PLAN_FROM_TUNE_FILE;
+  ASSERT_EQ_INT(planTuneParse(&t, 4, text, err, sizeof(err)), 0);
+  const planRange *why = NULL;
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1000, &why), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(why->line, 2);
+  ASSERT_EQ_INT(why->origin, PLAN_FROM_TUNE_FILE);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1 << 20, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLTOALL, 1 << 20, &why), PLAN_ALGO_PULLN);
+  ASSERT_EQ_INT(why->line, 4);
+  planTableDefaults(&t, 8);
+  ASSERT_EQ_INT(planTuneParse(&t, 8, text, err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1 << 20, NULL), PLAN_ALGO_STAGE2D);
+  planTableDefaults(&t, 2); /* only the '*' line applies */
+  ASSERT_EQ_INT(planTuneParse(&t, 2, text, err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1000, NULL), PLAN_ALGO_PULL1);
+  char buf[32];
+  ASSERT_CONTAINS(planSizeString((size_t)64 << 10, buf, sizeof(buf)), "64K");
+  ASSERT_CONTAINS(planSizeString(1536, buf, sizeof(buf)), "1536");
+  ASSERT_CONTAINS(planSizeString(SIZE_MAX, buf, sizeof(buf)), "inf");
+  return 0;
+}
+
+/* Malformed tuning text: the line is named, the table is left as it was,
+ * even when the bad line is for another rank count. */
+static int testTuneErrors(void) {
+  const struct {
+    const char *in, *msg;
+  } bad[] = {
+      {"4 allgather:stage\nfour allgather:push1\n", "line 2: 'four' is not a rank count"},
+      {"4\n", "line 1: rank count '4' has no table"},
+      {"0 allgather:push1", "rank count 0 must be at least 1"},
+      {"* allgather:push1\n8 allgather:warp\n", "line 2: unknown algorithm 'warp'"},
+      {"\n\n# x\n2 allgather:4M-1M:push1", "line 4: empty size range"},
+      {"4 alltoall:1K-2Q:stage", "line 1: bad size '2Q'"},
+      {"-3 allgather:push1", "is not a rank count"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    planTable t, before;
+    char err[256];
+    planTableDefaults(&t, 4);
+    before = t;
+    if (planTuneParse(&t, 4, bad[i].in, err, sizeof(err)) != -1) {
+      TEST_FAIL("'%s' parsed", bad[i].in);
+      return 1;
+    }
+    ASSERT_CONTAINS(err, bad[i].msg);
+    ASSERT_TRUE(tableEqual(&t, &before));
+  }
   return 0;
 }
 
@@ -136,6 +197,8 @@ int main(void) {
   RUN(testRanges);
   RUN(testMalformed);
   RUN(testTooManyRanges);
+  RUN(testTuneText);
+  RUN(testTuneErrors);
   RUN(testNames);
   TEST_EXIT();
 }

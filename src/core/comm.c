@@ -2,6 +2,8 @@
 #include "../exec/exec.h"
 #include "../boot/boot.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,12 +36,54 @@ static dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclEx
   return dmacclSuccess;
 }
 
-static dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call) {
+/* The whole of a small text file, NUL-terminated; NULL with a reason. */
+static char *readSmallFile(const char *path, char *why, size_t whylen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(why, whylen, "cannot open it (%s)", strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  if (buf) n = fread(buf, 1, cap + 1, f);
+  fclose(f);
+  if (!buf) {
+    snprintf(why, whylen, "out of memory");
+    return NULL;
+  }
+  if (n > cap) {
+    snprintf(why, whylen, "larger than %zu bytes", cap);
+    free(buf);
+    return NULL;
+  }
+  buf[n] = 0;
+  return buf;
+}
+
+dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
+                              int nranks, char *note, size_t notelen) {
   char err[256];
-  planTableDefaults(t);
+  planTableDefaults(t, nranks);
+  if (notelen) note[0] = 0;
+  /* A tuning file that cannot be used is reported and skipped: the
+   * defaults still work, and a stale file should not stop a job. */
+  const char *file = coreParamString("DMACCL_TUNE_FILE");
+  if (file[0]) {
+    char *text = readSmallFile(file, err, sizeof(err));
+    t->origin = PLAN_FROM_TUNE_FILE;
+    if (text && planTuneParse(t, nranks, text, err, sizeof(err)) == 0) {
+      snprintf(note, notelen, "DMACCL_TUNE_FILE %s applied for %d ranks", file, nranks);
+    } else {
+      snprintf(note, notelen, "DMACCL_TUNE_FILE %s: %s; the built-in table is used", file, err);
+      coreLog(CORE_LOG_WARN, "%s: %s", call, note);
+    }
+    free(text);
+  }
+  t->origin = PLAN_FROM_ENV;
   const char *env = coreParamString("DMACCL_ALGO");
   if (planTableParse(t, env, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_ALGO: %s", call, err);
+  t->origin = PLAN_FROM_CONFIG;
   if (config && config->algorithm && planTableParse(t, config->algorithm, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: config->algorithm: %s", call, err);
   return dmacclSuccess;
@@ -70,13 +114,15 @@ void coreFreeClique(coreClique *c) {
   free(c);
 }
 
-dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call,
+dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, int nranks,
                                dmacclExecutor_t *executor, planTable *table) {
   if (coreGroupActive())
     return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
   dmacclResult_t rc = coreCheckConfig(config, call);
   if (rc == dmacclSuccess) rc = coreResolveExecutor(config, executor, call);
-  if (rc == dmacclSuccess) rc = coreBuildTable(config, table, call);
+  char note[512];
+  if (rc == dmacclSuccess) rc = coreBuildTable(config, table, call, nranks, note, sizeof(note));
+  if (rc == dmacclSuccess && note[0]) CORE_INFO("%s: %s", call, note);
   return rc;
 }
 
@@ -109,7 +155,7 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
                      CORE_MAX_RANKS);
   dmacclExecutor_t executor = dmacclExecutorDefault;
   planTable table;
-  dmacclResult_t rc = coreInitPrelude(config, call, &executor, &table);
+  dmacclResult_t rc = coreInitPrelude(config, call, ndev, &executor, &table);
   if (rc != dmacclSuccess) return rc;
   if (devlist && executor == dmacclExecutorCuda) {
     for (int i = 0; i < ndev; i++) {

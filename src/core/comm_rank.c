@@ -56,7 +56,7 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
                      rank, nranks - 1, nranks);
   dmacclExecutor_t executor = dmacclExecutorDefault;
   planTable table;
-  dmacclResult_t rc = coreInitPrelude(config, call, &executor, &table);
+  dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
   const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
   rankInfo mine;

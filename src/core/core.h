@@ -175,8 +175,13 @@ void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of eve
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
 /* Group rule, config, executor and selection table: the checks both inits share. */
-dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call,
+dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, int nranks,
                                dmacclExecutor_t *executor, planTable *table);
+/* The selection table for nranks: built-in defaults, DMACCL_TUNE_FILE (a file
+ * that cannot be read or parsed is skipped with a warning, said in note),
+ * DMACCL_ALGO, config->algorithm. Fails only for the last two. */
+dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
+                              int nranks, char *note, size_t notelen);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
 void coreFreeComm(dmacclComm_t comm);
 void coreFreeClique(coreClique *c);

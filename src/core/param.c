@@ -15,6 +15,9 @@ static const struct {
      "log level: WARN (failures) or INFO (decisions: peer access, algorithm per call)"},
     {"DMACCL_ALGO", "",
      "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
+    {"DMACCL_TUNE_FILE", "",
+     "tuning file from dmaccl-tune: selection per rank count, applied over the built-in table "
+     "(a file that cannot be used is skipped with a warning)"},
     {"DMACCL_EXECUTOR", "", "executor when the config leaves it default: cuda or host"},
     {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
     {"DMACCL_INIT_TIMEOUT", "60",

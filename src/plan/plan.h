@@ -127,27 +127,49 @@ int planCollParse(const char *name, size_t len, planColl *out);
  * ones where they overlap; a string that names only some collectives leaves
  * the others as they were. Empty strings change nothing.
  */
-#define PLAN_MAX_RANGES 16
+#define PLAN_MAX_RANGES 32
+/* Where a range came from (dmaccl-info says it). */
+typedef enum {
+  PLAN_FROM_BUILTIN = 0,
+  PLAN_FROM_TUNE_FILE = 1,
+  PLAN_FROM_ENV = 2,
+  PLAN_FROM_CONFIG = 3
+} planOrigin;
 typedef struct {
   size_t lo, hi; /* hi == SIZE_MAX means infinity */
   planAlgo algo;
+  planOrigin origin;
+  int line; /* line of the tuning text it came from (0: none) */
 } planRange;
 typedef struct {
   int nranges[PLAN_NUM_COLLS];
   planRange ranges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
+  planOrigin origin; /* stamped on the ranges that parsing adds */
+  int line;
 } planTable;
 
 /* A size as the grammar writes it ("4M", "inf" = SIZE_MAX), exactly len chars: 0 or -1. */
 int planParseSize(const char *p, size_t len, size_t *out);
-
-/* Built-in defaults, in the grammar above. */
-extern const char planDefaultTable[];
+/* Writes a size as the grammar reads it ("64K", "1536", "inf") into buf. */
+const char *planSizeString(size_t v, char *buf, size_t len);
 
 /* Applies str on top of *t. On error returns -1, leaves *t unchanged, and
  * writes a sentence naming the offending text into err. */
 int planTableParse(planTable *t, const char *str, char *err, size_t errlen);
-/* Resets *t to the built-in defaults. */
-void planTableDefaults(planTable *t);
+
+/*
+ * Tuning text (built-in defaults and DMACCL_TUNE_FILE): lines of
+ *   RANKS TABLE
+ * where RANKS is a rank count or '*' (any) and TABLE is in the grammar
+ * above; '#' starts a comment. The '*' lines apply first, then the lines of
+ * the given rank count, each in file order. Every line is checked, whatever
+ * its rank count: on error returns -1, leaves *t unchanged and names the line.
+ */
+int planTuneParse(planTable *t, int nranks, const char *text, char *err, size_t errlen);
+/* Built-in defaults, as tuning text (measured on H200s: select.c). */
+extern const char planDefaultTune[];
+/* Resets *t to the built-in defaults for nranks (0: the '*' lines only). */
+void planTableDefaults(planTable *t, int nranks);
 /* The algorithm for a collective of the given size, and the range that chose it. */
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why);
 

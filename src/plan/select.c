@@ -14,14 +14,13 @@
 #include <strings.h>
 
 /*
- * Defaults: staged algorithms for small collectives (no entry handshake,
- * staged.c), push1 above: from 64 MB back-to-back pushes on one lane keep one
- * copy engine per rank at NVLink rate (380 GB/s busbw at 1 GB on 4 H200s,
- * docs/results/foundation-4xh200.md). The size limits are measured by
- * dmaccl-tune (docs/latency-notes.md has the runs).
+ * Built-in defaults, as tuning text. Staged algorithms for small collectives
+ * (no entry handshake, staged.c), push1 above: from 64 MB back-to-back
+ * pushes on one lane keep one copy engine per rank at NVLink rate (380 GB/s
+ * busbw at 1 GB on 4 H200s, docs/results/foundation-4xh200.md). The limits
+ * come from dmaccl-tune runs (docs/latency-notes.md).
  */
-const char planDefaultTable[] = "allgather:0-1M:stage,1M-inf:push1;"
-                                "alltoall:0-1M:stage2d,1M-inf:push1";
+const char planDefaultTune[] = "* allgather:0-4M:stage,4M-inf:push1;alltoall:0-4M:stage2d,4M-inf:push1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};
@@ -90,14 +89,16 @@ static int insertRange(planTable *t, planColl c, planRange nr) {
     }
     if (r.lo < nr.lo) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){r.lo, nr.lo, r.algo};
+      out[n++] = (planRange){r.lo, nr.lo, r.algo, r.origin, r.line};
     }
     if (r.hi > nr.hi) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){nr.hi, r.hi, r.algo};
+      out[n++] = (planRange){nr.hi, r.hi, r.algo, r.origin, r.line};
     }
   }
   if (n == PLAN_MAX_RANGES) return -1;
+  nr.origin = t->origin;
+  nr.line = t->line;
   out[n++] = nr;
   /* Keep ranges sorted by lo for printing and lookup. */
   for (int i = 1; i < n; i++)
@@ -119,7 +120,7 @@ static int insertRange(planTable *t, planColl c, planRange nr) {
 
 static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char *err,
                        size_t errlen) {
-  planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1};
+  planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0};
   const char *colon = memchr(p, ':', len);
   const char *name = p;
   size_t nameLen = len;
@@ -191,15 +192,98 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
   return 0;
 }
 
-void planTableDefaults(planTable *t) {
+const char *planSizeString(size_t v, char *buf, size_t len) {
+  if (v == SIZE_MAX)
+    snprintf(buf, len, "inf");
+  else if (v && v % ((size_t)1 << 30) == 0)
+    snprintf(buf, len, "%zuG", v >> 30);
+  else if (v && v % ((size_t)1 << 20) == 0)
+    snprintf(buf, len, "%zuM", v >> 20);
+  else if (v && v % 1024 == 0)
+    snprintf(buf, len, "%zuK", v >> 10);
+  else
+    snprintf(buf, len, "%zu", v);
+  return buf;
+}
+
+/* One pass over the lines: wild ('*') or exact rank-count lines. */
+static int tunePass(planTable *t, int nranks, const char *text, int wild, char *err,
+                    size_t errlen) {
+  int line = 0;
+  for (const char *p = text; *p;) {
+    const char *end = strchr(p, '\n');
+    if (!end) end = p + strlen(p);
+    line++;
+    const char *hash = memchr(p, '#', (size_t)(end - p));
+    size_t len;
+    const char *q = trimmed(p, hash ? hash : end, &len);
+    p = *end ? end + 1 : end;
+    if (!len) continue;
+    const char *sp = q;
+    while (sp < q + len && !isspace((unsigned char)*sp)) sp++;
+    size_t tlen;
+    const char *table = trimmed(sp, q + len, &tlen);
+    int isWild = sp - q == 1 && q[0] == '*', ranks = 0;
+    if (!isWild) {
+      for (const char *d = q; d < sp; d++) {
+        if (!isdigit((unsigned char)*d) || ranks > 100000) {
+          snprintf(err, errlen, "line %d: '%.*s' is not a rank count or '*' (form: RANKS TABLE)",
+                   line, (int)(sp - q), q);
+          return -1;
+        }
+        ranks = ranks * 10 + (*d - '0');
+      }
+      if (ranks < 1) {
+        snprintf(err, errlen, "line %d: rank count %d must be at least 1", line, ranks);
+        return -1;
+      }
+    }
+    if (!tlen) {
+      snprintf(err, errlen, "line %d: rank count '%.*s' has no table", line, (int)(sp - q), q);
+      return -1;
+    }
+    char buf[2048];
+    if (tlen >= sizeof(buf)) {
+      snprintf(err, errlen, "line %d: longer than %zu characters", line, sizeof(buf) - 1);
+      return -1;
+    }
+    memcpy(buf, table, tlen);
+    buf[tlen] = 0;
+    /* Lines for other rank counts are parsed too, into a scratch table. */
+    int applies = wild ? isWild : (!isWild && ranks == nranks);
+    planTable scratch = *t, *dst = applies ? t : &scratch;
+    dst->line = line;
+    char why[256];
+    if (planTableParse(dst, buf, why, sizeof(why))) {
+      snprintf(err, errlen, "line %d: %s", line, why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int planTuneParse(planTable *t, int nranks, const char *text, char *err, size_t errlen) {
+  if (errlen) err[0] = '\0';
+  if (!text) return 0;
+  planTable work = *t;
+  if (tunePass(&work, nranks, text, 1, err, errlen) ||
+      tunePass(&work, nranks, text, 0, err, errlen))
+    return -1;
+  work.line = 0;
+  *t = work;
+  return 0;
+}
+
+void planTableDefaults(planTable *t, int nranks) {
   char err[256];
   memset(t, 0, sizeof(*t));
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
     t->nranges[c] = 1;
-    t->ranges[c][0] = (planRange){0, SIZE_MAX, PLAN_ALGO_PUSH1};
+    t->ranges[c][0] = (planRange){0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0};
   }
-  /* The built-in string is tested to parse (test_plan_select). */
-  (void)planTableParse(t, planDefaultTable, err, sizeof(err));
+  t->origin = PLAN_FROM_BUILTIN;
+  /* The built-in text is tested to parse (test_select). */
+  (void)planTuneParse(t, nranks, planDefaultTune, err, sizeof(err));
 }
 
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {

@@ -81,6 +81,10 @@ void perfUsage(FILE *f) {
       "  --breakdown      per size, where one operation's time goes: control, schedule, copy,\n"
       "            sync (CUPTI; a second pass after the timed sweep)\n"
       "  --energy         energy per operation and average power of all GPUs (NVML)\n"
+      "  --persistent     dmaccl rows use persistent collectives: dmacclAllGatherInit /\n"
+      "            dmacclAlltoAllInit once per size, then dmacclStart per operation\n"
+      "  --tune-out FILE  write a tuning file (DMACCL_TUNE_FILE): per collective and size, the\n"
+      "            fastest dmaccl algorithm measured (dmaccl-tune: default dmaccl-tune.txt)\n"
       "  -h        this help\n"
       "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
       "rank sends. busbw = algbw * (n-1)/n. speedup = best baseline's time / dmaccl's.\n");
@@ -198,6 +202,14 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
   a->baseline = PERF_BASE_NCCL;
   addAlgos(a, "auto,all", err, errlen);
+#ifdef PERF_TUNE_TOOL
+  /* dmaccl-tune: every algorithm (auto too, for the comparison), no
+   * baseline, out of place, 1 KB - 1 GB in factors of 2, a tuning file. */
+  a->maxBytes = (size_t)1 << 30;
+  a->baseline = 0;
+  a->inPlace = 0;
+  snprintf(a->tuneOut, sizeof(a->tuneOut), "dmaccl-tune.txt");
+#endif
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) return 1;
@@ -209,8 +221,12 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       a->energy = 1;
       continue;
     }
+    if (strcmp(o, "--persistent") == 0) {
+      a->persistent = 1;
+      continue;
+    }
     int isLong = strncmp(o, "--", 2) == 0;
-    if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place")) {
+    if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out")) {
       snprintf(err, errlen, "unknown option '%s' (see -h)", o);
       return -1;
     }
@@ -226,6 +242,14 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     int bad = 0;
     if (strcmp(o, "--baseline") == 0) {
       if (parseBaselines(a, v, err, errlen)) return -1;
+      continue;
+    }
+    if (strcmp(o, "--tune-out") == 0) {
+      if (!*v || strlen(v) >= sizeof(a->tuneOut)) {
+        snprintf(err, errlen, "bad file name '%s' for --tune-out", v);
+        return -1;
+      }
+      snprintf(a->tuneOut, sizeof(a->tuneOut), "%s", v);
       continue;
     }
     if (strcmp(o, "--in-place") == 0) {

@@ -8,6 +8,7 @@
 #include "baseline_nccl.h"
 #include "breakdown.h"
 #include "energy.h"
+#include "plan.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -124,6 +125,9 @@ void perfHeader(bench *b);
 void perfPrintSize(bench *b, size_t firstRow);
 void perfSummary(bench *b, int failures);
 void perfPrintBreakdown(bench *b);
+/* tune.c: auto against the fastest algorithm per size; the tuning file. */
+void perfPrintAutoVsBest(bench *b);
+int perfWriteTune(bench *b, const char *path);
 int perfWriteJson(bench *b, const char *path);
 
 #endif

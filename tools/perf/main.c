@@ -319,8 +319,12 @@ static int benchMain(bench *b) {
   tracePass(b);
   if (b->print) {
     perfSummary(b, failures);
+    perfPrintAutoVsBest(b);
     if (b->args.json[0] && perfWriteJson(b, b->args.json) == 0)
       printf("# wrote %zu rows to %s\n", b->nrows, b->args.json);
+    if (b->args.tuneOut[0] && perfWriteTune(b, b->args.tuneOut) == 0)
+      printf("# wrote the tuning file %s (use: DMACCL_TUNE_FILE=%s)\n", b->args.tuneOut,
+             b->args.tuneOut);
   }
   for (int i = 0; i < b->nc; i++) {
     contender *c = &b->cs[i];

@@ -1,0 +1,123 @@
+/*
+ * dmaccl-info: the library's version, parameters, and the algorithm
+ * selection table a communicator of N ranks would use (built-in defaults,
+ * DMACCL_TUNE_FILE, DMACCL_ALGO), with where each range comes from; given a
+ * collective and a size, which algorithm that call would run and why.
+ *
+ *   dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]
+ */
+#include "core/core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *originName(const planRange *r, char *buf, size_t len) {
+  switch (r->origin) {
+  case PLAN_FROM_TUNE_FILE: snprintf(buf, len, "DMACCL_TUNE_FILE line %d", r->line); break;
+  case PLAN_FROM_ENV: snprintf(buf, len, "DMACCL_ALGO"); break;
+  case PLAN_FROM_CONFIG: snprintf(buf, len, "config"); break;
+  default: snprintf(buf, len, r->line ? "built-in table line %d" : "built-in table", r->line);
+  }
+  return buf;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]\n"
+             "  -n N   ranks of the communicator (default: the number of GPUs, else 4)\n"
+             "  -o C   with -s: the collective to explain (default allgather)\n"
+             "  -s S   a collective size as nccl-tests counts it (AllGather: output bytes;\n"
+             "         AlltoAll: bytes each rank sends), e.g. 64K: which algorithm runs, and why\n");
+}
+
+int main(int argc, char **argv) {
+  int nranks = 0, haveSize = 0;
+  planColl coll = PLAN_COLL_ALLGATHER;
+  size_t size = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) return usage(stdout), 0;
+    if (!v) {
+      fprintf(stderr, "dmaccl-info: %s needs a value\n", a);
+      return usage(stderr), 2;
+    }
+    i++;
+    if (strcmp(a, "-n") == 0) {
+      char *end;
+      long n = strtol(v, &end, 10);
+      if (*end || n < 1 || n > CORE_MAX_RANKS) {
+        fprintf(stderr, "dmaccl-info: -n %s is not a rank count in 1..%d\n", v, CORE_MAX_RANKS);
+        return 2;
+      }
+      nranks = (int)n;
+    } else if (strcmp(a, "-o") == 0) {
+      if (planCollParse(v, strlen(v), &coll)) {
+        fprintf(stderr, "dmaccl-info: -o %s is not allgather or alltoall\n", v);
+        return 2;
+      }
+    } else if (strcmp(a, "-s") == 0) {
+      if (planParseSize(v, strlen(v), &size) || size == SIZE_MAX) {
+        fprintf(stderr, "dmaccl-info: -s %s is not a size (e.g. 4096, 64K, 1M)\n", v);
+        return 2;
+      }
+      haveSize = 1;
+    } else {
+      fprintf(stderr, "dmaccl-info: unknown option %s\n", a);
+      return usage(stderr), 2;
+    }
+  }
+  if (!nranks) {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) ndev = 4;
+    nranks = ndev;
+  }
+  int version = 0;
+  dmacclGetVersion(&version);
+  printf("dmaccl %d.%d.%d\n\n# parameters (environment, else default)\n", version / 10000,
+         version / 100 % 100, version % 100);
+  coreParamPrintAll(stdout);
+
+  coreClique c;
+  memset(&c, 0, sizeof(c));
+  c.nranks = nranks;
+  c.stageBytes = coreStageBytesParam();
+  char note[512];
+  if (coreBuildTable(NULL, &c.table, "dmaccl-info", nranks, note, sizeof(note)) != dmacclSuccess) {
+    printf("\n# error: %s\n", dmacclCommGetLastError(NULL));
+    return 1;
+  }
+  printf("\n# selection table for %d ranks (sizes as nccl-tests counts them)\n", nranks);
+  if (note[0]) printf("# %s\n", note);
+  printf("# %-10s %10s %10s  %-8s %s\n", "collective", "from", "below", "algo", "set by");
+  for (int k = 0; k < PLAN_NUM_COLLS; k++)
+    for (int i = 0; i < c.table.nranges[k]; i++) {
+      const planRange *r = &c.table.ranges[k][i];
+      char lo[32], hi[32], why[64];
+      printf("  %-10s %10s %10s  %-8s %s\n", planCollName((planColl)k),
+             planSizeString(r->lo, lo, sizeof(lo)), planSizeString(r->hi, hi, sizeof(hi)),
+             planAlgoName(r->algo), originName(r, why, sizeof(why)));
+    }
+  char sb[32];
+  printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s;\n"
+         "# larger ones, and calls under CUDA graph capture, run push1\n",
+         planSizeString(c.stageBytes, sb, sizeof(sb)));
+  if (haveSize) {
+    const planRange *why = NULL;
+    planAlgo table = planSelect(&c.table, coll, size, &why);
+    size_t chunk = size / (size_t)nranks;
+    planAlgo eager = coreChooseAlgo(&c, coll, chunk, 0, NULL);
+    planAlgo graph = coreChooseAlgo(&c, coll, chunk, 1, NULL);
+    char lo[32], hi[32], org[64];
+    printf("\n%s of %zu bytes on %d ranks (%zu bytes per block): %s\n", planCollName(coll), size,
+           nranks, chunk, planAlgoName(eager));
+    if (why)
+      printf("  table: %s, from range %s-%s (%s)\n", planAlgoName(table),
+             planSizeString(why->lo, lo, sizeof(lo)), planSizeString(why->hi, hi, sizeof(hi)),
+             originName(why, org, sizeof(org)));
+    if (eager != table)
+      printf("  %s does not fit one staging slot (%zu > DMACCL_STAGE_BYTES): push1 instead\n",
+             planAlgoName(table), (size_t)nranks * chunk);
+    if (graph != eager) printf("  under CUDA graph capture: %s\n", planAlgoName(graph));
+  }
+  return 0;
+}
