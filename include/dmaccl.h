@@ -269,6 +269,28 @@ dmacclResult_t dmacclAllGather(const void *sendbuff, void *recvbuff, size_t send
 dmacclResult_t dmacclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                               dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream);
 
+/*
+ * Persistent collectives, as MPI's: Init fixes the buffers, the count and the
+ * type once and checks them; dmacclStart issues the collective on a stream,
+ * with the stream semantics and ordering rules of the eager call (every rank
+ * starts its requests in the same order as its other collectives on comm);
+ * dmacclRequestFree releases the request. Init is local (not collective) and
+ * may be called anywhere; Start may be called inside a group and under CUDA
+ * graph capture. A start costs less host time than an eager call: the
+ * argument checks and buffer lookups happened at Init. The buffers must stay
+ * allocated until the request is freed, and every request of comm must be
+ * freed before comm is destroyed.
+ */
+typedef struct dmacclRequest *dmacclRequest_t;
+dmacclResult_t dmacclAllGatherInit(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                   dmacclDataType_t datatype, dmacclComm_t comm,
+                                   dmacclRequest_t *request);
+dmacclResult_t dmacclAlltoAllInit(const void *sendbuff, void *recvbuff, size_t count,
+                                  dmacclDataType_t datatype, dmacclComm_t comm,
+                                  dmacclRequest_t *request);
+dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream);
+dmacclResult_t dmacclRequestFree(dmacclRequest_t request);
+
 #ifdef __cplusplus
 }
 #endif

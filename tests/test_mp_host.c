@@ -395,6 +395,87 @@ static int abortBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* Persistent requests: Init once, Start many times on fresh random data into
+ * poisoned outputs, AllGather (in and out of place) and AlltoAll, between
+ * eager calls; bad requests refused with a sentence. arg: algorithm. */
+static int persistBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  dmacclConfig_t cfg = hostConfig(arg);
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  enum { COUNT = 1001, STARTS = 12 };
+  size_t chunk = COUNT * 4, total = chunk * (size_t)n;
+  char *agSend, *agRecv, *aaSend, *aaRecv, *want = malloc(total);
+  RANK_CHECK(dmacclMemAlloc(comm, chunk, (void **)&agSend) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, total, (void **)&agRecv) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, total, (void **)&aaSend) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, total, (void **)&aaRecv) == dmacclSuccess);
+  char *eSend, *eRecv;
+  RANK_CHECK(dmacclMemAlloc(comm, 4096 + MP_GUARD, (void **)&eSend) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 4096 + MP_GUARD, (void **)&eRecv) == dmacclSuccess);
+  dmacclRequest_t ag, agIn, aa, bad = NULL;
+  RANK_CHECK(dmacclAllGatherInit(agSend, agRecv, COUNT, dmacclFloat32, comm, NULL) ==
+             dmacclInvalidArgument);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "request is NULL") != NULL);
+  RANK_CHECK(dmacclAlltoAllInit(aaSend, aaRecv, COUNT, (dmacclDataType_t)99, comm, &bad) ==
+             dmacclInvalidArgument);
+  RANK_CHECK(bad == NULL);
+  RANK_CHECK(dmacclAlltoAllInit(aaSend, aaSend + 4, COUNT, dmacclFloat32, comm, &bad) ==
+             dmacclInvalidArgument);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "overlaps") != NULL && bad == NULL);
+  RANK_CHECK(dmacclStart(NULL, 0) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclAllGatherInit(agSend, agRecv, COUNT, dmacclFloat32, comm, &ag) == dmacclSuccess);
+  RANK_CHECK(dmacclAllGatherInit(agRecv + (size_t)rank * chunk, agRecv, COUNT, dmacclFloat32, comm,
+                                 &agIn) == dmacclSuccess);
+  RANK_CHECK(dmacclAlltoAllInit(aaSend, aaRecv, COUNT, dmacclFloat32, comm, &aa) == dmacclSuccess);
+  for (int k = 0; k < STARTS; k++) {
+    uint64_t seed = 1000u * (uint64_t)k;
+    int inPlace = k % 3 == 2;
+    memset(agRecv, 0xA5, total);
+    memset(aaRecv, 0xA5, total);
+    if (inPlace)
+      dataFillRandom(agRecv + (size_t)rank * chunk, chunk, seed + (uint64_t)rank);
+    else
+      dataFillRandom(agSend, chunk, seed + (uint64_t)rank);
+    for (int j = 0; j < n; j++)
+      dataFillRandom(aaSend + (size_t)j * chunk, chunk, seed + 500 + 16 * (uint64_t)rank + j);
+    RANK_CHECK(dmacclStart(inPlace ? agIn : ag, 0) == dmacclSuccess);
+    RANK_CHECK(dmacclStart(aa, 0) == dmacclSuccess);
+    if (k % 4 == 1) /* an eager call between starts (checked, and synchronizes) */
+      RANK_CHECK(mpCheckColl(comm, 0, 0, 0, dmacclUint8, 77, 0, eSend, eRecv, seed + 3) == 0);
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    for (int j = 0; j < n; j++) dataFillRandom(want + (size_t)j * chunk, chunk, seed + j);
+    if (memcmp(agRecv, want, total) != 0) {
+      fprintf(stderr, "rank %d start %d: allgather wrong\n", rank, k);
+      return 1;
+    }
+    for (int j = 0; j < n; j++)
+      dataFillRandom(want + (size_t)j * chunk, chunk, seed + 500 + 16 * (uint64_t)j + rank);
+    if (memcmp(aaRecv, want, total) != 0) {
+      fprintf(stderr, "rank %d start %d: alltoall wrong\n", rank, k);
+      return 1;
+    }
+  }
+  RANK_CHECK(dmacclRequestFree(ag) == dmacclSuccess);
+  RANK_CHECK(dmacclRequestFree(agIn) == dmacclSuccess);
+  RANK_CHECK(dmacclRequestFree(NULL) == dmacclInvalidArgument);
+  RANK_CHECK(dmacclRequestFree(aa) == dmacclSuccess);
+  free(want);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testPersistent(void) {
+  const char *algos2[] = {"stage", "stage2d", "push1", "pullb"};
+  for (int a = 0; a < 4; a++) {
+    int failed = mpRun(3, persistBody, (void *)algos2[a], 120, 0);
+    if (failed) {
+      TEST_FAIL("persistent, 3 ranks, %s: %d rank(s) failed", algos2[a], failed);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int testAbort(void) {
   ASSERT_EQ_INT(mpRun(2, abortBody, NULL, 30, 0), 0);
   return 0;
@@ -413,5 +494,6 @@ int main(int argc, char **argv) {
   RUN_IF(testWatchdog);
   RUN_IF(testPeerDeath);
   RUN_IF(testAbort);
+  RUN_IF(testPersistent);
   TEST_EXIT();
 }

@@ -46,6 +46,7 @@ typedef struct coreOp {
   planAlgo algo;
   uint64_t stageIndex; /* staged algorithms: index among staged operations, else 0 */
   int direct;          /* launched inside the call: copies go on the caller's stream */
+  int refsReady;       /* sendRef and recvRef were exported already (persistent requests) */
 } coreOp;
 
 /* Ranks' calls for one sequence number, gathered until every rank posted. */

@@ -210,10 +210,13 @@ dmacclResult_t coreMpPost(coreOp *op) {
   const char *call = op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll";
   size_t recvBytes = op->count ? op->chunkBytes * (size_t)comm->nranks : 0;
   size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
-  dmacclResult_t rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
-  if (rc == dmacclSuccess)
-    rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
-  if (rc != dmacclSuccess) return rc;
+  dmacclResult_t rc = dmacclSuccess;
+  if (!op->refsReady) {
+    rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
+    if (rc == dmacclSuccess)
+      rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
+    if (rc != dmacclSuccess) return rc;
+  }
 
   pthread_mutex_lock(&c->lock);
   uint64_t seq = comm->posted + 1;

@@ -20,7 +20,8 @@
  * busbw at 1 GB on 4 H200s, docs/results/foundation-4xh200.md). The limits
  * come from dmaccl-tune runs (docs/latency-notes.md).
  */
-const char planDefaultTune[] = "* allgather:0-4M:stage,4M-inf:push1;alltoall:0-4M:stage2d,4M-inf:push1\n";
+const char planDefaultTune[] =
+    "* allgather:0-4M:stage,4M-inf:push1;alltoall:0-4M:stage2d,4M-inf:push1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};

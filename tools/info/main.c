@@ -23,11 +23,12 @@ static const char *originName(const planRange *r, char *buf, size_t len) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]\n"
-             "  -n N   ranks of the communicator (default: the number of GPUs, else 4)\n"
-             "  -o C   with -s: the collective to explain (default allgather)\n"
-             "  -s S   a collective size as nccl-tests counts it (AllGather: output bytes;\n"
-             "         AlltoAll: bytes each rank sends), e.g. 64K: which algorithm runs, and why\n");
+  fprintf(f,
+          "usage: dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]\n"
+          "  -n N   ranks of the communicator (default: the number of GPUs, else 4)\n"
+          "  -o C   with -s: the collective to explain (default allgather)\n"
+          "  -s S   a collective size as nccl-tests counts it (AllGather: output bytes;\n"
+          "         AlltoAll: bytes each rank sends), e.g. 64K: which algorithm runs, and why\n");
 }
 
 int main(int argc, char **argv) {

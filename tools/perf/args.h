@@ -37,9 +37,9 @@ typedef struct {
   int colls;                      /* PERF_ALLGATHER | PERF_ALLTOALL */
   char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
-  int baseline; /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
-  int persistent;     /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
-  char tuneOut[512];  /* --tune-out: tuning file to write, "" = none */
+  int baseline;      /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
+  int persistent;    /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
+  char tuneOut[512]; /* --tune-out: tuning file to write, "" = none */
 } perfArgs;
 
 /* 0: parsed; 1: help was asked; -1: error, with a sentence in err. */

@@ -37,6 +37,10 @@ typedef struct {
   ncclBase *nccl;           /* baselines */
   void *send[MAXR], *recv[MAXR];
   int ownBuffers; /* send/recv from dmacclMemAlloc on this contender's comm */
+  /* --persistent: the requests of the current (collective, count, in place) */
+  dmacclRequest_t req[MAXR];
+  int reqColl, reqInPlace;
+  size_t reqCount;
 } contender;
 
 /* What the processes of -p share (mapped before fork). */
@@ -102,6 +106,7 @@ void perfShare(bench *b, double mine, perfStat *out);
 /* Sum of one value per process over all processes. */
 double perfSum(bench *b, double mine);
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace);
+void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, then -n operations (or -G launches of a graph of
  * them). Leaves a captured graph in *graphs for the check and energy. */

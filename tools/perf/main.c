@@ -332,6 +332,7 @@ static int benchMain(bench *b) {
       ncclBaseFini(c->nccl);
       continue;
     }
+    perfFreeRequests(b, c);
     for (int r = 0; r < b->nlocal; r++) {
       if (c->ownBuffers) {
         dmacclMemFree(c->comms[r], c->send[r]);

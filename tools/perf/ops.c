@@ -53,18 +53,44 @@ static void *sendOf(bench *b, contender *c, int l, size_t count, int inPlace) {
   return (char *)c->recv[l] + (size_t)(b->first + l) * count * b->tsize;
 }
 
+void perfFreeRequests(bench *b, contender *c) {
+  for (int r = 0; r < b->nlocal; r++)
+    if (c->req[r]) dmacclRequestFree(c->req[r]), c->req[r] = NULL;
+}
+
+/* --persistent: the requests for this row, made once (Init is local). */
+static dmacclResult_t requestsFor(bench *b, contender *c, int coll, size_t count, int inPlace,
+                                  void **send) {
+  if (c->req[0] && c->reqColl == coll && c->reqCount == count && c->reqInPlace == inPlace)
+    return dmacclSuccess;
+  perfFreeRequests(b, c);
+  dmacclResult_t rc = dmacclSuccess;
+  for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++)
+    rc =
+        coll == PERF_ALLGATHER
+            ? dmacclAllGatherInit(send[r], c->recv[r], count, b->args.type, c->comms[r], &c->req[r])
+            : dmacclAlltoAllInit(send[r], c->recv[r], count, b->args.type, c->comms[r], &c->req[r]);
+  c->reqColl = coll, c->reqCount = count, c->reqInPlace = inPlace;
+  if (rc != dmacclSuccess) perfFreeRequests(b, c);
+  return rc;
+}
+
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace) {
   void *send[MAXR];
   for (int l = 0; l < b->nlocal; l++) send[l] = sendOf(b, c, l, count, inPlace);
   if (c->kind != KIND_DMACCL)
     return ncclBaseIssue(c->nccl, coll, send, c->recv, count, b->args.type, b->streams);
+  dmacclResult_t rc =
+      b->args.persistent ? requestsFor(b, c, coll, count, inPlace, send) : dmacclSuccess;
   dmacclGroupStart();
-  dmacclResult_t rc = dmacclSuccess;
   for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++) {
     cudaStream_t s = b->gpu ? b->streams[r] : NULL;
-    rc = coll == PERF_ALLGATHER
-             ? dmacclAllGather(send[r], c->recv[r], count, b->args.type, c->comms[r], s)
-             : dmacclAlltoAll(send[r], c->recv[r], count, b->args.type, c->comms[r], s);
+    if (b->args.persistent)
+      rc = dmacclStart(c->req[r], s);
+    else
+      rc = coll == PERF_ALLGATHER
+               ? dmacclAllGather(send[r], c->recv[r], count, b->args.type, c->comms[r], s)
+               : dmacclAlltoAll(send[r], c->recv[r], count, b->args.type, c->comms[r], s);
   }
   dmacclResult_t e = dmacclGroupEnd();
   if (rc == dmacclSuccess) rc = e;

@@ -52,6 +52,9 @@ void perfHeader(bench *b) {
              b->mp ? "one rank per process" : "one process driving all GPUs");
   int base = 0;
   for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
+  if (b->args.persistent)
+    printf("# dmaccl rows: persistent collectives (dmaccl*Init once per size, dmacclStart per "
+           "operation)\n");
   if (base)
     printf("# speedup = best baseline's time / dmaccl's time, out of place (above 1: dmaccl "
            "faster)\n");

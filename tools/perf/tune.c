@@ -53,13 +53,16 @@ static size_t sizesOf(const bench *b, int coll, size_t *out, size_t cap) {
 void perfPrintAutoVsBest(bench *b) {
   int haveAuto = -1, others = 0;
   for (int c = 0; c < b->nc; c++) {
-    if (isAuto(b, c)) haveAuto = c;
-    else if (b->cs[c].kind == KIND_DMACCL) others++;
+    if (isAuto(b, c))
+      haveAuto = c;
+    else if (b->cs[c].kind == KIND_DMACCL)
+      others++;
   }
   if (haveAuto < 0 || !others) return;
-  printf("#\n# auto (the library's selection) vs the fastest dmaccl algorithm measured here, out of "
-         "place:\n# %-9s %12s %-8s %10s %10s %7s\n",
-         "coll", "size(B)", "best", "best(us)", "auto(us)", "ratio");
+  printf(
+      "#\n# auto (the library's selection) vs the fastest dmaccl algorithm measured here, out of "
+      "place:\n# %-9s %12s %-8s %10s %10s %7s\n",
+      "coll", "size(B)", "best", "best(us)", "auto(us)", "ratio");
   double worst = 0;
   size_t worstBytes = 0;
   int worstColl = 0;
@@ -72,9 +75,9 @@ void perfPrintAutoVsBest(bench *b) {
       const perfRow *a = findRow(b, coll, sizes[k], haveAuto);
       if (bc < 0 || !a || best <= 0) continue;
       double t = a->us.v[b->args.average], ratio = t / best;
-      printf("  %-9s %12zu %-8s %10.2f %10.2f %6.2fx\n", coll == PERF_ALLGATHER ? "allgather"
-                                                                                : "alltoall",
-             sizes[k], b->cs[bc].name, best, t, ratio);
+      printf("  %-9s %12zu %-8s %10.2f %10.2f %6.2fx\n",
+             coll == PERF_ALLGATHER ? "allgather" : "alltoall", sizes[k], b->cs[bc].name, best, t,
+             ratio);
       if (ratio > worst) worst = ratio, worstBytes = sizes[k], worstColl = coll;
     }
   }
@@ -96,8 +99,10 @@ int perfWriteTune(bench *b, const char *path) {
           b->mp ? "one process per rank" : "one process", b->gpu ? "cuda" : "host executor");
   fprintf(f, "# command:");
   for (int i = 0; i < b->argc; i++) fprintf(f, " %s", b->argv[i]);
-  fprintf(f, "\n# form: RANKS TABLE (docs/algorithms.md); each range is the fastest algorithm\n"
-             "# measured at its lower size, out of place\n%d ", b->n);
+  fprintf(f,
+          "\n# form: RANKS TABLE (docs/algorithms.md); each range is the fastest algorithm\n"
+          "# measured at its lower size, out of place\n%d ",
+          b->n);
   int firstColl = 1;
   for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
     size_t sizes[256];
