@@ -25,7 +25,7 @@ static const struct {
     {"DMACCL_TIMEOUT", "0",
      "watchdog: seconds an operation may stay pending before the communicator fails with "
      "dmacclTimeout naming the peer (0 = off)"},
-    {"DMACCL_STAGE_BYTES", "4M",
+    {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
      "algorithms; 0 turns them off"},
     {"DMACCL_SIGNAL", "auto",
@@ -75,8 +75,8 @@ size_t coreStageBytesParam(void) {
   const char *v = coreParamString("DMACCL_STAGE_BYTES");
   size_t b = 0;
   if (planParseSize(v, strlen(v), &b) || b == SIZE_MAX) {
-    coreLog(CORE_LOG_WARN, "DMACCL_STAGE_BYTES='%s' is not a size (e.g. 4M): using 4M", v);
-    b = (size_t)4 << 20;
+    coreLog(CORE_LOG_WARN, "DMACCL_STAGE_BYTES='%s' is not a size (e.g. 8M): using 8M", v);
+    b = (size_t)8 << 20;
   }
   return b;
 }

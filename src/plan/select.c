@@ -14,14 +14,15 @@
 #include <strings.h>
 
 /*
- * Built-in defaults, as tuning text. Staged algorithms for small collectives
- * (no entry handshake, staged.c), push1 above: from 64 MB back-to-back
- * pushes on one lane keep one copy engine per rank at NVLink rate (380 GB/s
- * busbw at 1 GB on 4 H200s, docs/results/foundation-4xh200.md). The limits
- * come from dmaccl-tune runs (docs/latency-notes.md).
+ * Built-in defaults, as tuning text: the fastest algorithm per size measured
+ * by dmaccl-tune on 4 H200s, one process per GPU (docs/latency-notes.md has
+ * the run). Staged algorithms (no entry handshake, staged.c) up to 4 MB; the
+ * batch of pushes on one lane from 16 MB (one copy engine per rank at
+ * NVLink rate; push1 within 1% of it). AlltoAll's rank-ordered staged copy
+ * becomes one 2D command across processes, which wins while blocks are small.
  */
 const char planDefaultTune[] =
-    "* allgather:0-4M:stage,4M-inf:push1;alltoall:0-4M:stage2d,4M-inf:push1\n";
+    "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};
