@@ -552,7 +552,8 @@ out:
  * flag. Operations of a rank must run in sequence order (flags count epochs):
  * lanes are in order among themselves, so only a change between the lanes
  * and a caller's stream, or between two callers' streams, needs the previous
- * operation's tail event.
+ * operation's tail event. Streams are told apart by handle: a stream destroyed
+ * and re-created with the same handle between two calls skips that wait.
  */
 static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
                                  const execBuffers *b) {
