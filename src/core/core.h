@@ -210,6 +210,8 @@ dmacclResult_t corePostNoAttach(coreOp *op); /* groups attach after posting ever
 dmacclResult_t coreAttach(coreOp *op);       /* graph capture: join the caller's stream */
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq);
 dmacclResult_t coreMpPost(coreOp *op);
+/* Exports op's buffers for peers (sendRef, recvRef) unless already done. */
+dmacclResult_t coreMpExportOp(coreOp *op, const char *call);
 /* Lock held; returns the operations launched. byCaller: a thread that
  * posts (it may launch captured operations; the progress thread may not). */
 int coreMpLaunchReady(coreClique *c, int byCaller);

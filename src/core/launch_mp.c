@@ -100,21 +100,12 @@ static void launchOne(coreClique *c, uint64_t seq) {
   atomic_store_explicit(&coreBoardRank(c, me)->launched, seq, memory_order_release);
 }
 
-/* Every rank but this one has published seq. */
-static int allPostedExceptMe(coreClique *c, uint64_t seq) {
+/* Every rank (but skip, -1 for none) has published seq. */
+static int allPosted(coreClique *c, uint64_t seq, int skip) {
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   for (int r = 0; r < c->nranks; r++)
-    if (r != c->localRank &&
+    if (r != skip &&
         atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
-      return 0;
-  return 1;
-}
-
-/* Every rank has published seq. */
-static int allPosted(coreClique *c, uint64_t seq) {
-  int slot = (int)(seq % CORE_BOARD_DEPTH);
-  for (int r = 0; r < c->nranks; r++)
-    if (atomic_load_explicit(&coreBoardRank(c, r)->ops[slot].seq, memory_order_acquire) != seq)
       return 0;
   return 1;
 }
@@ -132,7 +123,7 @@ static void checkStaged(coreClique *c) {
     uint64_t seq = c->checked + 1;
     int slot = (int)(seq % CORE_BOARD_DEPTH);
     if (planIsStaged(c->localOps[slot].algo)) {
-      if (!allPosted(c, seq)) return;
+      if (!allPosted(c, seq, -1)) return;
       const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot];
       for (int r = 1; r < c->nranks; r++) {
         const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
@@ -163,7 +154,7 @@ int coreMpLaunchReady(coreClique *c, int byCaller) {
     /* A captured operation must be issued by the capturing thread, into
      * the capture it belongs to. */
     if (c->localOps[slot].capture && !byCaller) break;
-    if (!planIsStaged(c->localOps[slot].algo) && !allPosted(c, seq)) break;
+    if (!planIsStaged(c->localOps[slot].algo) && !allPosted(c, seq, -1)) break;
     launchOne(c, seq);
     c->nextLaunch++;
     launched++;
@@ -203,20 +194,25 @@ static void backoff(int *round) {
   (*round)++;
 }
 
+dmacclResult_t coreMpExportOp(coreOp *op, const char *call) {
+  if (op->refsReady) return dmacclSuccess;
+  dmacclComm_t comm = op->comm;
+  size_t recvBytes = op->count ? op->chunkBytes * (size_t)comm->nranks : 0;
+  size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
+  dmacclResult_t rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
+  if (rc == dmacclSuccess)
+    rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
+  op->refsReady = rc == dmacclSuccess;
+  return rc;
+}
+
 dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
   /* Where peers will find the buffers; fails before anything is issued. */
-  const char *call = op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll";
-  size_t recvBytes = op->count ? op->chunkBytes * (size_t)comm->nranks : 0;
-  size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
-  dmacclResult_t rc = dmacclSuccess;
-  if (!op->refsReady) {
-    rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
-    if (rc == dmacclSuccess)
-      rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
-    if (rc != dmacclSuccess) return rc;
-  }
+  dmacclResult_t rc =
+      coreMpExportOp(op, op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll");
+  if (rc != dmacclSuccess) return rc;
 
   pthread_mutex_lock(&c->lock);
   uint64_t seq = comm->posted + 1;
@@ -238,7 +234,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   /* (Never on the legacy default stream: the batch copy API refuses it.) */
   op->direct = !op->capture && c->nextLaunch == seq && !c->aborting && op->stream != NULL &&
                op->stream != cudaStreamLegacy &&
-               (planIsStaged(op->algo) || allPostedExceptMe(c, seq));
+               (planIsStaged(op->algo) || allPosted(c, seq, c->localRank));
   rc = op->direct ? dmacclSuccess : comm->exec->post(comm, op);
   if (rc != dmacclSuccess) {
     if (op->stageIndex) c->stageCount--; /* not sequenced after all */

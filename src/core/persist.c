@@ -19,8 +19,7 @@
 
 struct dmacclRequest {
   unsigned magic;
-  coreOp op;    /* checked arguments; stream and capture set per start */
-  int exported; /* op.sendRef / op.recvRef are ready (multi-process sets) */
+  coreOp op; /* checked arguments, buffers exported (refsReady); stream set per start */
 };
 
 static dmacclResult_t requestInit(coreOp *op, const char *call, dmacclRequest_t *request) {
@@ -32,17 +31,9 @@ static dmacclResult_t requestInit(coreOp *op, const char *call, dmacclRequest_t 
   if (!r) return coreError(op->comm, dmacclSystemError, "%s: out of memory", call);
   r->magic = REQUEST_MAGIC;
   r->op = *op;
-  if (op->comm->clique->mp) {
-    size_t recvBytes = op->count ? op->chunkBytes * (size_t)op->comm->nranks : 0;
-    size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
-    rc = coreExportBuf(op->comm, op->sendbuff, sendBytes, &r->op.sendRef, call, "sendbuff");
-    if (rc == dmacclSuccess)
-      rc = coreExportBuf(op->comm, op->recvbuff, recvBytes, &r->op.recvRef, call, "recvbuff");
-    if (rc != dmacclSuccess) {
-      free(r);
-      return rc;
-    }
-    r->exported = 1;
+  if (op->comm->clique->mp && (rc = coreMpExportOp(&r->op, call)) != dmacclSuccess) {
+    free(r);
+    return rc;
   }
   *request = r;
   return dmacclSuccess;
@@ -88,7 +79,6 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
   if (rc != dmacclSuccess) return rc;
   coreOp op = request->op;
   op.stream = stream;
-  op.refsReady = request->exported;
   rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture);
   if (rc != dmacclSuccess) return rc;
   if (coreGroupActive()) return coreGroupRecord(&op);

@@ -573,8 +573,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   execBuffers bb = {b->send, b->recv, s->stageSlot};
   /* The last eager operation's tail; a graph capture must not wait for
    * work outside it (nor is a captured tail a real event to wait for). */
-  cudaEvent_t prevTail =
-      s->lastSeq && !op->capture ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
+  cudaEvent_t prevTail = s->lastSeq && !op->capture ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
   int prev = cudaEnterDevice(s->device);
   s->captured[slot] = op->capture;
   if (op->direct) {
@@ -620,45 +619,35 @@ out:
   return rc;
 }
 
-/* Polls rather than blocks, so that a broken communicator (dead peer,
- * watchdog) returns its error instead of hanging. */
+/* Polls a stream (or, when ev is set, an event) until its work is done, so
+ * that a broken communicator (dead peer, watchdog) returns its error instead
+ * of hanging. *stop: the communicator is being aborted. */
+static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t ev, int *stop) {
+  coreClique *c = comm->clique;
+  for (int round = 0;; round++) {
+    cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(st);
+    if (e == cudaSuccess) return dmacclSuccess;
+    if (e != cudaErrorNotReady) return cudaFail(comm, "dmacclCommSynchronize: stream query", e);
+    dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+    if (broken != dmacclSuccess)
+      return coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
+    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) return *stop = 1, dmacclSuccess;
+    if (round > 1000) sched_yield();
+  }
+}
+
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   (void)seq;
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   coreClique *c = comm->clique;
-  int prev = cudaEnterDevice(s->device);
-  for (int l = 0; l < s->nlanes; l++) {
-    for (int round = 0;; round++) {
-      cudaError_t e = cudaStreamQuery(s->lanes[l]);
-      if (e == cudaSuccess) break;
-      if (e != cudaErrorNotReady) CUDA_TRY(comm, e);
-      dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
-      if (broken != dmacclSuccess) {
-        rc = coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
-        goto out;
-      }
-      if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) goto out;
-      if (round > 1000) sched_yield();
-    }
-  }
+  int prev = cudaEnterDevice(s->device), stop = 0;
+  for (int l = 0; l < s->nlanes && rc == dmacclSuccess && !stop; l++)
+    rc = pollDone(comm, s->lanes[l], NULL, &stop);
   /* The last operation may have run on a caller's stream (in order after
    * every earlier one). */
-  if (s->lastDirect) {
-    for (int round = 0;; round++) {
-      cudaError_t e = cudaEventQuery(s->tail[s->lastSeq % CORE_BOARD_DEPTH]);
-      if (e == cudaSuccess) break;
-      if (e != cudaErrorNotReady) CUDA_TRY(comm, e);
-      dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
-      if (broken != dmacclSuccess) {
-        rc = coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
-        goto out;
-      }
-      if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) goto out;
-      if (round > 1000) sched_yield();
-    }
-  }
-out:
+  if (s->lastDirect && rc == dmacclSuccess && !stop)
+    rc = pollDone(comm, NULL, s->tail[s->lastSeq % CORE_BOARD_DEPTH], &stop);
   cudaLeaveDevice(prev, s->device);
   if (rc != dmacclSuccess) return rc;
   /* Every posted operation is launched (the core waited) and complete. */

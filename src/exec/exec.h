@@ -24,6 +24,12 @@ static inline void *execLocate(const execBuffers *b, planLoc l) {
   return (void *)(base + l.off);
 }
 
+/* Byte offset of a staged schedule's slot in every rank's staging area. */
+static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s) {
+  if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
+  return (size_t)(s->stageIndex % (unsigned long long)s->stageSlots) * comm->clique->stageBytes;
+}
+
 typedef struct execOps {
   const char *name;
   /* Creates the executor state of every communicator of a new set (one
