@@ -28,6 +28,9 @@ static const struct {
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
      "algorithms; 0 turns them off"},
+    {"DMACCL_BATCH_OVERLAP", "1",
+     "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
+     "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
     {"DMACCL_SIGNAL", "auto",
      "how a signal reaches a peer's flag: memop (stream memory operation write), copy (4-byte "
      "copy from a device value), or auto (probe at init: memop where the driver allows it)"},
@@ -79,4 +82,12 @@ size_t coreStageBytesParam(void) {
     b = (size_t)8 << 20;
   }
   return b;
+}
+
+int coreBatchOverlapParam(void) {
+  const char *v = coreParamString("DMACCL_BATCH_OVERLAP");
+  if (strcmp(v, "0") == 0) return 0;
+  if (strcmp(v, "1") != 0)
+    coreLog(CORE_LOG_WARN, "DMACCL_BATCH_OVERLAP='%s' is not 0 or 1: using 1", v);
+  return 1;
 }

@@ -111,6 +111,7 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   }
   s->device = comm->device;
   s->nlanes = n; /* peer lanes plus a side lane for large self copies */
+  s->batchFlags = coreBatchOverlapParam() ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
   pthread_mutex_init(&s->ipcLock, NULL);
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
   s->join = calloc((size_t)s->nlanes, sizeof(*s->join));
@@ -530,6 +531,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = s->batchFlags; /* copy engines, not SM copy kernels (docs/overlap.md) */
     attr.srcLocHint.type = cudaMemLocationTypeDevice;
     attr.dstLocHint.type = cudaMemLocationTypeDevice;
     size_t attrIdx = 0;

@@ -70,8 +70,9 @@ static ncclBase *newBase(int n, int ce, char *err, size_t errlen) {
   return b;
 }
 
-static ncclConfig_t makeConfig(int ce) {
+static ncclConfig_t makeConfig(int ce, int maxCTAs) {
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  if (maxCTAs > 0) cfg.maxCTAs = maxCTAs;
 #ifdef HAVE_CE
   if (ce) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
 #else
@@ -87,14 +88,14 @@ static ncclBase *failInit(ncclBase *b, const char *what, ncclResult_t r, char *e
   return NULL;
 }
 
-ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen) {
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, int maxCTAs, char *err, size_t errlen) {
   ncclBase *b = newBase(n, ce, err, errlen);
   if (!b) return NULL;
   for (int i = 0; i < n; i++) b->devs[i] = devs[i];
   ncclUniqueId id;
   ncclResult_t r = ncclGetUniqueId(&id);
   if (r != ncclSuccess) return failInit(b, "ncclGetUniqueId", r, err, errlen);
-  ncclConfig_t cfg = makeConfig(ce);
+  ncclConfig_t cfg = makeConfig(ce, maxCTAs);
   r = ncclGroupStart();
   for (int i = 0; i < n && r == ncclSuccess; i++) {
     cudaSetDevice(devs[i]);
@@ -119,13 +120,14 @@ int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
   return 0;
 }
 
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen) {
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, int maxCTAs, char *err,
+                           size_t errlen) {
   ncclBase *b = newBase(1, ce, err, errlen);
   if (!b) return NULL;
   cudaGetDevice(&b->devs[0]);
   ncclUniqueId id;
   memcpy(&id, id128, sizeof(id));
-  ncclConfig_t cfg = makeConfig(ce);
+  ncclConfig_t cfg = makeConfig(ce, maxCTAs);
   ncclResult_t r = ncclCommInitRankConfig(&b->comms[0], n, id, rank, &cfg);
   if (r != ncclSuccess) return failInit(b, "ncclCommInitRankConfig", r, err, errlen);
   setVersion(b);
@@ -210,25 +212,26 @@ struct ncclBase {
   int unused;
 };
 
-ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen) {
-  (void)n, (void)devs, (void)ce;
-  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, int maxCTAs, char *err, size_t errlen) {
+  (void)n, (void)devs, (void)ce, (void)maxCTAs;
+  snprintf(err, errlen, "built without NCCL");
   return NULL;
 }
 int ncclBaseMakeId(void *id128, char *err, size_t errlen) {
   (void)id128;
-  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+  snprintf(err, errlen, "built without NCCL");
   return -1;
 }
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen) {
-  (void)n, (void)rank, (void)id128, (void)ce;
-  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, int maxCTAs, char *err,
+                           size_t errlen) {
+  (void)n, (void)rank, (void)id128, (void)ce, (void)maxCTAs;
+  snprintf(err, errlen, "built without NCCL");
   return NULL;
 }
 int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
                          size_t errlen) {
   (void)b, (void)bytes, (void)send, (void)recv;
-  snprintf(err, errlen, "dmaccl-perf was built without NCCL");
+  snprintf(err, errlen, "built without NCCL");
   return -1;
 }
 int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,

@@ -1,5 +1,5 @@
 /* NCCL as a baseline in the same run (one process driving all GPUs, or one
- * rank per process). Built
+ * rank per process), for dmaccl-perf and dmaccl-c3. Built
  * as a stub that reports "not built" when NCCL was not found. */
 #ifndef DMACCL_PERF_BASELINE_NCCL_H_
 #define DMACCL_PERF_BASELINE_NCCL_H_
@@ -11,13 +11,16 @@
 typedef struct ncclBase ncclBase;
 
 /* NULL with a reason in err when NCCL is missing or fails to start. ce: NCCL's
- * copy-engine path (CTA policy ZERO; use buffers from ncclBaseAllocBuffers). */
-ncclBase *ncclBaseInit(int n, const int *devs, int ce, char *err, size_t errlen);
+ * copy-engine path (CTA policy ZERO; use buffers from ncclBaseAllocBuffers).
+ * maxCTAs > 0 caps the SMs NCCL's kernels take (config.maxCTAs); 0 = NCCL's
+ * default. */
+ncclBase *ncclBaseInit(int n, const int *devs, int ce, int maxCTAs, char *err, size_t errlen);
 /* One rank per process: rank 0 makes the id (NCCL_UNIQUE_ID_BYTES = 128
  * bytes, passed to the others by the caller), every rank joins with it on
  * the current device. */
 int ncclBaseMakeId(void *id128, char *err, size_t errlen);
-ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, char *err, size_t errlen);
+ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, int maxCTAs, char *err,
+                           size_t errlen);
 /* Send and receive buffers of `bytes` per local rank from ncclMemAlloc,
  * registered as symmetric windows (collective over all ranks); freed by
  * ncclBaseFini. What NCCL's copy-engine collectives need. */

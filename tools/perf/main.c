@@ -103,13 +103,13 @@ static void makeNccl(bench *b, int kind) {
   int ce = kind == KIND_NCCL_CE;
   ncclBase *nb = NULL;
   if (!b->mp) {
-    nb = ncclBaseInit(b->n, b->devs, ce, err, sizeof(err));
+    nb = ncclBaseInit(b->n, b->devs, ce, 0, err, sizeof(err));
   } else {
     if (b->first == 0)
       b->sh->okId[kind] = ncclBaseMakeId(b->sh->ncclId[kind], err, sizeof(err)) == 0;
     perfBarrier(b);
     if (b->sh->okId[kind])
-      nb = ncclBaseInitRank(b->n, b->first, b->sh->ncclId[kind], ce, err, sizeof(err));
+      nb = ncclBaseInitRank(b->n, b->first, b->sh->ncclId[kind], ce, 0, err, sizeof(err));
   }
   contender *c = &b->cs[b->nc];
   memset(c, 0, sizeof(*c));

@@ -1,0 +1,153 @@
+/* dmaccl-c3: compute and communication together (C3). Shared types of its
+ * files:
+ *   scenario.c  scenario files and the command line (plain C, tested on CI)
+ *   metrics.c   ConCCL's metrics, medians, repetition counts (plain C, CI)
+ *   report.c    the table and the JSON (plain C, CI)
+ *   gemm.c      the cuBLAS GEMM loop, captured as one CUDA graph
+ *   contender.c NCCL settings and dmaccl algorithms behind one issue call
+ *   main.c      processes, the measurement loop, checking, energy
+ */
+#ifndef DMACCL_C3_H_
+#define DMACCL_C3_H_
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define C3_MAX_SCENARIOS 64
+#define C3_MAX_CONTENDERS 24
+#define C3_NAME 48
+
+enum { C3_ALLGATHER = 1, C3_ALLTOALL = 2 };
+
+/* One line of a scenario file:
+ *   name  M N K  allgather|alltoall  size  [comm=P%]
+ * A bf16 GEMM C[MxN] = A[MxK] B[KxN] on every GPU, next to collectives of
+ * `size` (nccl-tests' size: AllGather output bytes, AlltoAll bytes each rank
+ * sends). comm= sets the share of communication in the isolated time that
+ * the repetition counts aim at (default 50%: both sides equally long). */
+typedef struct {
+  char name[C3_NAME];
+  long m, n, k;
+  int coll;
+  size_t size;
+  double commShare; /* 0 < share < 1 */
+  int line;
+} c3Scenario;
+
+/* Contender kinds. NCCL rows are baselines; dmaccl rows are algorithms. */
+enum {
+  C3_NCCL = 0,      /* NCCL default */
+  C3_NCCL_PRIO = 1, /* NCCL, collective stream at the highest priority */
+  C3_NCCL_CTA = 2,  /* NCCL with config.maxCTAs = ctas */
+  C3_NCCL_CE = 3,   /* NCCL's copy-engine collectives (CTA policy zero, windows) */
+  C3_DMACCL = 4
+};
+
+/* "nccl", "nccl-prio", "nccl-ctaN", "nccl-ce", or a dmaccl algorithm
+ * ("auto" = the library's own choice) optionally followed by
+ * "/VAR=VALUE": that environment variable is set while the communicator is
+ * created (e.g. pushb/DMACCL_BATCH_OVERLAP=0). */
+typedef struct {
+  char name[C3_NAME];
+  int kind;
+  int ctas;          /* C3_NCCL_CTA */
+  char algo[16];     /* C3_DMACCL: "auto" or an algorithm */
+  char envVar[32];   /* "" = none */
+  char envVal[C3_NAME];
+} c3ContenderSpec;
+
+typedef struct {
+  int procs;            /* -p: ranks (one process and GPU each); 0 = every GPU */
+  char file[512];       /* -f: scenario file */
+  char only[512];       /* -s: comma-separated scenario names, "" = all */
+  c3ContenderSpec cs[C3_MAX_CONTENDERS];
+  int ncs;
+  int runs;             /* -r: repetitions; medians over them */
+  double targetMs;      /* -t: length of the longer isolated side */
+  int check;            /* -c: check every byte of one overlapped collective per row */
+  int energy;           /* --energy */
+  int list;             /* --list: print the scenarios and contenders, measure nothing */
+  char json[512];       /* -J */
+} c3Args;
+
+/* 0: parsed; 1: help; -1: error with a sentence in err. defaultFile: the
+ * scenario file without -f (NULL: -f is required). */
+int c3ParseArgs(int argc, char **argv, const char *defaultFile, c3Args *a, char *err,
+                size_t errlen);
+void c3Usage(FILE *f);
+/* Parses one contender name into *s: 0, or -1 with a sentence in err. */
+int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t errlen);
+/* Parses scenario text. Returns the number of scenarios (>= 1) or -1 with
+ * the offending line named in err. `only` (comma-separated names, "" = all)
+ * keeps those scenarios; a name that matches none is an error. */
+int c3ParseScenarios(const char *text, const char *only, c3Scenario *out, int max, char *err,
+                     size_t errlen);
+/* Reads a whole file into a malloc'd string; NULL with a sentence in err. */
+char *c3ReadFile(const char *path, char *err, size_t errlen);
+const char *c3CollName(int coll);
+/* Element count and bytes moved per rank for a scenario's collective with n
+ * ranks and 2-byte elements (nccl-tests' convention, as dmaccl-perf). */
+size_t c3Count(const c3Scenario *s, int nranks);
+
+/* Medians of one contender in one scenario, microseconds. */
+typedef struct {
+  double gemm;         /* the GEMM loop alone */
+  double comm;         /* the collective loop alone */
+  double both;         /* both started together, until both are done */
+  double gemmTogether; /* the GEMM loop's own time when together */
+  double commTogether; /* the collective loop's own time when together */
+} c3Times;
+
+/* ConCCL's metrics from isolated and overlapped times. */
+typedef struct {
+  double ideal;        /* (gemm + comm) / max(gemm, comm) */
+  double realized;     /* (gemm + comm) / both */
+  double fraction;     /* (realized - 1) / (ideal - 1); NAN when ideal - 1 < 0.01 */
+  double gemmSlowdown; /* gemmTogether / gemm */
+  double commSlowdown; /* commTogether / comm */
+  double commShare;    /* comm / (gemm + comm) */
+} c3Metrics;
+
+void c3Compute(const c3Times *t, c3Metrics *m);
+/* Median of v[0..n-1] (sorts v); NAN for n == 0. */
+double c3Median(double *v, int n);
+/* Repetition counts: the longer isolated side lasts about targetUs and
+ * communication makes up `share` of the isolated total. gemmUs and commUs
+ * are one GEMM and one collective. */
+void c3Reps(double gemmUs, double commUs, double targetUs, double share, long *gemms,
+            long *colls);
+
+/* One row of the result: a contender in a scenario. */
+typedef struct {
+  int scenario, contender;
+  long gemms, colls;
+  c3Times t;
+  c3Metrics m;
+  double joules; /* per overlapped iteration, all GPUs; 0 = not measured */
+  long long wrong; /* -1 = not checked */
+} c3Row;
+
+typedef struct {
+  const c3Args *args;
+  const c3Scenario *sc;
+  int nsc;
+  const c3ContenderSpec *cs;
+  int ncs;
+  const c3Row *rows;
+  int nrows;
+  int nranks;
+  char gpu[128];
+  char ncclVersion[32];
+  int driverVersion;
+  char command[1024];
+} c3Result;
+
+/* report.c */
+void c3PrintScenario(FILE *f, const c3Result *r, int scenario);
+/* Per contender: mean realized fraction over the matrix and over the
+ * scenarios where communication is at least 20% of the isolated time, and
+ * whether dmaccl's default beats every NCCL setting there. */
+void c3PrintSummary(FILE *f, const c3Result *r);
+int c3WriteJson(const c3Result *r, const char *path);
+
+#endif

@@ -1,0 +1,403 @@
+/* dmaccl-c3's inputs: the command line, contender names and scenario files.
+ * Plain C (no CUDA), so CI tests all of it. */
+#include "c3.h"
+#include "plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every contender of one run unless -A says otherwise: NCCL's settings, then
+ * the library's choice, then every algorithm. */
+#define C3_DEFAULT_CONTENDERS                                                                      \
+  "nccl,nccl-prio,nccl-cta8,nccl-ce,auto,push1,pushn,pushb,pull1,pulln,pullb,stage,stage2d"
+
+const char *c3CollName(int coll) {
+  return coll == C3_ALLGATHER ? "allgather" : "alltoall";
+}
+
+size_t c3Count(const c3Scenario *s, int nranks) {
+  size_t per = s->size / (size_t)nranks / 2; /* 2-byte elements */
+  return per ? per : 1;
+}
+
+int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof(*s));
+  size_t len = strlen(name);
+  if (len == 0 || len >= C3_NAME) {
+    snprintf(err, errlen, "contender '%s': empty or longer than %d characters", name, C3_NAME - 1);
+    return -1;
+  }
+  snprintf(s->name, sizeof(s->name), "%s", name);
+  if (strcmp(name, "nccl") == 0) {
+    s->kind = C3_NCCL;
+    return 0;
+  }
+  if (strcmp(name, "nccl-prio") == 0) {
+    s->kind = C3_NCCL_PRIO;
+    return 0;
+  }
+  if (strcmp(name, "nccl-ce") == 0) {
+    s->kind = C3_NCCL_CE;
+    return 0;
+  }
+  if (strncmp(name, "nccl-cta", 8) == 0) {
+    char *end = NULL;
+    long v = strtol(name + 8, &end, 10);
+    if (name[8] == '\0' || *end != '\0' || v < 1 || v > 64) {
+      snprintf(err, errlen, "contender '%s': nccl-ctaN needs N from 1 to 64 (e.g. nccl-cta8)",
+               name);
+      return -1;
+    }
+    s->kind = C3_NCCL_CTA;
+    s->ctas = (int)v;
+    return 0;
+  }
+  if (strncmp(name, "nccl", 4) == 0) {
+    snprintf(err, errlen,
+             "contender '%s': NCCL settings are nccl, nccl-prio, nccl-ctaN and nccl-ce", name);
+    return -1;
+  }
+  s->kind = C3_DMACCL;
+  const char *slash = strchr(name, '/');
+  size_t alen = slash ? (size_t)(slash - name) : len;
+  planAlgo a;
+  if (alen >= sizeof(s->algo) ||
+      (!(alen == 4 && strncmp(name, "auto", 4) == 0) && planAlgoParse(name, alen, &a) != 0)) {
+    snprintf(err, errlen, "contender '%s': '%.*s' is not a dmaccl algorithm, auto, or an NCCL "
+             "setting", name, (int)alen, name);
+    return -1;
+  }
+  memcpy(s->algo, name, alen);
+  s->algo[alen] = '\0';
+  if (slash) {
+    const char *eq = strchr(slash, '=');
+    size_t vlen = eq ? (size_t)(eq - slash - 1) : 0;
+    if (!eq || vlen == 0 || vlen >= sizeof(s->envVar) || strncmp(slash + 1, "DMACCL_", 7) != 0) {
+      snprintf(err, errlen,
+               "contender '%s': after '/' comes DMACCL_VAR=VALUE (a dmaccl parameter)", name);
+      return -1;
+    }
+    memcpy(s->envVar, slash + 1, vlen);
+    s->envVar[vlen] = '\0';
+    snprintf(s->envVal, sizeof(s->envVal), "%s", eq + 1);
+  }
+  return 0;
+}
+
+static int parseContenders(const char *list, c3Args *a, char *err, size_t errlen) {
+  a->ncs = 0;
+  const char *p = list;
+  while (*p) {
+    const char *q = strchr(p, ',');
+    size_t len = q ? (size_t)(q - p) : strlen(p);
+    char name[C3_NAME + 8];
+    if (len >= sizeof(name)) {
+      snprintf(err, errlen, "-A: contender '%.*s' is too long", (int)len, p);
+      return -1;
+    }
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (a->ncs == C3_MAX_CONTENDERS) {
+      snprintf(err, errlen, "-A: more than %d contenders", C3_MAX_CONTENDERS);
+      return -1;
+    }
+    if (c3ParseContender(name, &a->cs[a->ncs], err, errlen)) return -1;
+    for (int i = 0; i < a->ncs; i++)
+      if (strcmp(a->cs[i].name, name) == 0) {
+        snprintf(err, errlen, "-A: contender '%s' is named twice", name);
+        return -1;
+      }
+    a->ncs++;
+    p += len;
+    if (*p == ',') p++;
+  }
+  if (a->ncs == 0) {
+    snprintf(err, errlen, "-A: no contenders");
+    return -1;
+  }
+  return 0;
+}
+
+void c3Usage(FILE *f) {
+  fprintf(f,
+          "usage: dmaccl-c3 [options]\n"
+          "On every GPU, a cuBLAS bf16 GEMM stream and a collective stream run alone and then\n"
+          "together; ConCCL's metrics per scenario and contender (one process per GPU).\n"
+          "  -p N          ranks, one process and GPU each (default: every GPU)\n"
+          "  -f FILE       scenario file (default: tools/c3/scenarios.txt beside the source)\n"
+          "  -s A,B        only these scenarios\n"
+          "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
+          "                nccl | nccl-prio | nccl-ctaN | nccl-ce | auto | an algorithm,\n"
+          "                optionally ALGO/DMACCL_VAR=VALUE\n"
+          "  -r N          runs; medians over them (default 5)\n"
+          "  -t MS         length of the longer isolated loop (default 20)\n"
+          "  -c 0|1        check every byte of an overlapped collective per row (default 1)\n"
+          "  --energy      NVML energy per overlapped iteration\n"
+          "  --list        print scenarios and contenders; measure nothing (no GPU needed)\n"
+          "  -J FILE       JSON output\n"
+          "  -h            this text\n");
+}
+
+static int parsePositive(const char *flag, const char *v, double lo, double hi, double *out,
+                         char *err, size_t errlen) {
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (!v[0] || *end || errno || !(d >= lo && d <= hi)) {
+    snprintf(err, errlen, "%s '%s': expected a number from %g to %g", flag, v, lo, hi);
+    return -1;
+  }
+  *out = d;
+  return 0;
+}
+
+int c3ParseArgs(int argc, char **argv, const char *defaultFile, c3Args *a, char *err,
+                size_t errlen) {
+  memset(a, 0, sizeof(*a));
+  a->runs = 5;
+  a->targetMs = 20;
+  a->check = 1;
+  if (defaultFile) snprintf(a->file, sizeof(a->file), "%s", defaultFile);
+  const char *contenders = C3_DEFAULT_CONTENDERS;
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) return 1;
+    if (strcmp(f, "--energy") == 0) {
+      a->energy = 1;
+      continue;
+    }
+    if (strcmp(f, "--list") == 0) {
+      a->list = 1;
+      continue;
+    }
+    int known = !strcmp(f, "-p") || !strcmp(f, "-f") || !strcmp(f, "-s") || !strcmp(f, "-A") ||
+                !strcmp(f, "-r") || !strcmp(f, "-t") || !strcmp(f, "-c") || !strcmp(f, "-J");
+    if (!known) {
+      snprintf(err, errlen, "unknown option '%s' (-h lists them)", f);
+      return -1;
+    }
+    if (i + 1 >= argc) {
+      snprintf(err, errlen, "%s needs a value", f);
+      return -1;
+    }
+    const char *v = argv[++i];
+    double d;
+    size_t vlen = strlen(v);
+    if (!strcmp(f, "-p")) {
+      if (parsePositive(f, v, 1, 64, &d, err, errlen)) return -1;
+      if (d != (int)d) {
+        snprintf(err, errlen, "-p '%s': expected a whole number of ranks", v);
+        return -1;
+      }
+      a->procs = (int)d;
+    } else if (!strcmp(f, "-r")) {
+      if (parsePositive(f, v, 1, 1000, &d, err, errlen)) return -1;
+      if (d != (int)d) {
+        snprintf(err, errlen, "-r '%s': expected a whole number of runs", v);
+        return -1;
+      }
+      a->runs = (int)d;
+    } else if (!strcmp(f, "-t")) {
+      if (parsePositive(f, v, 0.1, 10000, &d, err, errlen)) return -1;
+      a->targetMs = d;
+    } else if (!strcmp(f, "-c")) {
+      if (strcmp(v, "0") && strcmp(v, "1")) {
+        snprintf(err, errlen, "-c '%s': expected 0 or 1", v);
+        return -1;
+      }
+      a->check = v[0] == '1';
+    } else {
+      char *dst = !strcmp(f, "-f") ? a->file : !strcmp(f, "-s") ? a->only : a->json;
+      if (!strcmp(f, "-A")) {
+        contenders = v;
+        continue;
+      }
+      if (vlen == 0 || vlen >= sizeof(a->file)) {
+        snprintf(err, errlen, "%s: empty or too long", f);
+        return -1;
+      }
+      memcpy(dst, v, vlen + 1);
+    }
+  }
+  if (!a->file[0]) {
+    snprintf(err, errlen, "no scenario file: give -f FILE");
+    return -1;
+  }
+  return parseContenders(contenders, a, err, errlen);
+}
+
+char *c3ReadFile(const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "cannot open scenario file %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + len, 1, cap - len - 1, f);
+    len += got;
+    if (len + 1 < cap) break;
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) free(buf);
+    buf = nb;
+    cap *= 2;
+  }
+  fclose(f);
+  if (!buf) {
+    snprintf(err, errlen, "out of memory reading %s", path);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+/* Splits a line into whitespace-separated fields; returns their count. */
+static int fields(char *line, char **f, int max) {
+  int n = 0;
+  char *p = line;
+  while (*p) {
+    while (*p && isspace((unsigned char)*p)) p++;
+    if (!*p) break;
+    if (n == max) return max + 1;
+    f[n++] = p;
+    while (*p && !isspace((unsigned char)*p)) p++;
+    if (*p) *p++ = '\0';
+  }
+  return n;
+}
+
+static int parseDim(const char *s, long *out) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || errno || v < 1 || v > (1L << 20)) return -1;
+  *out = v;
+  return 0;
+}
+
+static int nameListed(const char *only, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = only; *p;) {
+    const char *q = strchr(p, ',');
+    size_t l = q ? (size_t)(q - p) : strlen(p);
+    if (l == len && strncmp(p, name, len) == 0) return 1;
+    p += l;
+    if (*p == ',') p++;
+  }
+  return 0;
+}
+
+static int parseLine(char *line, int lineNo, c3Scenario *s, char *err, size_t errlen) {
+  char *f[8];
+  int nf = fields(line, f, 7);
+  if (nf < 6 || nf > 7) {
+    snprintf(err, errlen,
+             "line %d: expected 'name M N K allgather|alltoall size [comm=P%%]', got %d fields",
+             lineNo, nf);
+    return -1;
+  }
+  memset(s, 0, sizeof(*s));
+  s->line = lineNo;
+  if (strlen(f[0]) >= sizeof(s->name)) {
+    snprintf(err, errlen, "line %d: name '%s' is longer than %d characters", lineNo, f[0],
+             C3_NAME - 1);
+    return -1;
+  }
+  snprintf(s->name, sizeof(s->name), "%s", f[0]);
+  long *dims[3] = {&s->m, &s->n, &s->k};
+  const char *dn[3] = {"M", "N", "K"};
+  for (int d = 0; d < 3; d++)
+    if (parseDim(f[1 + d], dims[d])) {
+      snprintf(err, errlen, "line %d: %s '%s' is not a GEMM dimension from 1 to 1048576", lineNo,
+               dn[d], f[1 + d]);
+      return -1;
+    }
+  if (strcmp(f[4], "allgather") == 0) {
+    s->coll = C3_ALLGATHER;
+  } else if (strcmp(f[4], "alltoall") == 0) {
+    s->coll = C3_ALLTOALL;
+  } else {
+    snprintf(err, errlen, "line %d: collective '%s' is not allgather or alltoall", lineNo, f[4]);
+    return -1;
+  }
+  if (planParseSize(f[5], strlen(f[5]), &s->size) || s->size == SIZE_MAX || s->size < 1024 ||
+      s->size > ((size_t)16 << 30)) {
+    snprintf(err, errlen, "line %d: size '%s' is not a size from 1K to 16G (e.g. 64M)", lineNo,
+             f[5]);
+    return -1;
+  }
+  s->commShare = 0.5;
+  if (nf == 7) {
+    char *end = NULL;
+    double p = strncmp(f[6], "comm=", 5) == 0 ? strtod(f[6] + 5, &end) : -1;
+    if (!end || strcmp(end, "%") != 0 || !(p >= 1 && p <= 99)) {
+      snprintf(err, errlen, "line %d: '%s' is not comm=P%% with P from 1 to 99", lineNo, f[6]);
+      return -1;
+    }
+    s->commShare = p / 100.0;
+  }
+  return 0;
+}
+
+int c3ParseScenarios(const char *text, const char *only, c3Scenario *out, int max, char *err,
+                     size_t errlen) {
+  int n = 0, lineNo = 0;
+  const char *p = text;
+  while (*p) {
+    lineNo++;
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char line[512];
+    if (len >= sizeof(line)) {
+      snprintf(err, errlen, "line %d: longer than %zu characters", lineNo, sizeof(line) - 1);
+      return -1;
+    }
+    memcpy(line, p, len);
+    line[len] = '\0';
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *q = line;
+    while (isspace((unsigned char)*q)) q++;
+    if (*q) {
+      c3Scenario s;
+      if (parseLine(q, lineNo, &s, err, errlen)) return -1;
+      for (int i = 0; i < n; i++)
+        if (strcmp(out[i].name, s.name) == 0) {
+          snprintf(err, errlen, "line %d: scenario '%s' was already defined on line %d", lineNo,
+                   s.name, out[i].line);
+          return -1;
+        }
+      if (!only[0] || nameListed(only, s.name)) {
+        if (n == max) {
+          snprintf(err, errlen, "line %d: more than %d scenarios", lineNo, max);
+          return -1;
+        }
+        out[n++] = s;
+      }
+    }
+    p += len;
+    if (*p == '\n') p++;
+  }
+  /* every name in `only` must exist */
+  for (const char *o = only; *o;) {
+    const char *c = strchr(o, ',');
+    size_t l = c ? (size_t)(c - o) : strlen(o);
+    int found = 0;
+    for (int i = 0; i < n; i++) found |= strlen(out[i].name) == l && !strncmp(out[i].name, o, l);
+    if (!found) {
+      snprintf(err, errlen, "-s: no scenario named '%.*s'", (int)l, o);
+      return -1;
+    }
+    o += l;
+    if (*o == ',') o++;
+  }
+  if (n == 0) {
+    snprintf(err, errlen, "no scenarios (every line is empty or a comment)");
+    return -1;
+  }
+  return n;
+}
