@@ -173,6 +173,7 @@ void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(pri
 const char *coreParamString(const char *name); /* getenv with the table's default */
 size_t coreStageBytesParam(void);              /* DMACCL_STAGE_BYTES */
 int coreBatchOverlapParam(void);               /* DMACCL_BATCH_OVERLAP: 0 or 1 */
+int coreLanePriorityHigh(void);                /* DMACCL_LANE_PRIORITY is high */
 void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of every parameter */
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */

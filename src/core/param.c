@@ -31,6 +31,9 @@ static const struct {
     {"DMACCL_BATCH_OVERLAP", "1",
      "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
      "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
+    {"DMACCL_LANE_PRIORITY", "default",
+     "priority of the library's internal streams (lanes): default or high (the greatest "
+     "stream priority)"},
     {"DMACCL_SIGNAL", "auto",
      "how a signal reaches a peer's flag: memop (stream memory operation write), copy (4-byte "
      "copy from a device value), or auto (probe at init: memop where the driver allows it)"},
@@ -90,4 +93,12 @@ int coreBatchOverlapParam(void) {
   if (strcmp(v, "1") != 0)
     coreLog(CORE_LOG_WARN, "DMACCL_BATCH_OVERLAP='%s' is not 0 or 1: using 1", v);
   return 1;
+}
+
+int coreLanePriorityHigh(void) {
+  const char *v = coreParamString("DMACCL_LANE_PRIORITY");
+  if (strcmp(v, "high") == 0) return 1;
+  if (strcmp(v, "default") != 0)
+    coreLog(CORE_LOG_WARN, "DMACCL_LANE_PRIORITY='%s' is not default or high: using default", v);
+  return 0;
 }

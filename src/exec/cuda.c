@@ -127,8 +127,11 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
+  int least = 0, greatest = 0;
+  CUDA_TRY(NULL, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  int prio = coreLanePriorityHigh() ? greatest : least;
   for (int l = 0; l < s->nlanes; l++) {
-    CUDA_TRY(NULL, cudaStreamCreateWithFlags(&s->lanes[l], cudaStreamNonBlocking));
+    CUDA_TRY(NULL, cudaStreamCreateWithPriority(&s->lanes[l], cudaStreamNonBlocking, prio));
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->join[l], cudaEventDisableTiming));
   }
   CUDA_TRY(NULL, cudaStreamCreateWithFlags(&s->aside, cudaStreamNonBlocking));

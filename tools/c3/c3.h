@@ -44,13 +44,15 @@ enum {
 };
 
 /* "nccl", "nccl-prio", "nccl-ctaN", "nccl-ce", or a dmaccl algorithm
- * ("auto" = the library's own choice) optionally followed by
- * "/VAR=VALUE": that environment variable is set while the communicator is
- * created (e.g. pushb/DMACCL_BATCH_OVERLAP=0). */
+ * ("auto" = the library's own choice), "-prio" after it for a collective
+ * stream at the highest priority, then optionally "/VAR=VALUE": that
+ * environment variable is set while the communicator is created (e.g.
+ * pushb/DMACCL_BATCH_OVERLAP=0, stage-prio). */
 typedef struct {
   char name[C3_NAME];
   int kind;
   int ctas;          /* C3_NCCL_CTA */
+  int highPrio;      /* the collective stream at the highest priority */
   char algo[16];     /* C3_DMACCL: "auto" or an algorithm */
   char envVar[32];   /* "" = none */
   char envVal[C3_NAME];

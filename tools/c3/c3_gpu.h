@@ -36,7 +36,7 @@ typedef struct {
   c3ContenderSpec spec;
   ncclBase *nccl;
   dmacclComm_t comm;
-  cudaStream_t stream; /* the collective stream; highest priority for nccl-prio */
+  cudaStream_t stream; /* the collective stream; highest priority for -prio */
   void *send, *recv;   /* nccl-ce: its own windows; otherwise the shared buffers */
 } c3Contender;
 

@@ -22,7 +22,7 @@ int c3ContenderMakeId(const c3ContenderSpec *s, c3Id *id, char *err, size_t errl
 static int makeStream(c3Contender *c, char *err, size_t errlen) {
   int least = 0, greatest = 0;
   cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
-  int prio = c->spec.kind == C3_NCCL_PRIO ? greatest : least;
+  int prio = c->spec.highPrio ? greatest : least;
   if (e == cudaSuccess)
     e = cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking, prio);
   if (e != cudaSuccess) {

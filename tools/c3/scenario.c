@@ -37,6 +37,7 @@ int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t err
   }
   if (strcmp(name, "nccl-prio") == 0) {
     s->kind = C3_NCCL_PRIO;
+    s->highPrio = 1;
     return 0;
   }
   if (strcmp(name, "nccl-ce") == 0) {
@@ -63,6 +64,10 @@ int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t err
   s->kind = C3_DMACCL;
   const char *slash = strchr(name, '/');
   size_t alen = slash ? (size_t)(slash - name) : len;
+  if (alen > 5 && strncmp(name + alen - 5, "-prio", 5) == 0) {
+    s->highPrio = 1;
+    alen -= 5;
+  }
   planAlgo a;
   if (alen >= sizeof(s->algo) ||
       (!(alen == 4 && strncmp(name, "auto", 4) == 0) && planAlgoParse(name, alen, &a) != 0)) {
@@ -131,7 +136,8 @@ void c3Usage(FILE *f) {
           "  -s A,B        only these scenarios\n"
           "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
           "                nccl | nccl-prio | nccl-ctaN | nccl-ce | auto | an algorithm,\n"
-          "                optionally ALGO/DMACCL_VAR=VALUE\n"
+          "                ALGO-prio: its stream at the highest priority;\n"
+          "                ALGO/DMACCL_VAR=VALUE: with that library parameter\n"
           "  -r N          runs; medians over them (default 5)\n"
           "  -t MS         length of the longer isolated loop (default 20)\n"
           "  -c 0|1        check every byte of an overlapped collective per row (default 1)\n"
