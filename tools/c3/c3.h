@@ -51,25 +51,25 @@ enum {
 typedef struct {
   char name[C3_NAME];
   int kind;
-  int ctas;          /* C3_NCCL_CTA */
-  int highPrio;      /* the collective stream at the highest priority */
-  char algo[16];     /* C3_DMACCL: "auto" or an algorithm */
-  char envVar[32];   /* "" = none */
+  int ctas;        /* C3_NCCL_CTA */
+  int highPrio;    /* the collective stream at the highest priority */
+  char algo[16];   /* C3_DMACCL: "auto" or an algorithm */
+  char envVar[32]; /* "" = none */
   char envVal[C3_NAME];
 } c3ContenderSpec;
 
 typedef struct {
-  int procs;            /* -p: ranks (one process and GPU each); 0 = every GPU */
-  char file[512];       /* -f: scenario file */
-  char only[512];       /* -s: comma-separated scenario names, "" = all */
+  int procs;      /* -p: ranks (one process and GPU each); 0 = every GPU */
+  char file[512]; /* -f: scenario file */
+  char only[512]; /* -s: comma-separated scenario names, "" = all */
   c3ContenderSpec cs[C3_MAX_CONTENDERS];
   int ncs;
-  int runs;             /* -r: repetitions; medians over them */
-  double targetMs;      /* -t: length of the longer isolated side */
-  int check;            /* -c: check every byte of one overlapped collective per row */
-  int energy;           /* --energy */
-  int list;             /* --list: print the scenarios and contenders, measure nothing */
-  char json[512];       /* -J */
+  int runs;        /* -r: repetitions; medians over them */
+  double targetMs; /* -t: length of the longer isolated side */
+  int check;       /* -c: check every byte of one overlapped collective per row */
+  int energy;      /* --energy */
+  int list;        /* --list: print the scenarios and contenders, measure nothing */
+  char json[512];  /* -J */
 } c3Args;
 
 /* 0: parsed; 1: help; -1: error with a sentence in err. defaultFile: the
@@ -116,8 +116,7 @@ double c3Median(double *v, int n);
 /* Repetition counts: the longer isolated side lasts about targetUs and
  * communication makes up `share` of the isolated total. gemmUs and commUs
  * are one GEMM and one collective. */
-void c3Reps(double gemmUs, double commUs, double targetUs, double share, long *gemms,
-            long *colls);
+void c3Reps(double gemmUs, double commUs, double targetUs, double share, long *gemms, long *colls);
 
 /* One row of the result: a contender in a scenario. */
 typedef struct {
@@ -125,7 +124,7 @@ typedef struct {
   long gemms, colls;
   c3Times t;
   c3Metrics m;
-  double joules; /* per overlapped iteration, all GPUs; 0 = not measured */
+  double joules;   /* per overlapped iteration, all GPUs; 0 = not measured */
   long long wrong; /* -1 = not checked */
 } c3Row;
 

@@ -50,9 +50,8 @@ typedef union {
 int c3ContenderMakeId(const c3ContenderSpec *s, c3Id *id, char *err, size_t errlen);
 /* Creates this rank's communicator and stream; 0, or -1 with err. send and
  * recv are the shared buffers of `bytes`, send holding this rank's data. */
-int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank,
-                    const c3Id *id, void *send, void *recv, size_t bytes, char *err,
-                    size_t errlen);
+int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank, const c3Id *id,
+                    void *send, void *recv, size_t bytes, char *err, size_t errlen);
 /* One collective of `count` bf16 elements (per block) on c->stream. */
 int c3ContenderIssue(c3Contender *c, int coll, size_t count);
 void c3ContenderFini(c3Contender *c);

@@ -23,8 +23,7 @@ static int makeStream(c3Contender *c, char *err, size_t errlen) {
   int least = 0, greatest = 0;
   cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
   int prio = c->spec.highPrio ? greatest : least;
-  if (e == cudaSuccess)
-    e = cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking, prio);
+  if (e == cudaSuccess) e = cudaStreamCreateWithPriority(&c->stream, cudaStreamNonBlocking, prio);
   if (e != cudaSuccess) {
     snprintf(err, errlen, "collective stream: %s", cudaGetErrorString(e));
     return -1;
@@ -64,9 +63,8 @@ static int initDmaccl(c3Contender *c, int nranks, int rank, const c3Id *id, char
   return 0;
 }
 
-int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank,
-                    const c3Id *id, void *send, void *recv, size_t bytes, char *err,
-                    size_t errlen) {
+int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank, const c3Id *id,
+                    void *send, void *recv, size_t bytes, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->spec = *s;
   c->send = send;
@@ -94,8 +92,8 @@ int c3ContenderIssue(c3Contender *c, int coll, size_t count) {
   if (c->spec.kind != C3_DMACCL) {
     cudaStream_t s[1] = {c->stream};
     void *send[1] = {c->send}, *recv[1] = {c->recv};
-    return ncclBaseIssue(c->nccl, coll == C3_ALLGATHER ? PERF_ALLGATHER : PERF_ALLTOALL, send,
-                         recv, count, dmacclBfloat16, s);
+    return ncclBaseIssue(c->nccl, coll == C3_ALLGATHER ? PERF_ALLGATHER : PERF_ALLTOALL, send, recv,
+                         count, dmacclBfloat16, s);
   }
   dmacclResult_t rc =
       coll == C3_ALLGATHER

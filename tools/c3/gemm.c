@@ -13,7 +13,7 @@
   do {                                                                                             \
     cublasStatus_t s_ = (call);                                                                    \
     if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      fprintf(stderr, "dmaccl-c3: %s: cuBLAS status %d\n", #call, (int)s_);                       \
+      fprintf(stderr, "dmaccl-c3: %s: cuBLAS status %d\n", #call, (int)s_);                        \
       return -1;                                                                                   \
     }                                                                                              \
   } while (0)
@@ -53,7 +53,8 @@ static int setup(c3Gemm *g, const c3Scenario *sc, int nsc, unsigned seed) {
   fillBf16(host, most, seed);
   int rc = -1;
   if (cudaMalloc(&g->a, ma * 2) == cudaSuccess && cudaMalloc(&g->b, mb * 2) == cudaSuccess &&
-      cudaMalloc(&g->c, mc * 2) == cudaSuccess && cudaMalloc(&g->ws, WORKSPACE_BYTES) == cudaSuccess &&
+      cudaMalloc(&g->c, mc * 2) == cudaSuccess &&
+      cudaMalloc(&g->ws, WORKSPACE_BYTES) == cudaSuccess &&
       cudaMemcpy(g->a, host, ma * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
       cudaMemcpy(g->b, host + (most - mb), mb * 2, cudaMemcpyHostToDevice) == cudaSuccess)
     rc = 0;

@@ -118,12 +118,10 @@ static void makeContenders(c3Rank *r) {
   for (int i = 0; i < r->args.ncs; i++) {
     const c3ContenderSpec *s = &r->args.cs[i];
     char err[256] = "";
-    if (r->rank == 0)
-      r->sh->idOk[i] = c3ContenderMakeId(s, &r->sh->ids[i], err, sizeof(err)) == 0;
+    if (r->rank == 0) r->sh->idOk[i] = c3ContenderMakeId(s, &r->sh->ids[i], err, sizeof(err)) == 0;
     barrier(r);
-    int ok = r->sh->idOk[i] &&
-             c3ContenderInit(&r->cs[i], s, r->n, r->rank, &r->sh->ids[i], r->send, r->recv,
-                             r->bufBytes, err, sizeof(err)) == 0;
+    int ok = r->sh->idOk[i] && c3ContenderInit(&r->cs[i], s, r->n, r->rank, &r->sh->ids[i], r->send,
+                                               r->recv, r->bufBytes, err, sizeof(err)) == 0;
     if (combine(r, ok ? 0 : 1, 0) > 0) {
       if (r->print) printf("# no %s: %s\n", s->name, err[0] ? err : "a peer failed");
       c3ContenderFini(&r->cs[i]);
@@ -348,7 +346,8 @@ static int rankMain(c3Rank *r) {
   }
   int rc = 0;
   for (int si = 0; si < r->nsc && rc == 0; si++) {
-    if (r->print) fprintf(stderr, "dmaccl-c3: scenario %s (%d/%d)\n", r->sc[si].name, si + 1, r->nsc);
+    if (r->print)
+      fprintf(stderr, "dmaccl-c3: scenario %s (%d/%d)\n", r->sc[si].name, si + 1, r->nsc);
     if (runScenario(r, si)) {
       fprintf(stderr, "dmaccl-c3: rank %d: scenario %s failed\n", r->rank, r->sc[si].name);
       rc = 1;
@@ -365,9 +364,9 @@ static int rankMain(c3Rank *r) {
   if (r->print && rc == 0) {
     res.nrows = r->nrows;
     c3PrintSummary(stdout, &res);
-    printf("# %s\n", wrongRows ? "WRONG DATA in some rows (#wrong > 0)"
-                               : (r->args.check ? "every checked row: #wrong 0"
-                                                : "not checked (-c 0)"));
+    printf("# %s\n", wrongRows
+                         ? "WRONG DATA in some rows (#wrong > 0)"
+                         : (r->args.check ? "every checked row: #wrong 0" : "not checked (-c 0)"));
     if (r->args.json[0] && c3WriteJson(&res, r->args.json) == 0)
       printf("# wrote %s\n", r->args.json);
   }
@@ -396,8 +395,8 @@ static int countGpus(c3Shared *sh) {
 
 static void listPlan(const c3Args *a, const c3Scenario *sc, int nsc) {
   printf("# %d scenarios from %s\n", nsc, a->file);
-  printf("# %-22s %6s %6s %6s %12s %-9s %8s %5s\n", "name", "M", "N", "K", "GFLOP/GEMM",
-         "coll", "size", "comm");
+  printf("# %-22s %6s %6s %6s %12s %-9s %8s %5s\n", "name", "M", "N", "K", "GFLOP/GEMM", "coll",
+         "size", "comm");
   for (int i = 0; i < nsc; i++) {
     char size[32];
     double gf = 2.0 * (double)sc[i].m * (double)sc[i].n * (double)sc[i].k / 1e9;
@@ -413,7 +412,7 @@ static void listPlan(const c3Args *a, const c3Scenario *sc, int nsc) {
 int main(int argc, char **argv) {
   static c3Rank proto;
   char err[512];
-  #ifdef DMACCL_C3_SCENARIOS
+#ifdef DMACCL_C3_SCENARIOS
   const char *defaultFile = DMACCL_C3_SCENARIOS;
 #else
   const char *defaultFile = NULL;

@@ -32,8 +32,7 @@ static long roundCount(double v) {
   return r < 1 ? 1 : r;
 }
 
-void c3Reps(double gemmUs, double commUs, double targetUs, double share, long *gemms,
-            long *colls) {
+void c3Reps(double gemmUs, double commUs, double targetUs, double share, long *gemms, long *colls) {
   /* The longer side lasts targetUs; the other makes the shares come out. */
   double gemmTotal = targetUs, commTotal = targetUs;
   if (share < 0.5)

@@ -49,9 +49,8 @@ void c3PrintScenario(FILE *f, const c3Result *r, int scenario) {
           "isolated time\n",
           s->name, s->m, s->n, s->k, first ? first->gemms : 0L, c3CollName(s->coll), size,
           first ? first->colls : 0L, 100 * scenarioShare(r, scenario));
-  fprintf(f, "# %-26s %9s %9s %9s %6s %8s %8s %9s %9s %9s %7s\n", "contender", "gemm_us",
-          "comm_us", "both_us", "ideal", "realized", "fraction", "gemm_slow", "comm_slow",
-          "J/iter", "#wrong");
+  fprintf(f, "# %-26s %9s %9s %9s %6s %8s %8s %9s %9s %9s %7s\n", "contender", "gemm_us", "comm_us",
+          "both_us", "ideal", "realized", "fraction", "gemm_slow", "comm_slow", "J/iter", "#wrong");
   for (int c = 0; c < r->ncs; c++) {
     const c3Row *row = rowOf(r, scenario, c);
     if (!row) continue;

@@ -71,8 +71,10 @@ int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t err
   planAlgo a;
   if (alen >= sizeof(s->algo) ||
       (!(alen == 4 && strncmp(name, "auto", 4) == 0) && planAlgoParse(name, alen, &a) != 0)) {
-    snprintf(err, errlen, "contender '%s': '%.*s' is not a dmaccl algorithm, auto, or an NCCL "
-             "setting", name, (int)alen, name);
+    snprintf(err, errlen,
+             "contender '%s': '%.*s' is not a dmaccl algorithm, auto, or an NCCL "
+             "setting",
+             name, (int)alen, name);
     return -1;
   }
   memcpy(s->algo, name, alen);
@@ -81,8 +83,8 @@ int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t err
     const char *eq = strchr(slash, '=');
     size_t vlen = eq ? (size_t)(eq - slash - 1) : 0;
     if (!eq || vlen == 0 || vlen >= sizeof(s->envVar) || strncmp(slash + 1, "DMACCL_", 7) != 0) {
-      snprintf(err, errlen,
-               "contender '%s': after '/' comes DMACCL_VAR=VALUE (a dmaccl parameter)", name);
+      snprintf(err, errlen, "contender '%s': after '/' comes DMACCL_VAR=VALUE (a dmaccl parameter)",
+               name);
       return -1;
     }
     memcpy(s->envVar, slash + 1, vlen);
@@ -127,24 +129,23 @@ static int parseContenders(const char *list, c3Args *a, char *err, size_t errlen
 }
 
 void c3Usage(FILE *f) {
-  fprintf(f,
-          "usage: dmaccl-c3 [options]\n"
-          "On every GPU, a cuBLAS bf16 GEMM stream and a collective stream run alone and then\n"
-          "together; ConCCL's metrics per scenario and contender (one process per GPU).\n"
-          "  -p N          ranks, one process and GPU each (default: every GPU)\n"
-          "  -f FILE       scenario file (default: tools/c3/scenarios.txt beside the source)\n"
-          "  -s A,B        only these scenarios\n"
-          "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
-          "                nccl | nccl-prio | nccl-ctaN | nccl-ce | auto | an algorithm,\n"
-          "                ALGO-prio: its stream at the highest priority;\n"
-          "                ALGO/DMACCL_VAR=VALUE: with that library parameter\n"
-          "  -r N          runs; medians over them (default 5)\n"
-          "  -t MS         length of the longer isolated loop (default 20)\n"
-          "  -c 0|1        check every byte of an overlapped collective per row (default 1)\n"
-          "  --energy      NVML energy per overlapped iteration\n"
-          "  --list        print scenarios and contenders; measure nothing (no GPU needed)\n"
-          "  -J FILE       JSON output\n"
-          "  -h            this text\n");
+  fprintf(f, "usage: dmaccl-c3 [options]\n"
+             "On every GPU, a cuBLAS bf16 GEMM stream and a collective stream run alone and then\n"
+             "together; ConCCL's metrics per scenario and contender (one process per GPU).\n"
+             "  -p N          ranks, one process and GPU each (default: every GPU)\n"
+             "  -f FILE       scenario file (default: tools/c3/scenarios.txt beside the source)\n"
+             "  -s A,B        only these scenarios\n"
+             "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
+             "                nccl | nccl-prio | nccl-ctaN | nccl-ce | auto | an algorithm,\n"
+             "                ALGO-prio: its stream at the highest priority;\n"
+             "                ALGO/DMACCL_VAR=VALUE: with that library parameter\n"
+             "  -r N          runs; medians over them (default 5)\n"
+             "  -t MS         length of the longer isolated loop (default 20)\n"
+             "  -c 0|1        check every byte of an overlapped collective per row (default 1)\n"
+             "  --energy      NVML energy per overlapped iteration\n"
+             "  --list        print scenarios and contenders; measure nothing (no GPU needed)\n"
+             "  -J FILE       JSON output\n"
+             "  -h            this text\n");
 }
 
 static int parsePositive(const char *flag, const char *v, double lo, double hi, double *out,
