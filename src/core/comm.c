@@ -123,6 +123,16 @@ dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, i
   char note[512];
   if (rc == dmacclSuccess) rc = coreBuildTable(config, table, call, nranks, note, sizeof(note));
   if (rc == dmacclSuccess && note[0]) CORE_INFO("%s: %s", call, note);
+  /* One hardware queue serializes every stream of the process, so a lane
+   * waiting for a peer's flag can hold back the signal that peer waits for:
+   * dmaccl-c3 hung with it (docs/overlap.md). */
+  const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (rc == dmacclSuccess && *executor == dmacclExecutorCuda && conn && atoi(conn) == 1)
+    coreLog(CORE_LOG_WARN,
+            "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue; "
+            "collectives that wait for peers on internal streams can hang (seen with push1). "
+            "Use a larger value, or the staged algorithms",
+            call);
   return rc;
 }
 

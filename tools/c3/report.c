@@ -79,8 +79,9 @@ void c3PrintSummary(FILE *f, const c3Result *r) {
   int def = defaultDmaccl(r);
   fprintf(f, "#\n# Realized fraction of the ideal gain, mean over scenarios (ConCCL).\n");
   fprintf(f, "# 'comm>=20%%': scenarios where communication is at least 20%% of the isolated\n");
-  fprintf(f, "# time; 'beats NCCL': such scenarios where the contender's fraction is higher\n");
-  fprintf(f, "# than every NCCL setting's in the same run.\n");
+  fprintf(f, "# time (their count in brackets); 'beats NCCL': such scenarios where the\n");
+  fprintf(f, "# contender's fraction is higher than every NCCL setting's in the same run;\n");
+  fprintf(f, "# 'mean both_us': the mean overlapped time (the same work for every contender).\n");
   fprintf(f, "# %-26s %10s %12s %12s %14s\n", "contender", "all", "comm>=20%", "beats NCCL",
           "mean both_us");
   for (int c = 0; c < r->ncs; c++) {
@@ -109,7 +110,7 @@ void c3PrintSummary(FILE *f, const c3Result *r) {
     else
       fprintf(f, " %10s", "-");
     if (n20)
-      fprintf(f, " %8.0f%% %2d", 100 * sum20 / n20, n20);
+      fprintf(f, " %6.0f%% (%2d)", 100 * sum20 / n20, n20);
     else
       fprintf(f, " %12s", "-");
     if (r->cs[c].kind == C3_DMACCL)
