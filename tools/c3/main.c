@@ -18,12 +18,12 @@
  */
 #include "c3_gpu.h"
 #include "common/data.h"
+#include "common/ranks.h"
 #include "perf/energy.h"
 #include "plan.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +377,13 @@ static int rankMain(c3Rank *r) {
   return rc ? rc : wrongRows ? 1 : 0;
 }
 
+/* One rank process (forked by ranksRun). */
+static int rankEntry(int rank, void *arg) {
+  c3Rank *r = arg; /* the child's own copy */
+  r->rank = rank;
+  return rankMain(r);
+}
+
 /* The GPU count, from a child process: the parent must not touch CUDA
  * before it forks the ranks. */
 static int countGpus(c3Shared *sh) {
@@ -464,41 +471,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dmaccl-c3: -p %d but %d GPUs\n", n, ndev);
     return 2;
   }
-  pthread_barrierattr_t ba;
-  pthread_barrierattr_init(&ba);
-  pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
-  pthread_barrier_init(&sh->barrier, &ba, (unsigned)n);
-  fflush(stdout);
-  pid_t pids[MAXR];
-  for (int q = 0; q < n; q++) {
-    pids[q] = fork();
-    if (pids[q] == 0) {
-      c3Rank *r = &proto; /* the child's own copy */
-      r->sh = sh;
-      r->n = n;
-      r->rank = q;
-      int rc = rankMain(r);
-      fflush(stdout);
-      _exit(rc);
-    }
-  }
-  int worst = 0, left = n, reaped[MAXR] = {0};
-  while (left > 0) {
-    int st = 0;
-    pid_t p = wait(&st);
-    if (p < 0) break;
-    int q = 0;
-    while (q < n && pids[q] != p) q++;
-    if (q == n) continue;
-    reaped[q] = 1;
-    left--;
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (rc) {
-      fprintf(stderr, "dmaccl-c3: rank %d exited with %d\n", q, rc);
-      for (int o = 0; o < n; o++) /* its peers wait at a barrier */
-        if (!reaped[o]) kill(pids[o], SIGTERM);
-    }
-    if (rc > worst) worst = rc;
-  }
-  return worst;
+  ranksBarrierInit(&sh->barrier, n);
+  proto.sh = sh;
+  proto.n = n;
+  return ranksRun(n, rankEntry, &proto, "dmaccl-c3");
 }

@@ -21,13 +21,12 @@
  */
 #include "bench.h"
 #include "common/data.h"
+#include "common/ranks.h"
 
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static int setupBuffers(bench *b) {
@@ -346,6 +345,16 @@ static int benchMain(bench *b) {
   return failures ? 1 : 0;
 }
 
+/* -p: one process per rank (forked by ranksRun). */
+static int rankMain(int rank, void *arg) {
+  bench *b = arg; /* the child's own copy */
+  b->mp = 1;
+  b->n = b->args.procs;
+  b->nlocal = 1;
+  b->first = rank;
+  return benchMain(b);
+}
+
 int main(int argc, char **argv) {
   static bench b;
   char err[256];
@@ -372,43 +381,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   memset(sh, 0, sizeof(*sh));
-  pthread_barrierattr_t ba;
-  pthread_barrierattr_init(&ba);
-  pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
-  pthread_barrier_init(&sh->barrier, &ba, (unsigned)n);
-  fflush(stdout);
-  pid_t pids[MAXR];
-  for (int r = 0; r < n; r++) {
-    pids[r] = fork();
-    if (pids[r] == 0) {
-      b.mp = 1;
-      b.sh = sh;
-      b.n = n;
-      b.nlocal = 1;
-      b.first = r;
-      int rc = benchMain(&b);
-      fflush(stdout);
-      _exit(rc);
-    }
-  }
-  int worst = 0, left = n, reaped[MAXR] = {0};
-  while (left > 0) {
-    int st = 0;
-    pid_t p = wait(&st);
-    if (p < 0) break;
-    int r = 0;
-    while (r < n && pids[r] != p) r++;
-    if (r == n) continue;
-    reaped[r] = 1;
-    left--;
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (rc) {
-      fprintf(stderr, "dmaccl-perf: rank %d exited with %d\n", r, rc);
-      /* a rank that failed leaves its peers waiting at a barrier */
-      for (int q = 0; q < n; q++)
-        if (!reaped[q]) kill(pids[q], SIGTERM);
-    }
-    if (rc > worst) worst = rc;
-  }
-  return worst;
+  b.sh = sh;
+  ranksBarrierInit(&sh->barrier, n);
+  return ranksRun(n, rankMain, &b, "dmaccl-perf");
 }
