@@ -130,8 +130,8 @@ dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, i
   if (rc == dmacclSuccess && *executor == dmacclExecutorCuda && conn && atoi(conn) == 1)
     coreLog(CORE_LOG_WARN,
             "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue; "
-            "collectives that wait for peers on internal streams can hang (seen with push1). "
-            "Use a larger value, or the staged algorithms",
+            "collectives that wait for peers can hang (push1 did) or stall compute (stage "
+            "did): set it larger",
             call);
   return rc;
 }
