@@ -76,7 +76,7 @@ typedef struct {
   uint64_t lastSeq;        /* the last operation launched */
   int lastDirect;          /* ... went onto the caller's stream (its tail event orders the next) */
   cudaStream_t lastStream; /* ... that stream */
-  unsigned batchFlags; /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */
+  unsigned batchFlags;     /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */
   /* Scratch for one batch command, reused under the set's lock. */
   CUstreamBatchMemOpParams memops[MEMOP_CHUNK];
   void **bdst;
