@@ -1,5 +1,6 @@
 /* dmaccl-c3's table and JSON. Plain C. */
 #include "c3.h"
+#include "common/json.h"
 #include "plan.h"
 
 #include <math.h>
@@ -128,19 +129,6 @@ static void jnum(FILE *f, const char *key, double v, const char *sep) {
     fprintf(f, "\"%s\": %.6g%s", key, v, sep);
 }
 
-static void jstr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20)
-      fprintf(f, "\\u%04x", *s);
-    else
-      fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 int c3WriteJson(const c3Result *r, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -148,21 +136,21 @@ int c3WriteJson(const c3Result *r, const char *path) {
     return -1;
   }
   fprintf(f, "{\n  \"schema\": \"dmaccl-c3/1\",\n  \"command\": ");
-  jstr(f, r->command);
+  jsonString(f, r->command);
   fprintf(f, ",\n  \"gpu\": ");
-  jstr(f, r->gpu);
+  jsonString(f, r->gpu);
   fprintf(f, ",\n  \"nccl_version\": ");
-  jstr(f, r->ncclVersion);
+  jsonString(f, r->ncclVersion);
   fprintf(f, ",\n  \"driver_version\": %d,\n  \"nranks\": %d,\n  \"runs\": %d,\n", r->driverVersion,
           r->nranks, r->args->runs);
   jnum(f, "target_ms", r->args->targetMs, ",\n");
   int def = defaultDmaccl(r);
   fprintf(f, "  \"default_contender\": ");
-  jstr(f, def >= 0 ? r->cs[def].name : "");
+  jsonString(f, def >= 0 ? r->cs[def].name : "");
   fprintf(f, ",\n  \"contenders\": [");
   for (int c = 0; c < r->ncs; c++) {
     fprintf(f, "%s{\"name\": ", c ? ", " : "");
-    jstr(f, r->cs[c].name);
+    jsonString(f, r->cs[c].name);
     fprintf(f, ", \"kind\": \"%s\"}", kindName[r->cs[c].kind]);
   }
   fprintf(f, "],\n  \"scenarios\": [\n");
@@ -170,7 +158,7 @@ int c3WriteJson(const c3Result *r, const char *path) {
     const c3Scenario *sc = &r->sc[s];
     const c3Row *first = rowOf(r, s, 0);
     fprintf(f, "    {\"name\": ");
-    jstr(f, sc->name);
+    jsonString(f, sc->name);
     fprintf(f, ", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"coll\": \"%s\", \"size\": %zu, ", sc->m,
             sc->n, sc->k, c3CollName(sc->coll), sc->size);
     jnum(f, "comm_share_target", sc->commShare, ", ");
@@ -182,7 +170,7 @@ int c3WriteJson(const c3Result *r, const char *path) {
       const c3Row *row = rowOf(r, s, c);
       if (!row) continue;
       fprintf(f, "%s      {\"contender\": ", k++ ? ",\n" : "");
-      jstr(f, r->cs[c].name);
+      jsonString(f, r->cs[c].name);
       fprintf(f, ", \"kind\": \"%s\", ", kindName[r->cs[c].kind]);
       jnum(f, "gemm_us", row->t.gemm, ", ");
       jnum(f, "comm_us", row->t.comm, ", ");

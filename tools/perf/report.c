@@ -2,6 +2,7 @@
  * contender and size, out of place and in place side by side) and the JSON
  * file of -J. Only the process of rank 0 calls these. */
 #include "bench.h"
+#include "common/json.h"
 
 #include <string.h>
 #include <time.h>
@@ -147,20 +148,6 @@ void perfPrintBreakdown(bench *b) {
   fflush(stdout);
 }
 
-static void jsonStr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
 int perfWriteJson(bench *b, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -174,17 +161,17 @@ int perfWriteJson(bench *b, const char *path) {
   int v = 0;
   dmacclGetVersion(&v);
   fprintf(f, "{\n  \"schema\": \"dmaccl-perf/1\",\n  \"dmaccl_version\": %d,\n  \"date\": ", v);
-  jsonStr(f, date);
+  jsonString(f, date);
   fprintf(f, ",\n  \"command\": [");
   for (int i = 0; i < b->argc; i++) {
     if (i) fputs(", ", f);
-    jsonStr(f, b->argv[i]);
+    jsonString(f, b->argv[i]);
   }
   fprintf(f,
           "],\n  \"config\": {\"executor\": \"%s\", \"ranks\": %d, \"processes\": %d, "
           "\"gpu\": ",
           b->gpu ? "cuda" : "host", b->n, b->mp ? b->n : 1);
-  jsonStr(f, b->gpuName);
+  jsonString(f, b->gpuName);
   fprintf(f,
           ", \"type\": \"%s\", \"type_bytes\": %zu, \"iters\": %d, \"warmup\": %d, "
           "\"check\": %d, \"graph_launches\": %d, \"blocking\": %d, \"average\": %d, "
@@ -194,9 +181,9 @@ int perfWriteJson(bench *b, const char *path) {
   fprintf(f, "  \"contenders\": [");
   for (int c = 0; c < b->nc; c++) {
     fprintf(f, "%s{\"name\": ", c ? ", " : "");
-    jsonStr(f, b->cs[c].name);
+    jsonString(f, b->cs[c].name);
     fprintf(f, ", \"kind\": \"%s\", \"version\": ", perfKindName[b->cs[c].kind]);
-    jsonStr(f, b->cs[c].kind == KIND_DMACCL ? "" : ncclBaseVersion(b->cs[c].nccl));
+    jsonString(f, b->cs[c].kind == KIND_DMACCL ? "" : ncclBaseVersion(b->cs[c].nccl));
     fputc('}', f);
   }
   fprintf(f, "],\n  \"rows\": [\n");
