@@ -10,10 +10,15 @@
  *  - the handshake protocol: a copy that touches a peer is preceded on its
  *    lane by WAIT(ENTRY) from that peer and followed by SIGNAL(EXIT) to it,
  *    every SIGNAL has exactly one matching WAIT at the peer, and a rank waits
- *    for EXIT from every peer that touches its buffers.
+ *    for EXIT from every peer that touches its buffers;
+ *  - queue safety (planCheck), and a simulation of hardware queues: every
+ *    algorithm, in sequences of operations, issued into one in-order queue
+ *    per rank in random dependency orders (as a graph launch may), or into
+ *    queues shared by all ranks with lanes mapped at random, never
+ *    deadlocks; two negative controls show the simulation finds deadlocks.
  */
 #include "harness.h"
-#include "plan.h"
+#include "plan_internal.h"
 
 #define MAXR 8
 
@@ -69,6 +74,13 @@ static int checkCase(const caseT *c, planAlgo algo) {
       goto out;
     }
   }
+  char why[256];
+  if (planCheck(s, n, why, sizeof(why))) {
+    TEST_FAIL("%s %s n=%d chunk=%zu: %s", planCollName(c->coll), planAlgoName(algo), n, c->chunk,
+              why);
+    rc = 1;
+    goto out;
+  }
   for (int r = 0; r < n && !rc; r++) {
     const planSchedule *sc = &s[r];
     if (c->chunk == 0 && sc->nsteps != 0) {
@@ -102,6 +114,7 @@ static int checkCase(const caseT *c, planAlgo algo) {
         }
         continue;
       }
+      if (st->kind == PLAN_STEP_JOIN) continue;
       /* COPY */
       planLoc src = st->src, dst = st->dst;
       if (st->bytes != c->chunk || dst.buf != PLAN_BUF_RECV) {
@@ -522,8 +535,262 @@ static int testStagedShape(void) {
   return 0;
 }
 
+/*
+ * Hardware queues, simulated. Each rank runs a sequence of operations; its
+ * steps are issued, in some order, into in-order queues. A queue runs its
+ * head step once that step may run: the step before it on its lane ran (it
+ * may sit in another queue), a JOIN's lane `from` ran every step listed
+ * before the JOIN, a WAIT's flag holds the operation's epoch (SIGNAL stores
+ * it). Nothing else runs out of order, so a WAIT at a head holds back its
+ * whole queue, as on the GPU.
+ */
+#define SIM_MAXOPS 6
+#define SIM_MAXSTEPS 4096
+#define SIM_MAXQ MAXR /* a queue per rank at most */
+typedef struct {
+  short rank, op, idx;
+} simRef;
+typedef enum {
+  SIM_LIST_PER_RANK = 0, /* list order, one queue per rank (one GPU each, one hardware queue) */
+  SIM_TOPO_PER_RANK,     /* random dependency order per rank (a graph launch), a queue per rank */
+  SIM_ROUNDS_SHARED,     /* all ranks in one process: round by round across ranks, lanes on
+                            random queues shared by every rank */
+  SIM_RANKS_SHARED       /* negative control: rank after rank into one shared queue */
+} simMode;
+
+typedef struct {
+  int n, nops;
+  planSchedule *s[MAXR][SIM_MAXOPS]; /* the schedules, op k of rank r (epoch k+1) */
+  simMode mode;
+  int nq;
+  uint32_t seed;
+} simCase;
+
+/* Returns 0 when every step ran, 1 on a deadlock (said in why), -1 on error. */
+static int simulate(const simCase *c, char *why, size_t whylen) {
+  static simRef q[SIM_MAXQ][SIM_MAXSTEPS];
+  int qlen[SIM_MAXQ] = {0}, head[SIM_MAXQ] = {0};
+  int laneDone[MAXR][MAXR], laneBase[MAXR][SIM_MAXOPS][MAXR];
+  uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
+  int laneQ[MAXR][MAXR];
+  uint32_t rnd = c->seed | 1;
+  memset(laneDone, 0, sizeof(laneDone));
+  memset(flags, 0, sizeof(flags));
+  int nq = c->mode == SIM_ROUNDS_SHARED ? c->nq : c->mode == SIM_RANKS_SHARED ? 1 : c->n;
+  for (int r = 0; r < c->n; r++)
+    for (int l = 0; l < MAXR; l++)
+      laneQ[r][l] = c->mode == SIM_ROUNDS_SHARED  ? (int)(stageRand(&rnd) % (uint32_t)nq)
+                    : c->mode == SIM_RANKS_SHARED ? 0
+                                                  : r;
+  /* Steps of each lane before operation k (a lane is one stream across operations). */
+  for (int r = 0; r < c->n; r++) {
+    int cnt[MAXR] = {0};
+    for (int k = 0; k < c->nops; k++) {
+      memcpy(laneBase[r][k], cnt, sizeof(cnt));
+      for (int i = 0; i < c->s[r][k]->nsteps; i++) cnt[c->s[r][k]->steps[i].lane]++;
+    }
+  }
+  /* Issue order. */
+#define SIM_PUSH(qi, rr, kk, ii)                                                                   \
+  do {                                                                                             \
+    if (qlen[qi] == SIM_MAXSTEPS) return -1;                                                       \
+    q[qi][qlen[qi]++] = (simRef){(short)(rr), (short)(kk), (short)(ii)};                           \
+  } while (0)
+  for (int k = 0; k < c->nops; k++) {
+    if (c->mode == SIM_ROUNDS_SHARED || c->mode == SIM_LIST_PER_RANK) {
+      int maxRounds = 0;
+      for (int r = 0; r < c->n; r++)
+        if (c->s[r][k]->nrounds > maxRounds) maxRounds = c->s[r][k]->nrounds;
+      for (int rd = 0; rd < maxRounds; rd++)
+        for (int r = 0; r < c->n; r++)
+          for (int i = 0; i < c->s[r][k]->nsteps; i++)
+            if (c->s[r][k]->steps[i].round == rd)
+              SIM_PUSH(laneQ[r][c->s[r][k]->steps[i].lane], r, k, i);
+    } else if (c->mode == SIM_RANKS_SHARED) {
+      for (int r = 0; r < c->n; r++)
+        for (int i = 0; i < c->s[r][k]->nsteps; i++) SIM_PUSH(0, r, k, i);
+    } else { /* a random order that keeps lane order and JOINs */
+      for (int r = 0; r < c->n; r++) {
+        const planSchedule *sc = c->s[r][k];
+        unsigned char issued[256] = {0};
+        if (sc->nsteps > 256) return -1;
+        for (int left = sc->nsteps; left > 0; left--) {
+          int ready[256], nr = 0;
+          for (int i = 0; i < sc->nsteps; i++) {
+            if (issued[i]) continue;
+            int ok = 1;
+            for (int j = 0; j < i && ok; j++) {
+              const planStep *sj = &sc->steps[j];
+              if (issued[j]) continue;
+              if (sj->lane == sc->steps[i].lane) ok = 0;
+              if (sc->steps[i].kind == PLAN_STEP_JOIN && sj->lane == sc->steps[i].from) ok = 0;
+            }
+            if (ok) ready[nr++] = i;
+          }
+          int pick = ready[stageRand(&rnd) % (uint32_t)nr];
+          issued[pick] = 1;
+          SIM_PUSH(r, r, k, pick);
+        }
+      }
+    }
+  }
+#undef SIM_PUSH
+  /* Run. */
+  for (;;) {
+    int progressed = 0, left = 0;
+    for (int qi = 0; qi < nq; qi++)
+      while (head[qi] < qlen[qi]) {
+        simRef ref = q[qi][head[qi]];
+        const planSchedule *sc = c->s[ref.rank][ref.op];
+        const planStep *st = &sc->steps[ref.idx];
+        int ordInLane = laneBase[ref.rank][ref.op][st->lane];
+        for (int j = 0; j < ref.idx; j++) ordInLane += sc->steps[j].lane == st->lane;
+        int ok = laneDone[ref.rank][st->lane] == ordInLane;
+        if (ok && st->kind == PLAN_STEP_JOIN) {
+          int need = laneBase[ref.rank][ref.op][st->from];
+          for (int j = 0; j < ref.idx; j++) need += sc->steps[j].lane == st->from;
+          ok = laneDone[ref.rank][st->from] >= need;
+        }
+        uint32_t epoch = (uint32_t)ref.op + 1;
+        if (ok && st->kind == PLAN_STEP_WAIT)
+          ok = (int32_t)(flags[ref.rank][st->phase][st->peer] - epoch) >= 0;
+        if (!ok) break;
+        if (st->kind == PLAN_STEP_SIGNAL) flags[st->peer][st->phase][ref.rank] = epoch;
+        laneDone[ref.rank][st->lane]++;
+        head[qi]++;
+        progressed = 1;
+      }
+    for (int qi = 0; qi < nq; qi++) left += qlen[qi] - head[qi];
+    if (!left) return 0;
+    if (!progressed) {
+      for (int qi = 0; qi < nq; qi++)
+        if (head[qi] < qlen[qi]) {
+          simRef ref = q[qi][head[qi]];
+          const planStep *st = &c->s[ref.rank][ref.op]->steps[ref.idx];
+          snprintf(
+              why, whylen,
+              "deadlock: queue %d holds at rank %d op %d step %d (%s lane %d peer %d round %d)", qi,
+              ref.rank, ref.op + 1, ref.idx,
+              st->kind == PLAN_STEP_WAIT   ? "WAIT"
+              : st->kind == PLAN_STEP_JOIN ? "JOIN"
+                                           : "step",
+              st->lane, st->peer, st->round);
+          break;
+        }
+      return 1;
+    }
+  }
+}
+
+static int testQueueSafety(void) {
+  static planSchedule sch[MAXR][SIM_MAXOPS];
+  memset(sch, 0, sizeof(sch));
+  const size_t chunks[] = {64, PLAN_SIDE_LANE_BYTES};
+  int runs = 0, rc = 0;
+  char why[256];
+  for (int n = 1; n <= MAXR && !rc; n++)
+    for (int ci = 0; ci < 2 && !rc; ci++)
+      for (int mode = SIM_LIST_PER_RANK; mode <= SIM_ROUNDS_SHARED && !rc; mode++)
+        for (uint32_t seed = 1; seed <= 12 && !rc; seed++) {
+          simCase c = {n, 4, {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n};
+          uint32_t pick = c.seed;
+          unsigned long long staged = 0;
+          for (int k = 0; k < c.nops && !rc; k++) {
+            /* A different algorithm and collective for each operation. */
+            planAlgo algo = (planAlgo)((stageRand(&pick) + (uint32_t)k) % PLAN_NUM_ALGOS);
+            planColl coll = (planColl)(stageRand(&pick) % PLAN_NUM_COLLS);
+            int inPlace = coll == PLAN_COLL_ALLGATHER && (stageRand(&pick) & 1);
+            if (planIsStaged(algo)) staged++;
+            planSchedule ops[MAXR];
+            for (int r = 0; r < n && !rc; r++) {
+              planArgs a = {coll, r, n, chunks[ci], inPlace, 2, planIsStaged(algo) ? staged : 0};
+              if (planBuild(&a, algo, &sch[r][k])) {
+                TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
+                rc = 1;
+              }
+              ops[r] = sch[r][k];
+              c.s[r][k] = &sch[r][k];
+            }
+            if (!rc && planCheck(ops, n, why, sizeof(why))) {
+              TEST_FAIL("%s %s n=%d: %s", planCollName(coll), planAlgoName(algo), n, why);
+              rc = 1;
+            }
+          }
+          int sr = rc ? 0 : simulate(&c, why, sizeof(why));
+          if (sr) {
+            TEST_FAIL("n=%d chunk=%zu mode %d seed %u: %s", n, chunks[ci], mode, seed,
+                      sr < 0 ? "simulation overflow" : why);
+            rc = 1;
+          }
+          runs++;
+        }
+  for (int r = 0; r < MAXR; r++)
+    for (int k = 0; k < SIM_MAXOPS; k++) planScheduleFree(&sch[r][k]);
+  printf("  %d simulated sequences without deadlock\n", runs);
+  return rc;
+}
+
+/* Negative controls: the simulation does find deadlocks. (1) Ranks issued
+ * one after the other into one queue (not round by round): push1, 2 ranks.
+ * (2) A per-peer schedule whose lanes each signal their own peer (the form
+ * before queue safety): planCheck refuses it, and with 3 ranks some
+ * dependency order deadlocks on one queue per rank. */
+static int testQueueSafetyControls(void) {
+  planSchedule a[3], b[3];
+  memset(a, 0, sizeof(a));
+  memset(b, 0, sizeof(b));
+  char why[256];
+  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1};
+  for (int r = 0; r < 2; r++) {
+    planArgs args = {PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0};
+    ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &a[r]), 0);
+    c.s[r][0] = &a[r];
+  }
+  ASSERT_EQ_INT(simulate(&c, why, sizeof(why)), 1);
+  printf("  control 1: %s\n", why);
+  /* Old per-peer shape: lane d-1 runs peer (r+d)'s whole handshake. */
+  for (int r = 0; r < 3; r++) {
+    planArgs args = {PLAN_COLL_ALLTOALL, r, 3, 64, 0, 0, 0};
+    planScheduleReset(&b[r], &args, PLAN_ALGO_PUSHN);
+    for (int d = 1; d < 3; d++) {
+      int p = (r + d) % 3, l = d - 1;
+      b[r].round = 0;
+      if (l) ASSERT_EQ_INT(planAddJoin(&b[r], l, 0), 0);
+      ASSERT_EQ_INT(planAddSync(&b[r], PLAN_STEP_SIGNAL, l, p, PLAN_PHASE_ENTRY), 0);
+    }
+    for (int d = 1; d < 3; d++) {
+      int p = (r + d) % 3, l = d - 1;
+      b[r].round = 1;
+      ASSERT_EQ_INT(planAddSync(&b[r], PLAN_STEP_WAIT, l, p, PLAN_PHASE_ENTRY), 0);
+      ASSERT_EQ_INT(planAddCopy(&b[r], l, (planLoc){r, PLAN_BUF_SEND, (size_t)p * 64},
+                                (planLoc){p, PLAN_BUF_RECV, (size_t)r * 64}, 64, 0),
+                    0);
+      ASSERT_EQ_INT(planAddSync(&b[r], PLAN_STEP_SIGNAL, l, p, PLAN_PHASE_EXIT), 0);
+    }
+    for (int d = 1; d < 3; d++) {
+      b[r].round = 2;
+      ASSERT_EQ_INT(planAddSync(&b[r], PLAN_STEP_WAIT, d - 1, (r + d) % 3, PLAN_PHASE_EXIT), 0);
+    }
+    ASSERT_EQ_INT(planAddJoin(&b[r], 0, 1), 0);
+  }
+  ASSERT_EQ_INT(planCheck(b, 3, why, sizeof(why)), -1);
+  printf("  control 2: planCheck: %s\n", why);
+  int deadlocks = 0;
+  for (uint32_t seed = 1; seed <= 400; seed++) {
+    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u};
+    for (int r = 0; r < 3; r++) t.s[r][0] = &b[r];
+    deadlocks += simulate(&t, why, sizeof(why)) == 1;
+  }
+  printf("  control 2: %d of 400 dependency orders deadlock\n", deadlocks);
+  ASSERT_TRUE(deadlocks > 0);
+  for (int r = 0; r < 3; r++) planScheduleFree(&a[r]), planScheduleFree(&b[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
+  RUN(testQueueSafety);
+  RUN(testQueueSafetyControls);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testRotatedOrder);

@@ -519,6 +519,13 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
            sch->steps[j].lane == st->lane)
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph);
+  } else if (st->kind == PLAN_STEP_JOIN) {
+    /* One record serves a run of lanes joining the same lane. */
+    CUDA_TRY(comm, cudaEventRecord(s->join[st->from], streams[st->from]));
+    for (j = i;
+         j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_JOIN && sch->steps[j].from == st->from;
+         j++)
+      CUDA_TRY(comm, cudaStreamWaitEvent(streams[sch->steps[j].lane], s->join[st->from], 0));
   } else if (st->batch == 2 && !graph && (j = issue2D(comm, sch, i, b, lane, &rc)) > i) {
     /* rows to every rank at the staging stride: one 2D copy */
   } else if (st->batch && !graph) { /* the batch API cannot be captured into a graph */

@@ -56,21 +56,26 @@ static double nowSec(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs one job; returns -1 and the peer on timeout. */
+/* The first step of lane l at index i or later (s->nsteps if none). */
+static int nextOnLane(const planSchedule *s, int l, int i) {
+  while (i < s->nsteps && s->steps[i].lane != l) i++;
+  return i;
+}
+
+/* Runs one job; returns -1 and the peer on timeout. next[l] is lane l's
+ * next step, so a JOIN at index i may pass once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
   const execBuffers b = {j->send, j->recv, j->stage};
   int nl = s->nlanes;
-  int cursor[CORE_MAX_RANKS];
-  for (int l = 0; l < nl; l++) cursor[l] = 0;
+  int next[CORE_MAX_RANKS];
+  for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
   double start = 0;
   for (;;) {
     int progressed = 0, finished = 1;
     for (int l = 0; l < nl; l++) {
-      for (;;) {
-        while (cursor[l] < s->nsteps && s->steps[cursor[l]].lane != l) cursor[l]++;
-        if (cursor[l] >= s->nsteps) break;
-        const planStep *st = &s->steps[cursor[l]];
+      while (next[l] < s->nsteps) {
+        const planStep *st = &s->steps[next[l]];
         if (st->kind == PLAN_STEP_WAIT) {
           _Atomic uint32_t *f =
               &stateOf(comm)->peerFlags[comm->rank][st->phase * comm->nranks + st->peer];
@@ -79,6 +84,8 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
             *stuckPeer = st->peer;
             break;
           }
+        } else if (st->kind == PLAN_STEP_JOIN) {
+          if (next[st->from] <= next[l]) break;
         } else if (st->kind == PLAN_STEP_SIGNAL) {
           atomic_store_explicit(
               &stateOf(comm)->peerFlags[st->peer][st->phase * comm->nranks + comm->rank], j->epoch,
@@ -86,10 +93,10 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
         } else {
           memcpy(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         }
-        cursor[l]++;
+        next[l] = nextOnLane(s, l, next[l] + 1);
         progressed = 1;
       }
-      if (cursor[l] < s->nsteps) finished = 0;
+      if (next[l] < s->nsteps) finished = 0;
     }
     if (finished) return 0;
     coreClique *c = comm->clique;

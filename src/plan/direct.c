@@ -6,18 +6,25 @@
  *   push: I write my block for peer p into p's receive buffer.
  *   pull: I read p's block for me from p's send buffer.
  *
- * Issue forms:
- *   *1  one lane: signal ENTRY to all, self copy, wait ENTRY from all,
- *       the peer copies back to back, signal EXIT to all, wait EXIT from all.
- *   *n  one lane per peer (lane d-1 for the peer at distance d): each lane
- *       runs its peer's handshake and copy; the self copy is on lane 0.
+ * Issue forms, in rounds (plan.h: round k waits only for signals of earlier
+ * rounds, and every wait follows its own rank's earlier signals):
+ *   *1  one lane. Round 0: signal ENTRY to all, self copy. Round 1: wait
+ *       ENTRY from all, the peer copies back to back, signal EXIT to all.
+ *       Round 2: wait EXIT from all.
+ *   *n  one lane per peer (lane d-1 for the peer at distance d). Round 0:
+ *       lane 0 signals ENTRY to all, then the other lanes join it, then the
+ *       self copy (lane 0). Round 1: each lane waits for its peer's ENTRY,
+ *       copies, signals EXIT to it. Round 2: lane 0 joins the others and
+ *       waits for EXIT from all. Signals and the final waits stay on lane 0
+ *       so that a peer lane's wait follows every ENTRY signal of its rank.
  *   *b  as *1, with the self and peer copies marked as one batch.
  *
  * In the *1 and *b forms a self copy of PLAN_SIDE_LANE_BYTES or more goes on
- * a lane of its own (lane 1): it moves HBM to HBM and needs no peer, so on its own lane it
- * overlaps the NVLink copies instead of delaying them (at 1 GB AllGather on
- * 4 H200s it was 256 MB in front of 768 MB of peer copies). Below that size
- * the extra lane's fork and join cost more host time than the overlap saves.
+ * a lane of its own (lane 1), joined from lane 0 at the start and back at the
+ * end: it moves HBM to HBM and needs no peer, so on its own lane it overlaps
+ * the NVLink copies instead of delaying them (at 1 GB AllGather on 4 H200s it
+ * was 256 MB in front of 768 MB of peer copies). Below that size the extra
+ * lane's fork and join cost more host time than the overlap saves.
  */
 #include "plan_internal.h"
 
@@ -51,40 +58,53 @@ static int selfLane(const planArgs *a, int peerLanes) {
 
 static int buildOneLane(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
   int n = a->nranks, r = a->rank, pull = isPull(algo), batch = isBatch(algo);
-  int side = selfLane(a, 1), rc = 0;
-  /* On a side lane the self copy starts at once; on lane 0 it overlaps the
-   * entry handshake with single copies and joins the batch in batch form. */
-  if (needSelfCopy(a) && side) rc = addBlockCopy(s, a, l, pull, r, side, 0);
+  int self = needSelfCopy(a), side = self ? selfLane(a, 1) : 0, rc = 0;
+  /* Round 0. On a side lane the self copy starts at once; on lane 0 it
+   * overlaps the entry handshake with single copies and joins the batch in
+   * batch form. */
+  s->round = 0;
+  if (side) rc = planAddJoin(s, side, 0);
+  if (!rc && side) rc = addBlockCopy(s, a, l, pull, r, side, 0);
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  if (!rc && needSelfCopy(a) && !side && !batch) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  if (!rc && self && !side && !batch) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  s->round = 1;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  if (!rc && needSelfCopy(a) && !side && batch) rc = addBlockCopy(s, a, l, pull, r, 0, 1);
+  if (!rc && self && !side && batch) rc = addBlockCopy(s, a, l, pull, r, 0, 1);
   for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, l, pull, (r + d) % n, 0, batch);
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  s->round = 2;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  if (!rc && side) rc = planAddJoin(s, 0, side);
   return rc;
 }
 
 static int buildPerPeer(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
   int n = a->nranks, r = a->rank, pull = isPull(algo);
   int rc = 0;
+  s->round = 0;
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  for (int d = 2; d < n && !rc; d++) rc = planAddJoin(s, d - 1, 0);
   /* The self copy stays on lane 0 here: with one lane per peer a side lane
    * makes nranks concurrent copies per GPU, more than its copy engines
    * (measured at 1 GB on 4 H200s: pushn 2265 us with it on lane 0, 3230 us
    * on a side lane). */
-  if (needSelfCopy(a)) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  if (!rc && needSelfCopy(a)) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  s->round = 1;
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n, lane = d - 1;
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, lane, p, PLAN_PHASE_ENTRY);
-    if (!rc) rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_ENTRY);
+    rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_ENTRY);
     if (!rc) rc = addBlockCopy(s, a, l, pull, p, lane, 0);
     if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, lane, p, PLAN_PHASE_EXIT);
-    if (!rc) rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_EXIT);
   }
+  s->round = 2;
+  for (int d = 2; d < n && !rc; d++) rc = planAddJoin(s, 0, d - 1);
+  for (int d = 1; d < n && !rc; d++)
+    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
   return rc;
 }
 

@@ -13,10 +13,22 @@
  *          complete.
  * A rank's part is complete when it has seen EXIT from every peer.
  *
- * Lanes are independent in-order queues (internal streams on the CUDA
- * executor). All steps that involve one peer are on one lane, so no ordering
- * across lanes is ever needed besides the fork at the start and the join at
- * the end, which executors provide.
+ * Lanes are in-order queues (streams on the CUDA executor). Lane 0 starts
+ * after the caller's earlier work and ends the operation; every other lane
+ * begins with JOIN(lane <- 0) and lane 0 JOINs it after its last step, so
+ * all ordering between lanes is in the schedule itself.
+ *
+ * Queue safety (docs/architecture.md). Hardware runs streams on a few
+ * in-order queues, so a WAIT at the head of a queue can hold back work of any
+ * other stream behind it. Every schedule is built in rounds so that no
+ * mapping of lanes to queues can deadlock:
+ *   1. a WAIT of round k is released only by SIGNALs of rounds < k;
+ *   2. a WAIT of round k comes after, in its rank's own lane and JOIN order,
+ *      every SIGNAL of that rank of a round < k;
+ *   3. steps are listed in round order, and executors issue them in list
+ *      order (several ranks of one process: round by round across them).
+ * planCheck verifies 1-3 and the lane structure for every rank's schedule
+ * of one operation; test_plan runs it on every algorithm.
  */
 #ifndef DMACCL_PLAN_H_
 #define DMACCL_PLAN_H_
@@ -39,7 +51,14 @@ typedef enum {
   PLAN_NUM_ALGOS = 8
 } planAlgo;
 
-typedef enum { PLAN_STEP_COPY = 0, PLAN_STEP_SIGNAL = 1, PLAN_STEP_WAIT = 2 } planStepKind;
+/* JOIN: the step's lane waits until lane `from` has completed every step
+ * listed before this one (an event edge between streams). */
+typedef enum {
+  PLAN_STEP_COPY = 0,
+  PLAN_STEP_SIGNAL = 1,
+  PLAN_STEP_WAIT = 2,
+  PLAN_STEP_JOIN = 3
+} planStepKind;
 /* STAGE: the rank's library-owned staging slot of this operation (staged.c). */
 typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1, PLAN_BUF_STAGE = 2 } planBuf;
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
@@ -60,6 +79,7 @@ typedef struct {
 typedef struct {
   planStepKind kind;
   int lane;
+  int round; /* queue-safety round (above); steps are listed in round order */
   /* COPY */
   planLoc src, dst;
   size_t bytes;
@@ -68,6 +88,8 @@ typedef struct {
   /* SIGNAL / WAIT */
   int peer;
   planPhase phase;
+  /* JOIN */
+  int from;
 } planStep;
 
 typedef struct {
@@ -75,6 +97,8 @@ typedef struct {
   planAlgo algo;
   int rank, nranks;
   int nlanes;                    /* lanes 0..nlanes-1 are used; never more than max(nranks, 1) */
+  int nrounds;                   /* rounds 0..nrounds-1 (0 for an empty schedule) */
+  int round;                     /* builders: the round of the steps added next */
   unsigned long long stageIndex; /* staged algorithms: slot = stageIndex % stageSlots */
   int stageSlots;
   int nsteps, cap;
@@ -107,6 +131,13 @@ int planIsStaged(planAlgo a);
  * arguments the algorithm cannot take (a staged algorithm without slots). */
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s);
 void planScheduleFree(planSchedule *s);
+
+/* Checks the schedules of one operation, s[r] being rank r's (n ranks), for
+ * the queue-safety rules above, the lane structure (lanes > 0 open with a
+ * JOIN from lane 0 and are joined back), and the pairing of SIGNALs and
+ * WAITs (at most one per pair and phase). Returns 0, or -1 with a sentence
+ * naming the rank and step in err. */
+int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
 const char *planAlgoName(planAlgo a);

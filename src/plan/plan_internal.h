@@ -8,6 +8,8 @@
 void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
 int planAddCopy(planSchedule *s, int lane, planLoc src, planLoc dst, size_t bytes, int batch);
 int planAddSync(planSchedule *s, planStepKind kind, int lane, int peer, planPhase phase);
+/* Lane `lane` waits for every step of lane `from` added so far. */
+int planAddJoin(planSchedule *s, int lane, int from);
 
 /*
  * Block layout of a collective: where the block that travels from rank

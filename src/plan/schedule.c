@@ -16,6 +16,8 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->rank = args->rank;
   s->nranks = args->nranks;
   s->nlanes = 1;
+  s->nrounds = 0;
+  s->round = 0;
   s->stageIndex = args->stageIndex;
   s->stageSlots = args->stageSlots;
   s->nsteps = 0;
@@ -32,6 +34,9 @@ static planStep *push(planSchedule *s) {
   planStep *st = &s->steps[s->nsteps++];
   memset(st, 0, sizeof(*st));
   st->peer = -1;
+  st->from = -1;
+  st->round = s->round;
+  if (s->round + 1 > s->nrounds) s->nrounds = s->round + 1;
   return st;
 }
 
@@ -60,5 +65,16 @@ int planAddSync(planSchedule *s, planStepKind kind, int lane, int peer, planPhas
   st->peer = peer;
   st->phase = phase;
   useLane(s, lane);
+  return 0;
+}
+
+int planAddJoin(planSchedule *s, int lane, int from) {
+  planStep *st = push(s);
+  if (!st) return -1;
+  st->kind = PLAN_STEP_JOIN;
+  st->lane = lane;
+  st->from = from;
+  useLane(s, lane);
+  useLane(s, from);
   return 0;
 }

@@ -14,6 +14,9 @@
  *   wait      WAIT(DATA) from every peer
  *   out       one local copy: r's whole slot into its receive buffer
  *
+ * Rounds (plan.h): the copies and DATA signals are round 0, the DATA waits
+ * and the out copy round 1.
+ *
  * Slot k % stageSlots serves the k-th staged operation. Why two slots are
  * enough without any credit message: rank r writes into peer p's slot for
  * staged operation k only after its own operation k-1 waited for p's DATA of
@@ -38,6 +41,7 @@ int planBuildStaged(const planArgs *a, const planLayout *l, planAlgo algo, planS
   if (a->stageSlots < 2 || a->stageIndex == 0) return -1;
   int n = a->nranks, r = a->rank, rc = 0;
   int inRankOrder = algo == PLAN_ALGO_STAGE2D;
+  s->round = 0;
   /* Rotated order (peer r+1 first, self last) unless the rows must be in rank order. */
   for (int i = 0; i < n && !rc; i++) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
@@ -47,6 +51,7 @@ int planBuildStaged(const planArgs *a, const planLayout *l, planAlgo algo, planS
   }
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_DATA);
+  s->round = 1;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_DATA);
   if (!rc)

@@ -1,0 +1,161 @@
+/*
+ * planCheck: the queue-safety rules of plan.h, checked on the schedules of
+ * one operation (every rank's).
+ *
+ * Ancestry within a rank ("step a comes before step b in its lane and JOIN
+ * order") is computed with vector clocks over lanes: clock[i][m] is how many
+ * steps of lane m are done before step i may start, counting i itself on its
+ * own lane. Step a (the k-th of its lane) precedes step b iff
+ * clock[b][lane(a)] > k.
+ */
+#include "plan_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (errlen) vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static const char *kindName(planStepKind k) {
+  static const char *const names[] = {"COPY", "SIGNAL", "WAIT", "JOIN"};
+  return (unsigned)k <= PLAN_STEP_JOIN ? names[k] : "?";
+}
+
+/* One rank alone: lanes, rounds, JOIN structure, rule 2. */
+static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
+  int r = s->rank, nl = s->nlanes, rc = 0;
+  if (s->nsteps == 0) return 0;
+  if (nl < 1 || nl > (n > 1 ? n : 1))
+    return fail(err, errlen, "rank %d: %d lanes for %d ranks", r, nl, n);
+  int *clock = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
+  int *last = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* clock after each lane's last step */
+  int *ord = calloc((size_t)s->nsteps, sizeof(int));        /* index of a step within its lane */
+  int *count = calloc((size_t)nl, sizeof(int));
+  int *joinedBack = calloc((size_t)nl, sizeof(int)); /* lane 0 joined lane l after its last step */
+  if (!clock || !last || !ord || !count || !joinedBack) {
+    rc = fail(err, errlen, "out of memory");
+    goto out;
+  }
+  int maxRound = -1;
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *st = &s->steps[i];
+    int L = st->lane;
+    if (L < 0 || L >= nl) {
+      rc = fail(err, errlen, "rank %d step %d: lane %d outside 0..%d", r, i, L, nl - 1);
+      break;
+    }
+    if (st->round < maxRound || st->round < 0) {
+      rc = fail(err, errlen, "rank %d step %d (%s): round %d listed after round %d", r, i,
+                kindName(st->kind), st->round, maxRound);
+      break;
+    }
+    maxRound = st->round;
+    if ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+        (st->peer < 0 || st->peer >= n || st->peer == r ||
+         (unsigned)st->phase >= PLAN_NUM_PHASES)) {
+      rc = fail(err, errlen, "rank %d step %d: %s with peer %d, phase %d", r, i, kindName(st->kind),
+                st->peer, (int)st->phase);
+      break;
+    }
+    if (st->kind == PLAN_STEP_JOIN && (st->from < 0 || st->from >= nl || st->from == L)) {
+      rc = fail(err, errlen, "rank %d step %d: lane %d joins lane %d", r, i, L, st->from);
+      break;
+    }
+    /* Lanes other than 0 open with a JOIN from lane 0. */
+    if (L > 0 && count[L] == 0 && !(st->kind == PLAN_STEP_JOIN && st->from == 0)) {
+      rc = fail(err, errlen, "rank %d step %d: lane %d starts with %s, not a JOIN from lane 0", r,
+                i, L, kindName(st->kind));
+      break;
+    }
+    int *c = &clock[(size_t)i * (size_t)nl];
+    memcpy(c, &last[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
+    if (st->kind == PLAN_STEP_JOIN) {
+      const int *from = &last[(size_t)st->from * (size_t)nl];
+      for (int m = 0; m < nl; m++)
+        if (from[m] > c[m]) c[m] = from[m];
+      if (L == 0) joinedBack[st->from] = count[st->from];
+    }
+    ord[i] = count[L]++;
+    c[L] = ord[i] + 1;
+    memcpy(&last[(size_t)L * (size_t)nl], c, (size_t)nl * sizeof(int));
+  }
+  if (!rc && maxRound + 1 != s->nrounds)
+    rc = fail(err, errlen, "rank %d: nrounds %d but the last round is %d", r, s->nrounds, maxRound);
+  /* Lane 0 joins every other lane after that lane's last step. */
+  for (int l = 1; l < nl && !rc; l++)
+    if (count[l] > 0 && joinedBack[l] != count[l])
+      rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
+  /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round. */
+  for (int w = 0; w < s->nsteps && !rc; w++) {
+    const planStep *W = &s->steps[w];
+    if (W->kind != PLAN_STEP_WAIT) continue;
+    const int *cw = &clock[(size_t)w * (size_t)nl];
+    for (int i = 0; i < s->nsteps && !rc; i++) {
+      const planStep *S = &s->steps[i];
+      if (S->kind != PLAN_STEP_SIGNAL || S->round >= W->round) continue;
+      if (cw[S->lane] <= ord[i])
+        rc = fail(err, errlen,
+                  "rank %d: WAIT of round %d (step %d, lane %d) is not ordered after the SIGNAL "
+                  "of round %d (step %d, lane %d): a shared hardware queue could deadlock",
+                  r, W->round, w, W->lane, S->round, i, S->lane);
+    }
+  }
+out:
+  free(clock);
+  free(last);
+  free(ord);
+  free(count);
+  free(joinedBack);
+  return rc;
+}
+
+/* The only SIGNAL (or WAIT) of rank a for peer b in phase ph; -1 if none, -2 if several. */
+static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph) {
+  int found = -1;
+  for (int i = 0; i < s->nsteps; i++) {
+    const planStep *st = &s->steps[i];
+    if (st->kind != kind || st->peer != peer || (int)st->phase != ph) continue;
+    if (found >= 0) return -2;
+    found = i;
+  }
+  return found;
+}
+
+int planCheck(const planSchedule *s, int n, char *err, size_t errlen) {
+  if (errlen) err[0] = 0;
+  for (int r = 0; r < n; r++) {
+    if (s[r].rank != r || s[r].nranks != n)
+      return fail(err, errlen, "schedule %d is rank %d of %d, expected rank %d of %d", r, s[r].rank,
+                  s[r].nranks, r, n);
+    if (checkRank(&s[r], n, err, errlen)) return -1;
+  }
+  /* Rule 1 and pairing: SIGNAL(a -> b, ph) matches WAIT(b <- a, ph), once. */
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      if (a == b) continue;
+      for (int ph = 0; ph < PLAN_NUM_PHASES; ph++) {
+        int si = findSync(&s[a], PLAN_STEP_SIGNAL, b, ph);
+        int wi = findSync(&s[b], PLAN_STEP_WAIT, a, ph);
+        if (si == -2 || wi == -2)
+          return fail(err, errlen, "rank %d %s rank %d more than once in phase %d",
+                      si == -2 ? a : b, si == -2 ? "signals" : "waits for", si == -2 ? b : a, ph);
+        if ((si < 0) != (wi < 0))
+          return fail(err, errlen, "phase %d: rank %d %s rank %d, but rank %d %s", ph, a,
+                      si >= 0 ? "signals" : "does not signal", b, b,
+                      wi >= 0 ? "waits for it" : "does not wait for it");
+        if (si >= 0 && s[b].steps[wi].round <= s[a].steps[si].round)
+          return fail(err, errlen,
+                      "rank %d's WAIT for rank %d (phase %d) is in round %d, not after the "
+                      "SIGNAL's round %d",
+                      b, a, ph, s[b].steps[wi].round, s[a].steps[si].round);
+      }
+    }
+  return 0;
+}
