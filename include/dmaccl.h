@@ -130,11 +130,24 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
  * i on device devlist[i] (devlist NULL means devices 0..ndev-1). config may be
  * NULL for defaults; it applies to every communicator.
  *
- * CUDA executor: enables peer access between every pair of devices and fails
- * with dmacclUnsupported, naming the pair, if two devices cannot reach each
- * other. A device may appear only once. Must not be called inside a group.
- * Host executor: devlist is ignored; ranks are host threads.
+ * CUDA executor: enables peer access between every pair of different devices
+ * and fails with dmacclUnsupported, naming the pair, if two devices cannot
+ * reach each other. A device may appear several times: its ranks share it,
+ * and copies between them are device-local copies (still copy engines, no
+ * kernel). A device that does not exist or that this process cannot use
+ * (prohibited or exclusive-process compute mode) fails with
+ * dmacclInvalidArgument naming the devlist entry. Must not be called inside
+ * a group. Host executor: devlist is ignored; ranks are host threads.
  * On failure nothing is created and comms is left untouched.
+ *
+ * On the CUDA executor a collective call returns once its operation is
+ * queued, which needs every rank's call: a thread that calls for one rank
+ * (outside a group) waits for the threads of the other ranks; one thread
+ * driving every rank puts the calls in a group, whose end queues them all.
+ * Ranks that share a GPU and are captured into CUDA graphs must be captured
+ * into one graph (fork one rank's stream from the other's capture with an
+ * event); otherwise the call fails with dmacclInvalidUsage and issues
+ * nothing.
  */
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
                                  const dmacclConfig_t *config);
@@ -145,22 +158,26 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
 /*
  * Creates rank `rank` of an nranks communicator whose ranks are processes on
  * one host, one GPU each: the CUDA device current on the calling thread (as
- * NCCL), or, for the host executor, no device. Collective: every rank calls it
- * with the same id and nranks, and it returns when all have joined. Rank 0
- * hosts the rendezvous. A rank that does not arrive within
- * DMACCL_INIT_TIMEOUT seconds (default 60) makes the others fail with
- * dmacclTimeout naming it; different nranks, a rank given twice, a rank out of
- * range, ranks on one GPU or ranks on different executors fail every rank with
- * dmacclInvalidArgument and a sentence naming them. On failure nothing is
- * created. config as for dmacclCommInitAll.
+ * NCCL), or, for the host executor, no device. Several ranks may use one GPU
+ * (unlike NCCL). Collective: every rank calls it with the same id and
+ * nranks, and it returns when all have joined. Rank 0 hosts the rendezvous.
+ * A rank that does not arrive within DMACCL_INIT_TIMEOUT seconds (default
+ * 60) makes the others fail with dmacclTimeout naming it; different nranks, a
+ * rank given twice, a rank out of range or ranks on different executors fail
+ * every rank with dmacclInvalidArgument and a sentence naming them; a device
+ * this process cannot use fails this rank with dmacclInvalidArgument. On
+ * failure nothing is created. config as for dmacclCommInitAll.
  *
  * Buffers of such a communicator: device memory from cudaMalloc (reached by
  * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The
  * host executor across processes needs buffers from dmacclMemAlloc (shared
- * memory). Collective calls do not wait for peers: a rank whose peers have not
- * yet called has its part launched by the communicator's progress thread when
- * they do, except under CUDA graph capture, where the call returns once the
- * operation is captured, which needs every peer to have called.
+ * memory). A collective call returns once this rank's part is queued on its
+ * stream (or captured): at once for the staged algorithms (small sizes, which
+ * write only into the library's own staging memory), and for the others once
+ * every peer has made the matching call, whose buffers it needs. So nothing
+ * is ever queued ahead of the work it waits for, and no mapping of streams
+ * to hardware queues (CUDA_DEVICE_MAX_CONNECTIONS=1, stream priorities, ranks
+ * sharing a GPU) can deadlock (docs/architecture.md).
  */
 dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId uniqueId, int rank,
                                   const dmacclConfig_t *config);
@@ -232,7 +249,10 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm);
  * outermost End issues. A thread that issues collectives for several ranks of
  * one dmacclCommInitAll set must put them in one group (the calls of one rank
  * outside a group from that thread are fine). A call that fails inside a group
- * is not recorded and does not abort the group.
+ * is not recorded and does not abort the group. As with NCCL, every rank
+ * makes its calls on communicators that share GPUs in the same order, inside
+ * groups too (a group issues them by position on each communicator, then in
+ * call order).
  */
 dmacclResult_t dmacclGroupStart(void);
 dmacclResult_t dmacclGroupEnd(void);
@@ -249,9 +269,11 @@ dmacclResult_t dmacclGroupEnd(void);
  * already queued on stream and later work on stream starts after it; when it
  * completes recvbuff is filled and sendbuff may be reused. Buffers must be
  * device memory of the communicator's GPU; stream must belong to that GPU (0
- * means its legacy default stream). The call does not block the host.
- * Host executor: buffers are host memory, stream must be 0, and completion is
- * observed with dmacclCommSynchronize.
+ * means its legacy default stream). The call returns once the operation is
+ * queued (see dmacclCommInitAll and dmacclCommInitRank for when that needs
+ * the peers' calls); it never waits for the copies. Host executor: buffers are
+ * host memory, stream must be 0, and completion is observed with
+ * dmacclCommSynchronize.
  *
  * All ranks must issue the same collectives with the same sendcount and
  * datatype, in the same order. Buffers may be NULL only when sendcount is 0.

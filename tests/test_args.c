@@ -166,9 +166,9 @@ static int testInitArgs(void) {
              "config->executor 7");
   dmacclConfig_t cuda = DMACCL_CONFIG_INITIALIZER;
   cuda.executor = dmacclExecutorCuda;
-  int dup[2] = {1, 1};
-  EXPECT_ERR(dmacclCommInitAll(c, 2, dup, &cuda), dmacclInvalidArgument, NULL,
-             "devlist[1] = 1 repeats devlist[0]");
+  int neg[2] = {0, -1};
+  EXPECT_ERR(dmacclCommInitAll(c, 2, neg, &cuda), dmacclInvalidArgument, NULL,
+             "devlist[1] = -1 is negative");
   cfg.executor = dmacclExecutorHost;
   setenv("DMACCL_ALGO", "alltoall:0-1K", 1);
   EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, "DMACCL_ALGO");

@@ -347,8 +347,38 @@ static int watchdogBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* A direct algorithm needs its peers' buffers, so the call itself waits for
+ * their calls: with rank 1 absent it returns the watchdog's dmacclTimeout,
+ * naming rank 1, instead of hanging; nothing was written. */
+static int watchdogDirectBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  setenv("DMACCL_TIMEOUT", "1", 1);
+  dmacclConfig_t cfg = hostConfig("push1");
+  dmacclComm_t comm;
+  char *send, *recv;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 64 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  memset(recv, 0xA5, 64 * (size_t)n);
+  if (rank == 1) {
+    usleep(4000000);
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+    return 0;
+  }
+  dmacclResult_t rc = dmacclAllGather(send, recv, 64, dmacclUint8, comm, 0);
+  if (rc != dmacclTimeout || !strstr(dmacclCommGetLastError(comm), "rank 1")) {
+    fprintf(stderr, "rank %d: got %s: %s\n", rank, dmacclGetErrorString(rc),
+            dmacclCommGetLastError(comm));
+    return 1;
+  }
+  for (size_t i = 0; i < 64 * (size_t)n; i++) RANK_CHECK((unsigned char)recv[i] == 0xA5);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
 static int testWatchdog(void) {
   ASSERT_EQ_INT(mpRun(3, watchdogBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, watchdogDirectBody, NULL, 60, 0), 0);
   return 0;
 }
 

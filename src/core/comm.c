@@ -123,16 +123,6 @@ dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, i
   char note[512];
   if (rc == dmacclSuccess) rc = coreBuildTable(config, table, call, nranks, note, sizeof(note));
   if (rc == dmacclSuccess && note[0]) CORE_INFO("%s: %s", call, note);
-  /* One hardware queue serializes every stream of the process, so a lane
-   * waiting for a peer's flag can hold back the signal that peer waits for:
-   * dmaccl-c3 hung with it (docs/overlap.md). */
-  const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  if (rc == dmacclSuccess && *executor == dmacclExecutorCuda && conn && atoi(conn) == 1)
-    coreLog(CORE_LOG_WARN,
-            "%s: CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream in one hardware queue; "
-            "collectives that wait for peers can hang (push1 did) or stall compute (stage "
-            "did): set it larger",
-            call);
   return rc;
 }
 
@@ -168,16 +158,11 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   dmacclResult_t rc = coreInitPrelude(config, call, ndev, &executor, &table);
   if (rc != dmacclSuccess) return rc;
   if (devlist && executor == dmacclExecutorCuda) {
-    for (int i = 0; i < ndev; i++) {
+    /* A device may repeat: its ranks share it (the executor checks that it exists). */
+    for (int i = 0; i < ndev; i++)
       if (devlist[i] < 0)
         return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i,
                          devlist[i]);
-      for (int j = 0; j < i; j++)
-        if (devlist[j] == devlist[i])
-          return coreError(NULL, dmacclInvalidArgument,
-                           "%s: devlist[%d] = %d repeats devlist[%d]: one rank per device", call, i,
-                           devlist[i], j);
-    }
   }
 
   coreClique *c = calloc(1, sizeof(*c));

@@ -22,7 +22,8 @@ typedef struct {
   char name[32];       /* executor's name of the device (PCI bus id) */
 } rankInfo;
 
-/* Same verdict on every rank: they all see the same table. */
+/* Same verdict on every rank: they all see the same table. Ranks may share
+ * a GPU (the executor reaches such a peer without peer access). */
 static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t errlen) {
   for (int r = 1; r < n; r++)
     if (all[r].executor != all[0].executor) {
@@ -31,15 +32,6 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
                all[r].executor == dmacclExecutorCuda ? "cuda" : "host");
       return dmacclInvalidArgument;
     }
-  for (int r = 0; r < n; r++)
-    for (int q = 0; q < r; q++)
-      if (all[r].name[0] && strncmp(all[r].name, all[q].name, sizeof(all[r].name)) == 0) {
-        snprintf(err, errlen,
-                 "ranks %d (pid %d) and %d (pid %d) both use GPU %.32s: one rank per GPU (set the "
-                 "device with cudaSetDevice before dmacclCommInitRank)",
-                 q, all[q].pid, r, all[r].pid, all[r].name);
-        return dmacclInvalidArgument;
-      }
   return dmacclSuccess;
 }
 

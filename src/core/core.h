@@ -45,7 +45,6 @@ typedef struct coreOp {
   /* Set when the operation is sequenced (multi-process: at the call). */
   planAlgo algo;
   uint64_t stageIndex; /* staged algorithms: index among staged operations, else 0 */
-  int direct;          /* launched inside the call: copies go on the caller's stream */
   int refsReady;       /* sendRef and recvRef were exported already (persistent requests) */
 } coreOp;
 
@@ -146,6 +145,10 @@ struct dmacclComm {
   uint64_t posted;    /* sequence numbers posted */
   dmacclResult_t asyncError;
   char lastError[512];
+  /* The last operation whose launch was refused (one process: launch.c). */
+  uint64_t refusedSeq;
+  dmacclResult_t refusedCode;
+  char refusedWhy[256];
   pthread_mutex_t memLock;
   coreMem *mems;     /* dmacclMemAlloc allocations */
   uint64_t memCount; /* dmacclMemAlloc calls so far */
@@ -205,18 +208,19 @@ void coreSequenceAlgo(coreClique *c, coreOp *op);
 void coreBreak(coreClique *c, dmacclResult_t code, const char *why);
 
 /* Posting and launching (launch.c: one process; launch_mp.c: ranks as
- * processes). corePost dispatches; coreWaitLaunched waits until seq is
- * launched and returns the comm's async error if one stops it. */
+ * processes). corePost dispatches and returns once the operation is
+ * launched; coreWaitLaunched waits until seq is launched and returns the
+ * comm's stop reason (abort, broken) if it never will be. */
 dmacclResult_t corePost(coreOp *op);         /* post, then coreAttach */
 dmacclResult_t corePostNoAttach(coreOp *op); /* groups attach after posting every call */
-dmacclResult_t coreAttach(coreOp *op);       /* graph capture: join the caller's stream */
+dmacclResult_t coreAttach(coreOp *op);       /* wait for the launch (one process) */
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq);
 dmacclResult_t coreMpPost(coreOp *op);
 /* Exports op's buffers for peers (sendRef, recvRef) unless already done. */
 dmacclResult_t coreMpExportOp(coreOp *op, const char *call);
-/* Lock held; returns the operations launched. byCaller: a thread that
- * posts (it may launch captured operations; the progress thread may not). */
-int coreMpLaunchReady(coreClique *c, int byCaller);
+/* Compares launched staged operations with the peers' calls once they are
+ * published; lock held. Returns how many it compared. */
+int coreMpCheckStaged(coreClique *c);
 dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq);
 
 /* Progress thread of a multi-process set (progress.c). */

@@ -1,14 +1,22 @@
 /*
- * Posting and launching. A rank's call is posted to its set's board under
- * the sequence number it has in that rank's order of calls (all ranks call in
- * the same order, so sequence numbers name operations across ranks). When the
- * last rank posts a sequence number, every rank's buffers are known and the
- * operation is launched for all ranks, in sequence order, by whichever thread
- * made it complete. Calls never wait for peers, except when a rank runs more
- * than CORE_BOARD_DEPTH operations ahead of the slowest one.
+ * Posting and launching, one process (dmacclCommInitAll), and the one launch
+ * body both kinds of set use (coreLaunchRanks).
+ *
+ * A rank's call is posted to its set's board under the sequence number it
+ * has in that rank's order of calls (all ranks call in the same order, so
+ * sequence numbers name operations across ranks). When the last rank posts
+ * a sequence number, every rank's buffers are known and the thread that
+ * completed it launches the operation for all ranks, in sequence order. On
+ * the CUDA executor a call returns once its operation is launched (queued on
+ * its stream): a thread that posts for one rank waits for the other ranks'
+ * calls, and a group that holds every rank's call launches at its end
+ * without waiting.
+ * Nothing is queued on a caller's stream before the work it must wait for
+ * is queued (docs/architecture.md, queue safety).
  */
 #include "../exec/exec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
@@ -25,6 +33,53 @@ void coreSequenceAlgo(coreClique *c, coreOp *op) {
   op->stageIndex = planIsStaged(op->algo) && op->chunkBytes ? ++c->stageCount : 0;
 }
 
+/*
+ * Builds every rank's schedule, then issues them round by round across the
+ * ranks: all round-0 steps of every rank, then round 1, ... So when several
+ * ranks of this process share a GPU (and possibly one hardware queue), every
+ * WAIT is queued after the SIGNALs of earlier rounds that release it.
+ */
+void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
+  int cursor[CORE_MAX_RANKS], failed[CORE_MAX_RANKS], rounds = 1;
+  for (int i = 0; i < k; i++) {
+    coreLaunch *l = &ls[i];
+    planSchedule *s = &l->comm->sched;
+    if (planBuild(&l->args, algo, s) != 0) {
+      coreSetAsyncError(l->comm, dmacclSystemError,
+                        "operation %llu: out of memory building the schedule",
+                        (unsigned long long)l->op->seq);
+      l->args.chunkBytes = 0;
+      planBuild(&l->args, algo, s); /* an empty schedule allocates nothing */
+    }
+    if (l->handshakesOnly) { /* the peers are not left waiting */
+      int n = 0;
+      for (int j = 0; j < s->nsteps; j++)
+        if (s->steps[j].kind != PLAN_STEP_COPY) s->steps[n++] = s->steps[j];
+      s->nsteps = n;
+    }
+    if (s->nrounds > rounds) rounds = s->nrounds;
+    cursor[i] = failed[i] = 0;
+  }
+  for (int rd = 0; rd < rounds; rd++)
+    for (int i = 0; i < k; i++) {
+      dmacclComm_t comm = ls[i].comm;
+      const planSchedule *s = &comm->sched;
+      int from = cursor[i], to = from;
+      while (to < s->nsteps && s->steps[to].round == rd) to++;
+      cursor[i] = to;
+      if (rd > 0 && to == from) continue;
+      /* After a failure only the end is issued, so the caller's stream is joined. */
+      if (failed[i]) from = to = to == s->nsteps ? s->nsteps : -1;
+      if (from < 0) continue;
+      dmacclResult_t rc = comm->exec->launch(comm, ls[i].op, s, &ls[i].bufs, from, to);
+      if (rc != dmacclSuccess && !failed[i]) {
+        failed[i] = 1;
+        coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s",
+                          (unsigned long long)ls[i].op->seq, comm->lastError);
+      }
+    }
+}
+
 static int sameOp(const coreOp *a, const coreOp *b) {
   return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
 }
@@ -34,6 +89,7 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   const coreOp *ref = &slot->ops[0];
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
+  coreLaunch ls[CORE_MAX_RANKS];
   const coreOp *bad = NULL; /* a rank that disagrees with rank 0 */
   for (int r = 0; r < c->nranks; r++) {
     send[r] = slot->ops[r].sendbuff;
@@ -41,43 +97,47 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     if (!bad && !sameOp(ref, &slot->ops[r])) bad = &slot->ops[r];
   }
   int agree = bad == NULL;
-  execBuffers bufs = {send, recv, NULL};
   /* One selection for all ranks: they must run the same algorithm. */
   size_t size = (size_t)c->nranks * ref->chunkBytes;
   const planRange *why = NULL;
   planAlgo algo = coreChooseAlgo(c, ref->coll, ref->chunkBytes, ref->capture, &why);
-  uint64_t stageIndex = planIsStaged(algo) && agree && ref->chunkBytes ? ++c->stageCount : 0;
-  if (agree && ref->chunkBytes)
+  /* A launch the executor refuses (ranks sharing a GPU captured apart)
+   * fails every rank's call, and nothing is issued. */
+  char refused[256] = "";
+  dmacclResult_t rc =
+      agree && c->comms[0]->exec->checkLaunch
+          ? c->comms[0]->exec->checkLaunch(c->comms, slot->ops, c->nranks, refused, sizeof(refused))
+          : dmacclSuccess;
+  uint64_t stageIndex =
+      planIsStaged(algo) && agree && ref->chunkBytes && rc == dmacclSuccess ? ++c->stageCount : 0;
+  if (agree && ref->chunkBytes && rc == dmacclSuccess)
     CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
               planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,
               why ? why->hi : 0);
-
   for (int r = 0; r < c->nranks; r++) {
-    dmacclComm_t comm = c->comms[r];
     const coreOp *op = &slot->ops[r];
-    planArgs args = {op->coll,         r,         c->nranks, op->chunkBytes, op->inPlace,
-                     CORE_STAGE_SLOTS, stageIndex};
+    ls[r] = (coreLaunch){
+        c->comms[r],
+        op,
+        {send, recv, NULL},
+        {op->coll, r, c->nranks, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, stageIndex},
+        0};
     if (!agree) {
-      coreSetAsyncError(comm, dmacclInvalidUsage,
+      coreSetAsyncError(c->comms[r], dmacclInvalidUsage,
                         "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
                         "rank %d called %s with count %zu of %s; nothing was copied",
                         (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
                         coreTypeName(ref->datatype), bad->comm->rank, planCollName(bad->coll),
                         bad->count, coreTypeName(bad->datatype));
-      args.chunkBytes = 0; /* empty schedule: releases the caller's stream */
     }
-    if (planBuild(&args, algo, &comm->sched) != 0) {
-      coreSetAsyncError(comm, dmacclSystemError,
-                        "operation %llu: out of memory building the schedule",
-                        (unsigned long long)slot->seq);
-      args.chunkBytes = 0;
-      planBuild(&args, algo, &comm->sched); /* an empty schedule allocates nothing */
+    if (rc != dmacclSuccess) {
+      c->comms[r]->refusedSeq = slot->seq;
+      c->comms[r]->refusedCode = rc;
+      snprintf(c->comms[r]->refusedWhy, sizeof(c->comms[r]->refusedWhy), "%s", refused);
     }
-    dmacclResult_t rc = comm->exec->launch(comm, op, &comm->sched, &bufs);
-    if (rc != dmacclSuccess)
-      coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s",
-                        (unsigned long long)slot->seq, comm->lastError);
+    if (!agree || rc != dmacclSuccess) ls[r].args.chunkBytes = 0; /* an empty schedule */
   }
+  coreLaunchRanks(ls, c->nranks, algo);
 }
 
 static void launchReady(coreClique *c) {
@@ -99,16 +159,18 @@ static dmacclResult_t spPost(coreOp *op) {
   coreBoardSlot *slot = &c->slots[op->seq % CORE_BOARD_DEPTH];
   /* The slot may still hold an operation CORE_BOARD_DEPTH older. */
   while (slot->nposted > 0 && slot->seq != op->seq) pthread_cond_wait(&c->cond, &c->lock);
-  dmacclResult_t rc = comm->exec->post(comm, op);
-  if (rc == dmacclSuccess) {
-    comm->posted = op->seq;
-    slot->seq = op->seq;
-    slot->ops[comm->rank] = *op;
-    slot->nposted++;
-    launchReady(c);
+  dmacclResult_t rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;
+  if (rc != dmacclSuccess) {
+    pthread_mutex_unlock(&c->lock);
+    return rc;
   }
+  comm->posted = op->seq;
+  slot->seq = op->seq;
+  slot->ops[comm->rank] = *op;
+  slot->nposted++;
+  launchReady(c);
   pthread_mutex_unlock(&c->lock);
-  return rc;
+  return dmacclSuccess;
 }
 
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq) {
@@ -124,12 +186,19 @@ dmacclResult_t corePostNoAttach(coreOp *op) {
   return op->comm->clique->mp ? coreMpPost(op) : spPost(op);
 }
 
+/* One process, CUDA: the call returns once its operation is launched, and
+ * fails if the launch refused it. Ranks as processes launch inside the call;
+ * the host executor's calls return at once. Then the executor's attach. */
 dmacclResult_t coreAttach(coreOp *op) {
-  if (!op->capture) return dmacclSuccess;
-  /* The caller's stream may go on only once the operation is in the graph. */
-  dmacclResult_t rc = coreWaitLaunched(op->comm, op->seq);
-  if (rc != dmacclSuccess) return rc;
-  return op->comm->exec->attach(op->comm, op);
+  dmacclComm_t comm = op->comm;
+  if (!comm->clique->mp && comm->exec->launchBeforeReturn) {
+    coreWaitLaunched(comm, op->seq);
+    /* Written by the launcher before the launch was announced under the
+     * lock; only this rank's next call could overwrite it. */
+    if (comm->refusedSeq == op->seq)
+      return coreError(comm, comm->refusedCode, "%s", comm->refusedWhy);
+  }
+  return comm->exec->attach ? comm->exec->attach(comm, op) : dmacclSuccess;
 }
 
 dmacclResult_t corePost(coreOp *op) {

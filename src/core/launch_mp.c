@@ -1,13 +1,16 @@
 /*
  * Posting and launching when ranks are processes. A rank publishes its call
- * on its segment of the shared board; it launches its own part once every
- * peer has published the same sequence number (their buffers are then
- * known). Whoever finds an operation ready launches it: the calling thread
- * when the peers were there first, else the set's progress thread. Launches
- * of one rank happen in sequence order under the set's lock.
+ * on its segment of the shared board and launches its own part inside the
+ * call: a staged operation at once (it touches no peer buffer), a direct one
+ * once every peer has published the same sequence number (their buffers are
+ * then known). So a call returns once its commands are queued, and nothing
+ * is queued on the caller's stream before the work it waits for
+ * (docs/architecture.md, queue safety). Launches of one rank happen in
+ * sequence order under the set's lock.
  *
  * Flow control: a rank may publish sequence number s only when every peer has
- * launched s - CORE_BOARD_DEPTH, the last reader of the board slot s reuses.
+ * launched and checked s - CORE_BOARD_DEPTH, the last reader of the board
+ * slot s reuses.
  */
 #include "../exec/exec.h"
 
@@ -19,14 +22,6 @@
 
 static int sameShared(const coreSharedOp *a, const coreSharedOp *b) {
   return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
-}
-
-/* Drops COPY steps: the handshakes still run, so peers are not left waiting. */
-static void keepHandshakesOnly(planSchedule *s) {
-  int k = 0;
-  for (int i = 0; i < s->nsteps; i++)
-    if (s->steps[i].kind != PLAN_STEP_COPY) s->steps[k++] = s->steps[i];
-  s->nsteps = k;
 }
 
 static void reportDisagreement(coreClique *c, uint64_t seq, int bad, const char *outcome) {
@@ -48,9 +43,11 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
   int staged = planIsStaged(op->algo);
-  planAlgo algo = op->algo;
-  planArgs args = {op->coll, me, n, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, op->stageIndex};
-  int copies = 1;
+  coreLaunch l = {comm,
+                  op,
+                  {send, recv, NULL},
+                  {op->coll, me, n, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, op->stageIndex},
+                  0};
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
   send[me] = op->sendbuff;
@@ -62,41 +59,28 @@ static void launchOne(coreClique *c, uint64_t seq) {
     if (!sameShared(&coreBoardRank(c, 0)->ops[slot], &coreBoardRank(c, r)->ops[slot])) bad = r;
   if (bad >= 0) {
     reportDisagreement(c, seq, bad, "nothing was copied");
-    args.chunkBytes = 0; /* every rank sees the disagreement: all run empty schedules */
+    l.args.chunkBytes = 0; /* every rank sees the disagreement: all run empty schedules */
   } else if (!staged) {
-    for (int r = 0; r < n && copies; r++) {
+    for (int r = 0; r < n && !l.handshakesOnly; r++) {
       if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
-      void *s = NULL, *d = NULL;
-      if (coreImportBuf(comm, r, &o->send, &s) != dmacclSuccess ||
-          coreImportBuf(comm, r, &o->recv, &d) != dmacclSuccess) {
+      void *sp = NULL, *dp = NULL;
+      if (coreImportBuf(comm, r, &o->send, &sp) != dmacclSuccess ||
+          coreImportBuf(comm, r, &o->recv, &dp) != dmacclSuccess) {
         coreSetAsyncError(comm, dmacclRemoteError,
                           "operation %llu: rank %d's buffers cannot be reached from rank %d (%s); "
                           "this rank copied nothing",
                           (unsigned long long)seq, r, me, comm->lastError);
-        copies = 0;
+        l.handshakesOnly = 1;
       }
-      send[r] = s;
-      recv[r] = d;
+      send[r] = sp;
+      recv[r] = dp;
     }
   }
-  if (args.chunkBytes)
-    CORE_INFO("op %llu %s %zu bytes: %s%s", (unsigned long long)seq, planCollName(op->coll),
-              (size_t)n * op->chunkBytes, planAlgoName(algo),
-              op->direct ? " (on the caller's stream)" : "");
-  if (planBuild(&args, algo, &comm->sched) != 0) {
-    coreSetAsyncError(comm, dmacclSystemError,
-                      "operation %llu: out of memory building the schedule",
-                      (unsigned long long)seq);
-    args.chunkBytes = 0;
-    planBuild(&args, algo, &comm->sched);
-  }
-  if (!copies) keepHandshakesOnly(&comm->sched);
-  execBuffers bufs = {send, recv, NULL};
-  dmacclResult_t rc = comm->exec->launch(comm, op, &comm->sched, &bufs);
-  if (rc != dmacclSuccess)
-    coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s", (unsigned long long)seq,
-                      comm->lastError);
+  if (l.args.chunkBytes)
+    CORE_INFO("op %llu %s %zu bytes: %s", (unsigned long long)seq, planCollName(op->coll),
+              (size_t)n * op->chunkBytes, planAlgoName(op->algo));
+  coreLaunchRanks(&l, 1, op->algo);
   atomic_store_explicit(&coreBoardRank(c, me)->launched, seq, memory_order_release);
 }
 
@@ -117,13 +101,13 @@ static int allPosted(coreClique *c, uint64_t seq, int skip) {
  * the receive buffers hold undefined data. If they even disagree about
  * whether it was staged, they wait on different flags and cannot recover.
  */
-static void checkStaged(coreClique *c) {
-  int me = c->localRank;
+int coreMpCheckStaged(coreClique *c) {
+  int me = c->localRank, done = 0;
   while (c->checked + 1 < c->nextLaunch) {
     uint64_t seq = c->checked + 1;
     int slot = (int)(seq % CORE_BOARD_DEPTH);
     if (planIsStaged(c->localOps[slot].algo)) {
-      if (!allPosted(c, seq, -1)) return;
+      if (!allPosted(c, seq, -1)) return done;
       const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot];
       for (int r = 1; r < c->nranks; r++) {
         const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
@@ -142,26 +126,9 @@ static void checkStaged(coreClique *c) {
     }
     c->checked = seq;
     atomic_store_explicit(&coreBoardRank(c, me)->checked, seq, memory_order_release);
+    done++;
   }
-}
-
-int coreMpLaunchReady(coreClique *c, int byCaller) {
-  dmacclComm_t comm = c->comms[c->localRank];
-  int launched = 0;
-  while (c->nextLaunch <= comm->posted && !c->aborting) {
-    uint64_t seq = c->nextLaunch;
-    int slot = (int)(seq % CORE_BOARD_DEPTH);
-    /* A captured operation must be issued by the capturing thread, into
-     * the capture it belongs to. */
-    if (c->localOps[slot].capture && !byCaller) break;
-    if (!planIsStaged(c->localOps[slot].algo) && !allPosted(c, seq, -1)) break;
-    launchOne(c, seq);
-    c->nextLaunch++;
-    launched++;
-    pthread_cond_broadcast(&c->cond);
-  }
-  checkStaged(c);
-  return launched;
+  return done;
 }
 
 /* Every peer has launched and checked seq - CORE_BOARD_DEPTH. */
@@ -217,7 +184,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   pthread_mutex_lock(&c->lock);
   uint64_t seq = comm->posted + 1;
   for (int round = 0; !slotFree(c, seq);) {
-    coreMpLaunchReady(c, 1);
+    coreMpCheckStaged(c);
     if (slotFree(c, seq)) break;
     pthread_mutex_unlock(&c->lock);
     rc = stopReason(comm);
@@ -226,21 +193,12 @@ dmacclResult_t coreMpPost(coreOp *op) {
     pthread_mutex_lock(&c->lock);
   }
   op->seq = seq;
-  coreSequenceAlgo(c, op);
-  /* Launched inside this call (every earlier operation is launched, and this
-   * one is staged or its peers are all here): its commands go straight onto
-   * the caller's stream. Otherwise the stream forks now and waits for the
-   * launch, which happens later on another thread. */
-  /* (Never on the legacy default stream: the batch copy API refuses it.) */
-  op->direct = !op->capture && c->nextLaunch == seq && !c->aborting && op->stream != NULL &&
-               op->stream != cudaStreamLegacy &&
-               (planIsStaged(op->algo) || allPosted(c, seq, c->localRank));
-  rc = op->direct ? dmacclSuccess : comm->exec->post(comm, op);
+  rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;
   if (rc != dmacclSuccess) {
-    if (op->stageIndex) c->stageCount--; /* not sequenced after all */
     pthread_mutex_unlock(&c->lock);
     return rc;
   }
+  coreSequenceAlgo(c, op);
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   c->localOps[slot] = *op;
   coreSharedOp *so = &coreBoardRank(c, c->localRank)->ops[slot];
@@ -255,8 +213,21 @@ dmacclResult_t coreMpPost(coreOp *op) {
   so->recv = op->recvRef;
   atomic_store_explicit(&so->seq, seq, memory_order_release);
   comm->posted = seq;
-  coreMpLaunchReady(c, 1);
-  int pending = c->nextLaunch <= seq;
+  /* A direct operation needs every peer's buffers: wait for their calls.
+   * The progress thread's watchdog breaks the set if one never comes. */
+  for (int round = 0; !planIsStaged(op->algo) && !allPosted(c, seq, -1);) {
+    pthread_mutex_unlock(&c->lock);
+    if (round == 0) coreProgressWake(c);
+    rc = stopReason(comm);
+    if (rc != dmacclSuccess) return rc;
+    backoff(&round);
+    pthread_mutex_lock(&c->lock);
+  }
+  launchOne(c, seq);
+  c->nextLaunch = seq + 1;
+  pthread_cond_broadcast(&c->cond);
+  coreMpCheckStaged(c);
+  int pending = c->checked < seq;
   pthread_mutex_unlock(&c->lock);
   if (pending) coreProgressWake(c);
   return dmacclSuccess;
@@ -267,8 +238,6 @@ dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   int round = 0;
   pthread_mutex_lock(&c->lock);
   while (c->nextLaunch <= seq) {
-    coreMpLaunchReady(c, 1);
-    if (c->nextLaunch > seq) break;
     pthread_mutex_unlock(&c->lock);
     dmacclResult_t rc = stopReason(comm);
     if (rc != dmacclSuccess) return rc;

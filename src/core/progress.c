@@ -1,6 +1,7 @@
 /*
- * Progress thread of a multi-process set. It launches operations whose peers
- * arrived after the local call returned, and it watches:
+ * Progress thread of a multi-process set. It compares staged operations
+ * with the peers' calls once those are published (a staged call launches
+ * before its peers call), and it watches:
  *   - peers' processes: a peer that exited while operations are pending
  *     breaks the communicator (dmacclRemoteError naming it);
  *   - DMACCL_TIMEOUT (seconds, 0 = off): an operation pending longer breaks
@@ -102,21 +103,19 @@ static void watch(coreClique *c, double now) {
 
 static void *progressMain(void *arg) {
   coreClique *c = arg;
-  dmacclComm_t comm = c->comms[c->localRank];
   double lastWatch = 0;
   int idleRounds = 0;
   pthread_mutex_lock(&c->lock);
   while (!c->progressStop) {
-    /* Work: operations to launch, or staged ones to compare with the peers'. */
-    int waiting = (c->nextLaunch <= comm->posted || c->checked + 1 < c->nextLaunch) && !c->aborting;
-    if (waiting && coreMpLaunchReady(c, 0)) idleRounds = 0;
+    /* Work: staged operations to compare with the peers' calls. */
+    int waiting = c->checked + 1 < c->nextLaunch && !c->aborting;
+    if (waiting && coreMpCheckStaged(c)) idleRounds = 0;
     double now = coreNowSec();
     if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
       watch(c, now);
       lastWatch = now;
     }
-    waiting = (c->nextLaunch <= comm->posted || c->checked + 1 < c->nextLaunch) && !c->aborting &&
-              !c->broken;
+    waiting = c->checked + 1 < c->nextLaunch && !c->aborting && !c->broken;
     if (waiting && idleRounds < 20000) {
       /* Peers are usually close behind: poll the board without sleeping. */
       pthread_mutex_unlock(&c->lock);
@@ -129,7 +128,7 @@ static void *progressMain(void *arg) {
     } else {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
-      long ns = waiting ? 1000000 : 100000000; /* 1 ms while a launch is due, else 100 ms */
+      long ns = waiting ? 1000000 : 100000000; /* 1 ms while a comparison is due, else 100 ms */
       ts.tv_nsec += ns;
       if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
       pthread_cond_timedwait(&c->progressCv, &c->lock, &ts);

@@ -2,13 +2,15 @@
  * CUDA executor: runs schedules on the GPUs' copy engines and launches no
  * kernel.
  *
- * Streams. Each rank owns nranks internal lanes (non-blocking streams). At
- * the call (post), the caller's stream records a fork event and then waits,
- * with a stream memory operation, for the rank's "done" flag to reach the
- * operation's epoch; so later work on the caller's stream waits for the
- * collective, as with NCCL, and the call never blocks the host. At launch
- * (once every rank has called), the lanes wait for the fork event, run their
- * steps, join into lane 0, and lane 0 writes the done flag.
+ * Streams. An operation is launched once every rank has called it, before
+ * its call returns. Lane 0 is the caller's stream itself, so the operation
+ * starts after the caller's earlier work and later work waits for it, as
+ * with NCCL; only for the legacy default stream (which the batch copy API
+ * refuses) lane 0 is an internal stream, forked from the caller's stream by
+ * an event and joined back by another. Other lanes are internal
+ * non-blocking streams that the schedule's JOIN steps fork and join. Nothing
+ * is queued on a stream before the work it waits for is queued: no mapping
+ * of streams to hardware queues can deadlock (docs/architecture.md).
  *
  * Steps. COPY is cudaMemcpyAsync between device pointers (peer access is
  * enabled at init), or one cudaMemcpyBatchAsync for a run of batch copies on a
@@ -16,8 +18,11 @@
  * memory operation (which orders it after the lane's earlier copies); WAIT
  * blocks the lane until the rank's own slot reaches the epoch (a cyclic >=
  * comparison, so epochs may wrap). Runs of SIGNALs or WAITs on a lane go out
- * as one cuStreamBatchMemOp. Driver entry points come from
- * cudaGetDriverEntryPointByVersion; nothing links libcuda.
+ * as one cuStreamBatchMemOp. Between ranks of one process on one GPU, SIGNAL
+ * records an event and WAIT waits for it instead (the core issues the ranks
+ * round by round, so each record is queued before its wait). JOIN is an
+ * event record on one lane and a wait on the other. Driver entry points come
+ * from cudaGetDriverEntryPointByVersion; nothing links libcuda.
  */
 #include "cuda_internal.h"
 #include "../boot/boot.h"
@@ -30,9 +35,6 @@
 #define drv (*cudaDriverGet())
 
 #define stateOf cudaStateOf
-static uint32_t *doneFlag(cudaState *s, int nranks) {
-  return s->flags + FLAG_DONE(nranks);
-}
 
 dmacclResult_t cudaFail(dmacclComm_t comm, const char *what, cudaError_t e) {
   cudaGetLastError(); /* reset the (non-sticky) error so later calls do not see it */
@@ -73,6 +75,8 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->fork[k]) cudaEventDestroy(s->fork[k]);
     if (s->tail[k]) cudaEventDestroy(s->tail[k]);
   }
+  for (int k = 0; s->sigEv && k < PLAN_NUM_PHASES * comm->nranks; k++)
+    if (s->sigEv[k]) cudaEventDestroy(s->sigEv[k]);
   if (comm->clique->mp) {
     cudaIpcRelease(comm);
     cudaVmmRelease(&s->flagVmm);
@@ -86,6 +90,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
   free(s->lanes);
   free(s->join);
   free(s->peerFlags);
+  free(s->sigEv);
   free(s->peerStage);
   free(s->stageSlot);
   free(s->bdst);
@@ -116,14 +121,15 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
   s->join = calloc((size_t)s->nlanes, sizeof(*s->join));
   s->peerFlags = calloc((size_t)n, sizeof(*s->peerFlags));
+  s->sigEv = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*s->sigEv));
   s->peerStage = calloc((size_t)n, sizeof(*s->peerStage));
   s->stageSlot = calloc((size_t)n, sizeof(*s->stageSlot));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));
   s->bsrc = calloc((size_t)n, sizeof(*s->bsrc));
   s->bsize = calloc((size_t)n, sizeof(*s->bsize));
   comm->execState = s;
-  if (!s->lanes || !s->join || !s->peerFlags || !s->peerStage || !s->stageSlot || !s->bdst ||
-      !s->bsrc || !s->bsize) {
+  if (!s->lanes || !s->join || !s->peerFlags || !s->sigEv || !s->peerStage || !s->stageSlot ||
+      !s->bdst || !s->bsrc || !s->bsize) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
@@ -211,6 +217,32 @@ static dmacclResult_t chooseSignal(dmacclComm_t comm, const char *call) {
   return dmacclSuccess;
 }
 
+/* A device this process may use: not in prohibited compute mode, and its
+ * context can be made (exclusive-process mode held by another process fails
+ * here). Says which device and why. */
+static dmacclResult_t usableDevice(int dev, const char *call, const char *what) {
+  int mode = cudaComputeModeDefault;
+  if (cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, dev) == cudaSuccess &&
+      mode == cudaComputeModeProhibited)
+    return coreError(NULL, dmacclInvalidArgument,
+                     "%s: %s is GPU %d, which is in prohibited compute mode: no process may use it",
+                     call, what, dev);
+  int prev = cudaEnterDevice(dev);
+  cudaError_t e = cudaFree(NULL); /* makes the context */
+  cudaLeaveDevice(prev, dev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return coreError(
+        NULL, dmacclInvalidArgument, "%s: %s is GPU %d, which this process cannot use (%s)%s", call,
+        what, dev, cudaGetErrorString(e),
+        mode == cudaComputeModeExclusiveProcess
+            ? ": it is in exclusive-process compute mode, and another process (another "
+              "rank?) holds it"
+            : "");
+  }
+  return dmacclSuccess;
+}
+
 static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
   dmacclResult_t rc = dmacclSuccess;
   const char *call = "dmacclCommInitAll";
@@ -225,16 +257,27 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
     return coreError(NULL, dmacclUnsupported, "%s: driver entry point %s not available (%s)", call,
                      drv.missing, cudaGetErrorString(drv.status));
   if (!devlist && n > ndevs)
-    return coreError(NULL, dmacclInvalidArgument, "%s: ndev %d but only %d CUDA devices", call, n,
-                     ndevs);
+    return coreError(NULL, dmacclInvalidArgument,
+                     "%s: ndev %d but only %d CUDA devices (to put several ranks on one GPU, "
+                     "give a devlist that repeats it)",
+                     call, n, ndevs);
   for (int i = 0; i < n; i++)
     if (comms[i]->device >= ndevs)
       return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d but only %d CUDA devices",
                        call, i, comms[i]->device, ndevs);
+  for (int i = 0; i < n; i++) {
+    int first = 1;
+    for (int j = 0; j < i; j++) first &= comms[j]->device != comms[i]->device;
+    char what[32];
+    snprintf(what, sizeof(what), devlist ? "devlist[%d]" : "rank %d", i);
+    if (first && (rc = usableDevice(comms[i]->device, call, what)) != dmacclSuccess) return rc;
+  }
+  /* Ranks on one GPU reach each other without peer access; every pair of
+   * different GPUs needs it. */
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) {
       int a = comms[i]->device, b = comms[j]->device, can = 0;
-      if (i == j) continue;
+      if (a == b) continue;
       if (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can) {
         cudaGetLastError();
         return coreError(NULL, dmacclUnsupported,
@@ -246,7 +289,7 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
   for (int i = 0; i < n && rc == dmacclSuccess; i++) {
     int prev = cudaEnterDevice(comms[i]->device);
     for (int j = 0; j < n; j++) {
-      if (i == j) continue;
+      if (comms[i]->device == comms[j]->device) continue;
       e = cudaDeviceEnablePeerAccess(comms[j]->device, 0);
       if (e == cudaErrorPeerAccessAlreadyEnabled) {
         cudaGetLastError();
@@ -265,6 +308,18 @@ static dmacclResult_t cudaInit(dmacclComm_t *comms, int n, const int *devlist) {
       stateOf(comms[i])->peerFlags[r] = stateOf(comms[r])->flags;
       stateOf(comms[i])->peerStage[r] = stateOf(comms[r])->stage;
     }
+  /* Ranks that share a GPU signal each other with events (see the top). */
+  for (int i = 0; i < n && rc == dmacclSuccess; i++) {
+    int prev = cudaEnterDevice(comms[i]->device);
+    for (int p = 0; p < n && rc == dmacclSuccess; p++) {
+      if (p == i || comms[p]->device != comms[i]->device) continue;
+      for (int ph = 0; ph < PLAN_NUM_PHASES && rc == dmacclSuccess; ph++) {
+        e = cudaEventCreateWithFlags(&stateOf(comms[i])->sigEv[ph * n + p], cudaEventDisableTiming);
+        if (e != cudaSuccess) rc = cudaFail(NULL, "cudaEventCreateWithFlags", e);
+      }
+    }
+    cudaLeaveDevice(prev, comms[i]->device);
+  }
   for (int i = 0; i < n && rc == dmacclSuccess; i++) rc = chooseSignal(comms[i], call);
   if (rc != dmacclSuccess)
     for (int i = 0; i < n; i++) cudaFini(comms[i]);
@@ -287,7 +342,7 @@ static dmacclResult_t cudaIdentify(int *device, char *name, size_t namelen) {
   if ((e = cudaGetDevice(device)) != cudaSuccess ||
       (e = cudaDeviceGetPCIBusId(name, (int)namelen, *device)) != cudaSuccess)
     return cudaFail(NULL, "dmacclCommInitRank: cudaGetDevice/cudaDeviceGetPCIBusId", e);
-  return dmacclSuccess;
+  return usableDevice(*device, "dmacclCommInitRank", "the calling thread's current device");
 }
 
 static dmacclResult_t cudaInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
@@ -295,6 +350,8 @@ static dmacclResult_t cudaInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
   for (int r = 0; r < comm->nranks; r++) {
     int dev = -1, can = 0;
     if (r == comm->rank) continue;
+    /* A rank on this GPU (another process) is reached without peer access. */
+    if (cudaDeviceGetByPCIBusId(&dev, peerNames[r]) == cudaSuccess && dev == comm->device) continue;
     if (cudaDeviceGetByPCIBusId(&dev, peerNames[r]) != cudaSuccess ||
         cudaDeviceCanAccessPeer(&can, comm->device, dev) != cudaSuccess || !can) {
       cudaGetLastError();
@@ -379,36 +436,55 @@ static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, co
   return dmacclSuccess;
 }
 
-/* Eager: the caller's stream records the fork and waits for the done flag
- * to reach the epoch, both now, before the peers may have called.
- * Captured: only the fork; the join comes at attach, after the launch. */
-static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
-  dmacclResult_t rc = dmacclSuccess;
-  cudaState *s = stateOf(comm);
-  int prev = cudaEnterDevice(s->device);
-  CUDA_TRY(comm, cudaEventRecord(s->fork[op->seq % CORE_BOARD_DEPTH], op->stream));
-  if (!op->capture)
-    CU_TRY(comm,
-           drv.waitValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)doneFlag(s, comm->nranks),
-                           (cuuint32_t)op->seq, CU_STREAM_WAIT_VALUE_GEQ));
-out:
-  cudaLeaveDevice(prev, s->device);
-  return rc;
-}
-
-static dmacclResult_t cudaAttach(dmacclComm_t comm, const coreOp *op) {
-  dmacclResult_t rc = dmacclSuccess;
-  cudaState *s = stateOf(comm);
-  int prev = cudaEnterDevice(s->device);
-  CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->tail[op->seq % CORE_BOARD_DEPTH], 0));
-out:
-  cudaLeaveDevice(prev, s->device);
-  return rc;
+/*
+ * One process: ranks that share a GPU signal each other with events, and an
+ * event recorded in one capture cannot be waited for in another. So when
+ * such ranks' calls are captured, their streams must be captured into one
+ * graph (the stream of one rank forked from the other's capture by an
+ * event); the launch is refused otherwise, before anything is queued.
+ * Separate graphs could not be safe anyway: a graph replayed before its
+ * peer's would wait, in a hardware queue it may share with that peer, for a
+ * signal queued behind it.
+ */
+static dmacclResult_t cudaCheckLaunch(const dmacclComm_t *comms, const coreOp *ops, int n,
+                                      char *why, size_t whylen) {
+  unsigned long long id[CORE_MAX_RANKS];
+  int capturing = 0;
+  for (int r = 0; r < n; r++) capturing |= ops[r].capture;
+  if (!capturing) return dmacclSuccess;
+  for (int r = 0; r < n; r++) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    id[r] = 0;
+    if (ops[r].capture && cudaStreamGetCaptureInfo(ops[r].stream, &st, &id[r], NULL, NULL, NULL,
+                                                   NULL) != cudaSuccess) {
+      cudaGetLastError();
+      id[r] = 0;
+    }
+  }
+  for (int r = 0; r < n; r++)
+    for (int p = 0; p < r; p++) {
+      if (comms[p]->device != comms[r]->device || (id[p] == id[r] && id[r] != 0)) continue;
+      snprintf(why, whylen,
+               "ranks %d and %d share GPU %d, and their streams are %s: capture the streams of "
+               "ranks that share a GPU into one graph (fork one stream from the other's capture "
+               "with an event); nothing was issued",
+               p, r, comms[r]->device,
+               !ops[p].capture || !ops[r].capture ? "not both being captured"
+                                                  : "captured into different graphs");
+      return dmacclInvalidUsage;
+    }
+  return dmacclSuccess;
 }
 
 /* Address of flag word `word` of rank `owner`, as this rank reaches it. */
 static CUdeviceptr flagWord(cudaState *s, int owner, size_t word) {
   return (CUdeviceptr)(uintptr_t)(s->peerFlags[owner] + word);
+}
+
+/* Rank p of this process shares this rank's GPU: events, not flags (the
+ * events exist only for such peers; phase 0's at index p). */
+static int colocated(dmacclComm_t comm, int p) {
+  return !comm->clique->mp && stateOf(comm)->sigEv[p] != NULL;
 }
 
 /*
@@ -422,50 +498,70 @@ static CUdeviceptr flagWord(cudaState *s, int owner, size_t word) {
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one
  *   local write of the value into the lane's source word (eager), then one
  *   4-byte copy per peer, ordered after the lane's earlier copies.
+ * A peer of this process on this GPU: SIGNAL records the event [phase][peer]
+ *   of this rank, WAIT waits for the peer's event [phase][me], eager or
+ *   captured alike (the record was queued in an earlier round).
  */
-static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *st, int k, cudaStream_t lane,
+static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, cudaStream_t lane,
                                 uint32_t epoch, int graph) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   int n = comm->nranks, me = comm->rank;
-  CUstreamBatchMemOpParams *p = s->memops;
-  memset(p, 0, sizeof(*p) * (size_t)k);
-  if (st[0].kind == PLAN_STEP_WAIT) {
-    for (int i = 0; i < k; i++) {
-      p[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-      p[i].waitValue.address = flagWord(s, me,
-                                        graph ? FLAG_GRAPH(n, st[i].phase, st[i].peer)
-                                              : FLAG_EAGER(n, st[i].phase, st[i].peer));
-      p[i].waitValue.value = graph ? 1 : epoch;
-      p[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+  const planStep *st[MEMOP_CHUNK];
+  int m = 0;
+  for (int i = 0; i < k; i++) {
+    int p = all[i].peer, ev = (int)all[i].phase * n + p;
+    if (!colocated(comm, p)) {
+      st[m++] = &all[i];
+    } else if (all[i].kind == PLAN_STEP_SIGNAL) {
+      CUDA_TRY(comm, cudaEventRecord(s->sigEv[ev], lane));
+    } else {
+      cudaState *ps = stateOf(comm->clique->comms[p]);
+      CUDA_TRY(comm, cudaStreamWaitEvent(lane, ps->sigEv[(int)all[i].phase * n + me], 0));
     }
-    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+  }
+  k = m;
+  if (k == 0) goto out;
+  CUstreamBatchMemOpParams *prm = s->memops;
+  memset(prm, 0, sizeof(*prm) * (size_t)k);
+  if (st[0]->kind == PLAN_STEP_WAIT) {
+    for (int i = 0; i < k; i++) {
+      prm[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+      prm[i].waitValue.address = flagWord(s, me,
+                                          graph ? FLAG_GRAPH(n, st[i]->phase, st[i]->peer)
+                                                : FLAG_EAGER(n, st[i]->phase, st[i]->peer));
+      prm[i].waitValue.value = graph ? 1 : epoch;
+      prm[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    }
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
     if (graph) {
       for (int i = 0; i < k; i++) {
-        memset(&p[i], 0, sizeof(p[i]));
-        p[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-        p[i].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i].phase, st[i].peer));
-        p[i].writeValue.value = 0;
+        memset(&prm[i], 0, sizeof(prm[i]));
+        prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        prm[i].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i]->phase, st[i]->peer));
+        prm[i].writeValue.value = 0;
       }
-      CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+      CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
     }
   } else if (s->signal == SIGNAL_MEMOP) {
     for (int i = 0; i < k; i++) {
-      p[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-      p[i].writeValue.address = flagWord(
-          s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me) : FLAG_EAGER(n, st[i].phase, me));
-      p[i].writeValue.value = graph ? 1 : epoch;
-      p[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+      prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      prm[i].writeValue.address =
+          flagWord(s, st[i]->peer,
+                   graph ? FLAG_GRAPH(n, st[i]->phase, me) : FLAG_EAGER(n, st[i]->phase, me));
+      prm[i].writeValue.value = graph ? 1 : epoch;
+      prm[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
-    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, p, 0));
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
   } else {
-    size_t srcWord = graph ? FLAG_ONE(n, s->nlanes) : FLAG_SRC(n, st[0].lane);
+    size_t srcWord = graph ? FLAG_ONE(n, s->nlanes) : FLAG_SRC(n, st[0]->lane);
     if (!graph)
       CU_TRY(comm, drv.writeValue32((CUstream)lane, flagWord(s, me, srcWord), epoch,
                                     CU_STREAM_WRITE_VALUE_DEFAULT));
     for (int i = 0; i < k; i++) {
-      void *dst = (void *)(uintptr_t)flagWord(
-          s, st[i].peer, graph ? FLAG_GRAPH(n, st[i].phase, me) : FLAG_EAGER(n, st[i].phase, me));
+      void *dst = (void *)(uintptr_t)flagWord(s, st[i]->peer,
+                                              graph ? FLAG_GRAPH(n, st[i]->phase, me)
+                                                    : FLAG_EAGER(n, st[i]->phase, me));
       CUDA_TRY(comm, cudaMemcpyAsync(dst, (const void *)(uintptr_t)flagWord(s, me, srcWord),
                                      sizeof(uint32_t), cudaMemcpyDeviceToDevice, lane));
     }
@@ -558,74 +654,90 @@ out:
 }
 
 /*
- * Queues one operation. Lane l runs on stream L[l]: the internal lanes, or,
- * for an operation launched inside its own call (op->direct), the caller's
- * stream as lane 0, which then needs neither the fork event nor the done
- * flag. Operations of a rank must run in sequence order (flags count epochs):
- * lanes are in order among themselves, so only a change between the lanes
- * and a caller's stream, or between two callers' streams, needs the previous
- * operation's tail event. Streams are told apart by handle: a stream destroyed
- * and re-created with the same handle between two calls skips that wait.
+ * Queues steps [from, to) of one operation. Lane l runs on stream L[l]: lane
+ * 0 is the caller's stream, or for the legacy default stream an internal
+ * stream forked from it (from == 0) and joined back (to == nsteps); the
+ * other lanes are internal streams. Operations of a rank run in sequence
+ * order (flags count epochs): the internal lanes are in order among
+ * themselves, so only a change of lane 0's stream between two operations
+ * needs the previous operation's tail event. Streams are told apart by
+ * handle: a stream destroyed and re-created with the same handle between two
+ * calls skips that wait.
  */
+/* cudaStreamPerThread names the calling thread's stream, and the launch may
+ * run on another thread (one process: the last rank's caller): the fork is
+ * recorded here, on the caller's thread, and the caller's stream waits for
+ * the tail in attach. */
+static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
+  dmacclResult_t rc = dmacclSuccess;
+  if (op->stream != cudaStreamPerThread) return rc;
+  cudaState *s = stateOf(comm);
+  int prev = cudaEnterDevice(s->device);
+  CUDA_TRY(comm, cudaEventRecord(s->fork[op->seq % CORE_BOARD_DEPTH], op->stream));
+out:
+  cudaLeaveDevice(prev, s->device);
+  return rc;
+}
+
+static dmacclResult_t cudaAttach(dmacclComm_t comm, const coreOp *op) {
+  dmacclResult_t rc = dmacclSuccess;
+  if (op->stream != cudaStreamPerThread) return rc;
+  cudaState *s = stateOf(comm);
+  int prev = cudaEnterDevice(s->device);
+  CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->tail[op->seq % CORE_BOARD_DEPTH], 0));
+out:
+  cudaLeaveDevice(prev, s->device);
+  return rc;
+}
+
 static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
-                                 const execBuffers *b) {
+                                 const execBuffers *b, int from, int to) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   uint32_t epoch = (uint32_t)op->seq;
   int slot = (int)(op->seq % CORE_BOARD_DEPTH);
   int nl = sch->nlanes < 1 ? 1 : sch->nlanes;
+  /* Not the legacy default stream as a lane: the batch copy API refuses it;
+   * nor the per-thread stream, which names the launching thread's own. */
+  int perThread = op->stream == cudaStreamPerThread;
+  int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !perThread;
   cudaStream_t L[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) L[l] = s->lanes[l];
-  if (op->direct) L[0] = op->stream;
+  if (onCaller) L[0] = op->stream;
   if (planIsStaged(sch->algo) && sch->stageSlots > 0) {
     size_t off =
         (size_t)(sch->stageIndex % (unsigned long long)sch->stageSlots) * comm->clique->stageBytes;
     for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
   }
   execBuffers bb = {b->send, b->recv, s->stageSlot};
-  /* The last eager operation's tail; a graph capture must not wait for
-   * work outside it (nor is a captured tail a real event to wait for). */
-  cudaEvent_t prevTail = s->lastSeq && !op->capture ? s->tail[s->lastSeq % CORE_BOARD_DEPTH] : NULL;
   int prev = cudaEnterDevice(s->device);
-  s->captured[slot] = op->capture;
-  if (op->direct) {
-    if (prevTail && s->lastStream != op->stream)
-      CUDA_TRY(comm, cudaStreamWaitEvent(L[0], prevTail, 0));
-    if (nl > 1) CUDA_TRY(comm, cudaEventRecord(s->fork[slot], L[0]));
-    for (int l = 1; l < nl; l++) CUDA_TRY(comm, cudaStreamWaitEvent(L[l], s->fork[slot], 0));
-  } else {
-    for (int l = 0; l < nl; l++) {
-      CUDA_TRY(comm, cudaStreamWaitEvent(L[l], s->fork[slot], 0));
-      if (prevTail && s->lastDirect) CUDA_TRY(comm, cudaStreamWaitEvent(L[l], prevTail, 0));
+  if (from == 0) {
+    /* The last eager operation's tail; a graph capture must not wait for
+     * work outside it (nor is a captured tail a real event to wait for). */
+    s->captured[slot] = op->capture;
+    if (!onCaller) { /* (the per-thread stream's fork was recorded at the call) */
+      if (!perThread) CUDA_TRY(comm, cudaEventRecord(s->fork[slot], op->stream));
+      CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->fork[slot], 0));
     }
+    if (!op->capture && s->lastSeq && s->lastStream != L[0])
+      CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->tail[s->lastSeq % CORE_BOARD_DEPTH], 0));
   }
-  for (int i = 0; i < sch->nsteps;) {
+  for (int i = from; i < to;) {
     i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, &rc);
     if (rc != dmacclSuccess) goto out;
   }
-  for (int l = 1; l < nl; l++) {
-    CUDA_TRY(comm, cudaEventRecord(s->join[l], L[l]));
-    CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->join[l], 0));
-  }
 out:
-  /* The done flag is written even after a failure, so the caller's stream
-   * is not left waiting forever. A captured operation has no done flag: the
-   * caller's stream joins lane 0 through the tail event (attach); nor has a
-   * direct one: it runs on the caller's stream. */
-  if (!op->capture && !op->direct) {
-    CUresult r = drv.writeValue32((CUstream)L[0], flagWord(s, comm->rank, FLAG_DONE(comm->nranks)),
-                                  epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (r != CUDA_SUCCESS && rc == dmacclSuccess)
-      rc = cuFail(comm, "cuStreamWriteValue32(done)", r);
-  }
-  {
+  /* The end is issued even after a failure: the caller's stream is joined. */
+  if (to == sch->nsteps) {
     cudaError_t e = cudaEventRecord(s->tail[slot], L[0]);
-    if (e != cudaSuccess && rc == dmacclSuccess) rc = cudaFail(comm, "cudaEventRecord(tail)", e);
-  }
-  if (!op->capture) {
-    s->lastSeq = op->seq;
-    s->lastDirect = op->direct;
-    s->lastStream = op->direct ? op->stream : NULL;
+    if (e == cudaSuccess && !onCaller && !perThread)
+      e = cudaStreamWaitEvent(op->stream, s->tail[slot], 0);
+    if (e != cudaSuccess && rc == dmacclSuccess)
+      rc = cudaFail(comm, "joining the caller's stream", e);
+    if (!op->capture) {
+      s->lastSeq = op->seq;
+      s->lastStream = L[0];
+    }
   }
   cudaLeaveDevice(prev, s->device);
   return rc;
@@ -654,12 +766,11 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   cudaState *s = stateOf(comm);
   coreClique *c = comm->clique;
   int prev = cudaEnterDevice(s->device), stop = 0;
+  /* Operations of a rank run in order: the last eager one's tail is the end
+   * of all of them (captured ones run when their graphs do). */
+  if (s->lastSeq) rc = pollDone(comm, NULL, s->tail[s->lastSeq % CORE_BOARD_DEPTH], &stop);
   for (int l = 0; l < s->nlanes && rc == dmacclSuccess && !stop; l++)
     rc = pollDone(comm, s->lanes[l], NULL, &stop);
-  /* The last operation may have run on a caller's stream (in order after
-   * every earlier one). */
-  if (s->lastDirect && rc == dmacclSuccess && !stop)
-    rc = pollDone(comm, NULL, s->tail[s->lastSeq % CORE_BOARD_DEPTH], &stop);
   cudaLeaveDevice(prev, s->device);
   if (rc != dmacclSuccess) return rc;
   /* Every posted operation is launched (the core waited) and complete. */
@@ -667,8 +778,8 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   return __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
 }
 
-/* Releases every wait of this rank: eager slots and done far ahead of any
- * epoch posted, graph slots at 1. Written by a stream the lanes never block. */
+/* Releases every wait of this rank: eager slots far ahead of any epoch
+ * posted, graph slots at 1. Written by a stream the lanes never block. */
 static void cudaAbort(dmacclComm_t comm) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks;
@@ -680,7 +791,6 @@ static void cudaAbort(dmacclComm_t comm) {
       w[FLAG_EAGER(n, ph, p)] = far;
       w[FLAG_GRAPH(n, ph, p)] = 1;
     }
-  w[FLAG_DONE(n)] = far;
   int prev = cudaEnterDevice(s->device);
   if (cudaMemcpyAsync(s->flags, w,
                       (FLAG_GRAPH(n, PLAN_NUM_PHASES - 1, n - 1) + 1) * sizeof(uint32_t),
@@ -732,9 +842,26 @@ static dmacclResult_t cudaMemAllocOp(dmacclComm_t comm, size_t size, coreMem *m)
 }
 
 const execOps execCudaOps = {
-    "cuda",          cudaInit,      cudaFini,        cudaCheckBuffer,
-    cudaCheckStream, cudaPost,      cudaLaunch,      cudaSync,
-    cudaIdentify,    cudaInitRank,  cudaMemAllocOp,  cudaMemFreeImpl,
-    cudaExportBuf,   cudaImportBuf, cudaRegisterBuf, cudaDeregisterBuf,
-    cudaAbort,       cudaComplete,  cudaStuck,       cudaAttach,
+    .name = "cuda",
+    .launchBeforeReturn = 1,
+    .init = cudaInit,
+    .fini = cudaFini,
+    .checkBuffer = cudaCheckBuffer,
+    .checkStream = cudaCheckStream,
+    .checkLaunch = cudaCheckLaunch,
+    .post = cudaPost,
+    .attach = cudaAttach,
+    .launch = cudaLaunch,
+    .sync = cudaSync,
+    .identify = cudaIdentify,
+    .initRank = cudaInitRank,
+    .memAlloc = cudaMemAllocOp,
+    .memFree = cudaMemFreeImpl,
+    .exportBuf = cudaExportBuf,
+    .importBuf = cudaImportBuf,
+    .registerBuf = cudaRegisterBuf,
+    .deregisterBuf = cudaDeregisterBuf,
+    .abort = cudaAbort,
+    .complete = cudaComplete,
+    .stuck = cudaStuck,
 };

@@ -39,32 +39,31 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
  * Flag words of a rank, in its GPU's memory (one array, n = nranks, P =
  * PLAN_NUM_PHASES, L = lanes):
  *   [0, Pn)             eager slots [phase][peer]: epoch values, waits >= epoch
- *   Pn                  done: the last epoch whose operation completed
- *   [Pn+1, 2Pn+1)       graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
- *   [2Pn+1, 2Pn+1+L)    copy-signal sources, one per lane (SIGNAL_COPY)
- *   2Pn+1+L             the constant 1 (graph signals by copy)
- *   [2Pn+2+L, 2Pn+2+L+n) probe words, one per peer (signal-path probe at init)
+ *   [Pn, 2Pn)           graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
+ *   [2Pn, 2Pn+L)        copy-signal sources, one per lane (SIGNAL_COPY)
+ *   2Pn+L               the constant 1 (graph signals by copy)
+ *   [2Pn+1+L, 2Pn+1+L+n) probe words, one per peer (signal-path probe at init)
  */
 #define FLAG_P ((size_t)PLAN_NUM_PHASES)
 #define FLAG_EAGER(n, ph, peer) ((size_t)(ph) * (n) + (peer))
-#define FLAG_DONE(n) (FLAG_P * (n))
-#define FLAG_GRAPH(n, ph, peer) (FLAG_P * (n) + 1 + (size_t)(ph) * (n) + (peer))
-#define FLAG_SRC(n, lane) (2 * FLAG_P * (n) + 1 + (lane))
-#define FLAG_ONE(n, L) (2 * FLAG_P * (n) + 1 + (L))
-#define FLAG_PROBE(n, L, peer) (2 * FLAG_P * (n) + 2 + (L) + (peer))
-#define FLAG_WORDS(n, L) ((2 * FLAG_P + 1) * (n) + 2 + (L))
+#define FLAG_GRAPH(n, ph, peer) (FLAG_P * (n) + (size_t)(ph) * (n) + (peer))
+#define FLAG_SRC(n, lane) (2 * FLAG_P * (n) + (lane))
+#define FLAG_ONE(n, L) (2 * FLAG_P * (n) + (L))
+#define FLAG_PROBE(n, L, peer) (2 * FLAG_P * (n) + 1 + (L) + (peer))
+#define FLAG_WORDS(n, L) ((2 * FLAG_P + 1) * (n) + 1 + (L))
 
 typedef struct {
   int device;
   int nlanes;
   cudaStream_t *lanes;
-  cudaStream_t aside; /* abort and watchdog reads: never blocked by the lanes */
-  cudaEvent_t fork[CORE_BOARD_DEPTH];
-  cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 after each launch */
+  cudaStream_t aside;                 /* abort and watchdog reads: never blocked by the lanes */
+  cudaEvent_t fork[CORE_BOARD_DEPTH]; /* legacy default stream: lane 0 starts after it */
+  cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 at the end of each operation */
   int captured[CORE_BOARD_DEPTH];     /* that launch went into a graph */
   cudaEvent_t *join;
   uint32_t *flags;      /* own flag words */
   uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
+  cudaEvent_t *sigEv;   /* [phase][peer]: signals to a peer of this process on this GPU */
   signalPath signal;
   cudaVmm flagVmm; /* multi-process: the flag words of every rank */
   /* Staging slots (staged algorithms): CORE_STAGE_SLOTS of stageBytes each. */
@@ -73,9 +72,8 @@ typedef struct {
   size_t stageStride;      /* peerStage[r] = peerStage[0] + r*stride (multi-process), else 0 */
   cudaVmm stageVmm;        /* multi-process: every rank's staging area */
   void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
-  uint64_t lastSeq;        /* the last operation launched */
-  int lastDirect;          /* ... went onto the caller's stream (its tail event orders the next) */
-  cudaStream_t lastStream; /* ... that stream */
+  uint64_t lastSeq;        /* the last eager operation launched */
+  cudaStream_t lastStream; /* ... its lane 0 (its tail event orders the next on another) */
   unsigned batchFlags;     /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */
   /* Scratch for one batch command, reused under the set's lock. */
   CUstreamBatchMemOpParams memops[MEMOP_CHUNK];

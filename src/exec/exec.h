@@ -24,6 +24,19 @@ static inline void *execLocate(const execBuffers *b, planLoc l) {
   return (void *)(base + l.off);
 }
 
+/* One rank's part of an operation being launched: its schedule's arguments
+ * and every rank's buffers as this rank reaches them. */
+typedef struct {
+  dmacclComm_t comm;
+  const coreOp *op;
+  execBuffers bufs;
+  planArgs args;
+  int handshakesOnly; /* a peer's buffers could not be reached: drop the copies */
+} coreLaunch;
+/* The one launch body (launch.c): builds each rank's schedule with algo and
+ * issues them round by round across the k ranks. Lock held. */
+void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo);
+
 /* Byte offset of a staged schedule's slot in every rank's staging area. */
 static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s) {
   if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
@@ -32,6 +45,11 @@ static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s) {
 
 typedef struct execOps {
   const char *name;
+  /* 1: a call returns only once its operation is launched, because work the
+   * caller queues on its stream afterwards must follow it (CUDA). 0: calls
+   * of a one-process set return at once; completion is observed with
+   * dmacclCommSynchronize (host executor). */
+  int launchBeforeReturn;
   /* Creates the executor state of every communicator of a new set (one
    * process). On failure everything created is released. */
   dmacclResult_t (*init)(dmacclComm_t *comms, int n, const int *devlist);
@@ -44,13 +62,23 @@ typedef struct execOps {
   /* Also says whether stream is being captured into a CUDA graph. */
   dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call,
                                 int *capturing);
-  /* On the caller's thread, in call order, before the peers may have called:
-   * ties the operation to the caller's stream. */
+  /* One process, before a launch: may refuse it (e.g. ranks that share a
+   * GPU but are not captured into one graph), saying why. NULL: no check. */
+  dmacclResult_t (*checkLaunch)(const dmacclComm_t *comms, const coreOp *ops, int n, char *why,
+                                size_t whylen);
+  /* On the caller's thread, at the call and once the call's operation is
+   * launched (which may happen on another thread): ties a thread-relative
+   * stream (cudaStreamPerThread) to the operation. NULL: nothing to do. */
   dmacclResult_t (*post)(dmacclComm_t comm, const coreOp *op);
-  /* Once every rank has posted op->seq: queues this rank's schedule.
-   * Called under the set's lock, in sequence order. */
+  dmacclResult_t (*attach)(dmacclComm_t comm, const coreOp *op);
+  /* Queues steps [from, to) of this rank's schedule of op, once every rank
+   * has posted it (from == 0 also ties the operation to the caller's
+   * stream, to == s->nsteps joins it back; an empty schedule does both in
+   * one call). The core calls it round by round, in sequence order, under
+   * the set's lock, and nothing is queued on the caller's stream before
+   * the work it waits for. */
   dmacclResult_t (*launch)(dmacclComm_t comm, const coreOp *op, const planSchedule *s,
-                           const execBuffers *bufs);
+                           const execBuffers *bufs, int from, int to);
   /* Waits for every launched operation of comm to complete; gives up with
    * the async error if one is recorded meanwhile. */
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
@@ -78,8 +106,6 @@ typedef struct execOps {
   int (*complete)(dmacclComm_t comm, uint64_t seq);
   /* Names, in why, the peer a stuck operation seq waits for; 0 if unknown. */
   int (*stuck)(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen);
-  /* Graph capture: after op's launch, makes the caller's stream wait for it. */
-  dmacclResult_t (*attach)(dmacclComm_t comm, const coreOp *op);
 } execOps;
 
 extern const execOps execHostOps;

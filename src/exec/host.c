@@ -343,11 +343,6 @@ static int hostStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
   return 1;
 }
 
-static dmacclResult_t hostAttach(dmacclComm_t comm, const coreOp *op) {
-  (void)comm, (void)op;
-  return dmacclSuccess; /* host operations are never captured */
-}
-
 static dmacclResult_t hostCheckBuffer(dmacclComm_t comm, const void *ptr, size_t bytes,
                                       const char *call, const char *argName) {
   /* Host memory cannot be validated without touching it; NULL was checked. */
@@ -366,13 +361,11 @@ static dmacclResult_t hostCheckStream(dmacclComm_t comm, cudaStream_t stream, co
   return dmacclSuccess;
 }
 
-static dmacclResult_t hostPost(dmacclComm_t comm, const coreOp *op) {
-  (void)comm, (void)op;
-  return dmacclSuccess;
-}
-
+/* The worker runs whole schedules: the job is queued with its last round. */
 static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const planSchedule *s,
-                                 const execBuffers *bufs) {
+                                 const execBuffers *bufs, int from, int to) {
+  (void)from;
+  if (to != s->nsteps) return dmacclSuccess;
   hostState *h = stateOf(comm);
   pthread_mutex_lock(&h->mu);
   /* The board keeps launches within CORE_BOARD_DEPTH of completion only for
@@ -426,8 +419,26 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
 }
 
 const execOps execHostOps = {
-    "host",        hostInit,      hostFini,        hostCheckBuffer,   hostCheckStream, hostPost,
-    hostLaunch,    hostSync,      hostIdentify,    hostInitRank,      hostMemAlloc,    hostMemFree,
-    hostExportBuf, hostImportBuf, hostRegisterBuf, hostDeregisterBuf, hostAbort,       hostComplete,
-    hostStuck,     hostAttach,
+    .name = "host",
+    .launchBeforeReturn = 0,
+    .init = hostInit,
+    .fini = hostFini,
+    .checkBuffer = hostCheckBuffer,
+    .checkStream = hostCheckStream,
+    .checkLaunch = NULL,
+    .post = NULL,
+    .attach = NULL,
+    .launch = hostLaunch,
+    .sync = hostSync,
+    .identify = hostIdentify,
+    .initRank = hostInitRank,
+    .memAlloc = hostMemAlloc,
+    .memFree = hostMemFree,
+    .exportBuf = hostExportBuf,
+    .importBuf = hostImportBuf,
+    .registerBuf = hostRegisterBuf,
+    .deregisterBuf = hostDeregisterBuf,
+    .abort = hostAbort,
+    .complete = hostComplete,
+    .stuck = hostStuck,
 };
