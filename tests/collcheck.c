@@ -14,10 +14,20 @@ const char *ccCollName(int coll) {
 const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb", "pull1",
                                         "pulln", "pullb", "stage", "stage2d"};
 
+int ccDevices(int n, int *devs) {
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) {
+    cudaGetLastError();
+    ngpu = 1;
+  }
+  for (int r = 0; r < n && r < CC_MAXR; r++) devs[r] = r % ngpu;
+  return ngpu;
+}
+
 dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo) {
   char sel[96];
   int devs[CC_MAXR];
-  for (int r = 0; r < n && r < CC_MAXR; r++) devs[r] = r;
+  if (gpu) ccDevices(n, devs);
   snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;

@@ -34,8 +34,13 @@ void ccEnvFini(ccEnv *env, int n);
 long long ccRun(ccEnv *env, dmacclComm_t *comms, int n, int coll, dmacclDataType_t type,
                 size_t count, int inPlace, uint64_t seed);
 
-/* Creates n communicators (CUDA: GPUs 0..n-1) that use one algorithm for both
- * collectives; "auto" keeps the built-in selection. Prints the error. */
+/* The GPUs of n ranks: rank r on GPU r % (GPUs found), so ranks share GPUs
+ * when there are fewer GPUs than ranks. Returns the number of GPUs found. */
+int ccDevices(int n, int *devs);
+
+/* Creates n communicators (CUDA: on the GPUs of ccDevices) that use one
+ * algorithm for both collectives; "auto" keeps the built-in selection.
+ * Prints the error. */
 dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo);
 
 /* The algorithm names, as dmacclConfig_t.algorithm and DMACCL_ALGO know them. */

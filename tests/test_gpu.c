@@ -1,8 +1,13 @@
 /*
- * GPU correctness on the CUDA executor: every algorithm, AllGather in and
- * out of place and AlltoAll, sizes from 0 bytes to 256 MB with odd counts,
- * several data types, random data, poisoned outputs with guard bytes, on 2
- * and 4 GPUs (and on all GPUs when there are more). Skipped without 2 GPUs.
+ * GPU correctness on the CUDA executor, one process driving every rank:
+ * every algorithm, AllGather in and out of place and AlltoAll, sizes from 0
+ * bytes to 256 MB with odd counts, several data types, random data, poisoned
+ * outputs with guard bytes. Sets of 2, 3 and 4 ranks (and every GPU when
+ * there are more than 4) put rank r on GPU r % GPUs: with one GPU the ranks
+ * share it, with two GPUs 3 and 4 ranks mix shared and separate GPUs. Graph
+ * capture: one graph per rank where ranks have GPUs of their own, one graph
+ * for all ranks (which ranks sharing a GPU need), and the refusal of
+ * separate graphs for ranks that share a GPU. Skipped without a GPU.
  */
 #include "collcheck.h"
 #include "gpu_common.h"
@@ -11,6 +16,8 @@ typedef struct {
   dmacclDataType_t type;
   size_t count;
 } sizeCase;
+
+static int ngpu;
 
 static int runSet(int n) {
   /* Counts are per block; sizes are total receive bytes at n=4. */
@@ -33,16 +40,18 @@ static int runSet(int n) {
     ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
     int bad = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && !bad; s++) {
-      /* Keep the largest total at 256 MB whatever n is. */
+      /* Keep the largest total at 256 MB whatever n is (64 MB for 3 or more
+       * ranks sharing GPUs, to keep the check's host time down). */
       size_t count = sizes[s].count;
-      if (s == sizeof(sizes) / sizeof(sizes[0]) - 1) count = count * 4 / (size_t)n;
+      if (s == sizeof(sizes) / sizeof(sizes[0]) - 1)
+        count = count * 4 / (size_t)n / (n > 2 && ngpu < n ? 4 : 1);
       for (int coll = 0; coll < 2 && !bad; coll++)
         for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER) && !bad; inPlace++) {
           long long w = ccRun(&env, comms, n, coll, sizes[s].type, count, inPlace,
                               1000 * s + 10 * coll + inPlace);
-          printf("  n=%d %-5s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n, ccAlgos[a],
-                 ccCollName(coll), count, ccTypeSize(sizes[s].type), inPlace,
-                 w == 0 ? "ok" : "WRONG");
+          printf("  n=%d on %d GPU(s) %-7s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n,
+                 n < ngpu ? n : ngpu, ccAlgos[a], ccCollName(coll), count,
+                 ccTypeSize(sizes[s].type), inPlace, w == 0 ? "ok" : "WRONG");
           if (w != 0) {
             TEST_FAIL("n=%d %s %s count %zu inplace %d: %lld wrong bytes", n, ccAlgos[a],
                       ccCollName(coll), count, inPlace, w);
@@ -57,23 +66,18 @@ static int runSet(int n) {
   return 0;
 }
 
-static int testTwoGpus(void) {
+static int testTwoRanks(void) {
   return runSet(2);
 }
-static int testFourGpus(void) {
-  int n = 0;
-  cudaGetDeviceCount(&n);
-  if (n < 4) {
-    printf("  fewer than 4 GPUs: 4-GPU set not run\n");
-    return 0;
-  }
+static int testThreeRanks(void) {
+  return runSet(3);
+}
+static int testFourRanks(void) {
   return runSet(4);
 }
 static int testAllGpus(void) {
-  int n = 0;
-  cudaGetDeviceCount(&n);
-  if (n <= 4) return 0;
-  return runSet(n > CC_MAXR ? CC_MAXR : n);
+  if (ngpu <= 4) return 0;
+  return runSet(ngpu > CC_MAXR ? CC_MAXR : ngpu);
 }
 
 /* The caller's stream semantics: work queued after the collective on the
@@ -81,7 +85,8 @@ static int testAllGpus(void) {
 static int testStreamOrder(void) {
   enum { N = 2, COUNT = 1 << 20 };
   dmacclComm_t comms[N];
-  int devs[N] = {0, 1};
+  int devs[N];
+  ccDevices(N, devs);
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = dmacclExecutorCuda;
   ASSERT_EQ_INT(dmacclCommInitAll(comms, N, devs, &cfg), dmacclSuccess);
@@ -90,7 +95,7 @@ static int testStreamOrder(void) {
   size_t bytes = COUNT * 4;
   unsigned char *host = malloc(bytes * N), *src[N], *send[N], *recv[N], *out = malloc(bytes * N);
   for (int r = 0; r < N; r++) {
-    cudaSetDevice(r);
+    cudaSetDevice(devs[r]);
     cudaMalloc((void **)&src[r], bytes);
     cudaMalloc((void **)&send[r], bytes);
     cudaMalloc((void **)&recv[r], bytes * N);
@@ -103,7 +108,7 @@ static int testStreamOrder(void) {
   /* produce sendbuff on the stream -> collective -> consume recvbuff */
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
-    cudaSetDevice(r);
+    cudaSetDevice(devs[r]);
     ASSERT_EQ_INT(cudaMemcpyAsync(send[r], src[r], bytes, cudaMemcpyDeviceToDevice, env.stream[r]),
                   cudaSuccess);
     ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], COUNT, dmacclFloat32, comms[r], env.stream[r]),
@@ -111,14 +116,14 @@ static int testStreamOrder(void) {
   }
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
-    cudaSetDevice(r);
+    cudaSetDevice(devs[r]);
     ASSERT_EQ_INT(cudaMemcpyAsync(out, recv[r], bytes * N, cudaMemcpyDeviceToHost, env.stream[r]),
                   cudaSuccess);
     ASSERT_EQ_INT(cudaStreamSynchronize(env.stream[r]), cudaSuccess);
     ASSERT_TRUE(memcmp(out, host, bytes * N) == 0);
   }
   for (int r = 0; r < N; r++) {
-    cudaSetDevice(r);
+    cudaSetDevice(devs[r]);
     cudaFree(src[r]), cudaFree(send[r]), cudaFree(recv[r]);
   }
   free(host), free(out);
@@ -127,57 +132,81 @@ static int testStreamOrder(void) {
   return 0;
 }
 
-/* One process driving N GPUs: each rank's stream is captured, one grouped
- * AllGather + AlltoAll per rank goes into the graphs, and the graphs are
- * replayed 50 times with fresh random inputs, every byte checked. */
-static int testGraphCapture(void) {
-  int n = 0;
-  cudaGetDeviceCount(&n);
-  if (n > 4) n = 4;
+/* Captures one grouped AllGather + AlltoAll per rank. joint: one graph,
+ * rank 0's stream begins the capture and the others join it through events
+ * (ranks that share a GPU need this); else one graph per rank's stream. */
+static int captureColls(ccEnv *env, dmacclComm_t *comms, int n, int joint, size_t count,
+                        unsigned char **ag, unsigned char **agOut, unsigned char **aa,
+                        unsigned char **aaOut, cudaGraph_t *graph, dmacclResult_t *issued) {
+  cudaEvent_t ev[CC_MAXR];
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(env->dev[r]);
+    ASSERT_EQ_INT(cudaEventCreateWithFlags(&ev[r], cudaEventDisableTiming), cudaSuccess);
+  }
+  /* No allocation may happen while this thread captures. */
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(env->dev[r]);
+    if (!joint || r == 0)
+      ASSERT_EQ_INT(cudaStreamBeginCapture(env->stream[r], cudaStreamCaptureModeThreadLocal),
+                    cudaSuccess);
+    else
+      ASSERT_EQ_INT(cudaStreamWaitEvent(env->stream[r], ev[0], 0), cudaSuccess);
+    if (joint && r == 0) ASSERT_EQ_INT(cudaEventRecord(ev[0], env->stream[0]), cudaSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ_INT(dmacclAllGather(ag[r], agOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclAlltoAll(aa[r], aaOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
+                  dmacclSuccess);
+  }
+  *issued = dmacclGroupEnd();
+  for (int r = n - 1; r >= 0; r--) {
+    cudaSetDevice(env->dev[r]);
+    if (joint && r > 0) {
+      ASSERT_EQ_INT(cudaEventRecord(ev[r], env->stream[r]), cudaSuccess);
+      ASSERT_EQ_INT(cudaStreamWaitEvent(env->stream[0], ev[r], 0), cudaSuccess);
+      continue;
+    }
+    ASSERT_EQ_INT(cudaStreamEndCapture(env->stream[r], &graph[r]), cudaSuccess);
+  }
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(env->dev[r]);
+    cudaEventDestroy(ev[r]);
+  }
+  return 0;
+}
+
+/* Replays the graph(s) 50 times with fresh random inputs, every byte checked. */
+static int graphCase(int n, int joint) {
   enum { COUNT = 30011 };
-  dmacclComm_t comms[4];
-  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-  cfg.executor = dmacclExecutorCuda;
-  ASSERT_EQ_INT(dmacclCommInitAll(comms, n, NULL, &cfg), dmacclSuccess);
+  dmacclComm_t comms[CC_MAXR];
+  ASSERT_EQ_INT(ccInitAlgo(comms, n, 1, "auto"), dmacclSuccess);
   ccEnv env;
   ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
   size_t chunk = COUNT * 4, total = chunk * (size_t)n;
-  unsigned char *ag[4], *agOut[4], *aa[4], *aaOut[4];
+  unsigned char *ag[CC_MAXR], *agOut[CC_MAXR], *aa[CC_MAXR], *aaOut[CC_MAXR];
   unsigned char *h = malloc(total), *got = malloc(total), *want = malloc(total);
-  cudaGraph_t graph[4];
-  cudaGraphExec_t exec[4];
+  cudaGraph_t graph[CC_MAXR] = {0};
+  cudaGraphExec_t exec[CC_MAXR] = {0};
   for (int r = 0; r < n; r++) {
-    cudaSetDevice(r);
+    cudaSetDevice(env.dev[r]);
     ASSERT_EQ_INT(cudaMalloc((void **)&ag[r], chunk), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc((void **)&agOut[r], total), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc((void **)&aa[r], total), cudaSuccess);
     ASSERT_EQ_INT(cudaMalloc((void **)&aaOut[r], total), cudaSuccess);
   }
-  /* No allocation may happen while this thread captures. */
-  for (int r = 0; r < n; r++) {
-    cudaSetDevice(r);
-    ASSERT_EQ_INT(cudaStreamBeginCapture(env.stream[r], cudaStreamCaptureModeThreadLocal),
-                  cudaSuccess);
-  }
-  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  for (int r = 0; r < n; r++) {
-    ASSERT_EQ_INT(dmacclAllGather(ag[r], agOut[r], COUNT, dmacclFloat32, comms[r], env.stream[r]),
-                  dmacclSuccess);
-    ASSERT_EQ_INT(dmacclAlltoAll(aa[r], aaOut[r], COUNT, dmacclFloat32, comms[r], env.stream[r]),
-                  dmacclSuccess);
-  }
-  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
-  for (int r = 0; r < n; r++) {
-    cudaSetDevice(r);
-    ASSERT_EQ_INT(cudaStreamEndCapture(env.stream[r], &graph[r]), cudaSuccess);
-  }
-  for (int r = 0; r < n; r++) { /* only once no stream of this thread captures */
-    cudaSetDevice(r);
+  dmacclResult_t issued = dmacclSuccess;
+  if (captureColls(&env, comms, n, joint, COUNT, ag, agOut, aa, aaOut, graph, &issued)) return 1;
+  ASSERT_EQ_INT(issued, dmacclSuccess);
+  int ngraphs = joint ? 1 : n;
+  for (int r = 0; r < ngraphs; r++) { /* only once no stream of this thread captures */
+    cudaSetDevice(env.dev[r]);
     ASSERT_EQ_INT(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
   }
   for (int it = 0; it < 50; it++) {
     for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
+      cudaSetDevice(env.dev[r]);
       testFillRandom(h, chunk, 100u * (uint64_t)it + (uint64_t)r);
       cudaMemcpy(ag[r], h, chunk, cudaMemcpyHostToDevice);
       testFillRandom(h, total, 7000u + 100u * (uint64_t)it + (uint64_t)r);
@@ -186,13 +215,13 @@ static int testGraphCapture(void) {
       cudaMemset(aaOut[r], CC_POISON, total);
       ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
     }
-    for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
+    for (int r = 0; r < ngraphs; r++) {
+      cudaSetDevice(env.dev[r]);
       ASSERT_EQ_INT(cudaGraphLaunch(exec[r], env.stream[r]), cudaSuccess);
     }
     for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
-      ASSERT_EQ_INT(cudaStreamSynchronize(env.stream[r]), cudaSuccess);
+      cudaSetDevice(env.dev[r]);
+      ASSERT_EQ_INT(cudaStreamSynchronize(env.stream[r < ngraphs ? r : 0]), cudaSuccess);
       ASSERT_EQ_INT(cudaMemcpy(got, agOut[r], total, cudaMemcpyDeviceToHost), cudaSuccess);
       for (int j = 0; j < n; j++)
         testFillRandom(want + (size_t)j * chunk, chunk, 100u * (uint64_t)it + (uint64_t)j);
@@ -206,10 +235,12 @@ static int testGraphCapture(void) {
       ASSERT_EQ_INT(testFirstDiff(got, want, total), -1);
     }
   }
+  /* Eager calls still work after the replays. */
+  ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLTOALL, dmacclFloat32, 3001, 0, 42), 0);
   for (int r = 0; r < n; r++) {
-    cudaSetDevice(r);
-    cudaGraphExecDestroy(exec[r]);
-    cudaGraphDestroy(graph[r]);
+    cudaSetDevice(env.dev[r]);
+    if (exec[r]) cudaGraphExecDestroy(exec[r]);
+    if (graph[r]) cudaGraphDestroy(graph[r]);
     cudaFree(ag[r]), cudaFree(agOut[r]), cudaFree(aa[r]), cudaFree(aaOut[r]);
   }
   free(h), free(got), free(want);
@@ -218,12 +249,64 @@ static int testGraphCapture(void) {
   return 0;
 }
 
+static int testGraphCapture(void) {
+  int n = ngpu > 4 ? 4 : ngpu;
+  if (n >= 2 && graphCase(n, 0)) return 1; /* a graph per rank, a GPU per rank */
+  if (graphCase(2, 1)) return 1;           /* one graph; on one GPU the ranks share it */
+  return graphCase(4, 1);                  /* 4 ranks: shared GPUs (and mixed with 2 GPUs) */
+}
+
+/* Ranks that share a GPU, captured into separate graphs: refused with a
+ * sentence, nothing issued, and the communicator still works. */
+static int testGraphRefused(void) {
+  if (ngpu >= 2) {
+    printf("  every rank has a GPU of its own: nothing to refuse\n");
+    return 0;
+  }
+  enum { N = 2, COUNT = 1000 };
+  dmacclComm_t comms[N];
+  ASSERT_EQ_INT(ccInitAlgo(comms, N, 1, "auto"), dmacclSuccess);
+  ccEnv env;
+  ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, N), 0);
+  unsigned char *ag[N], *agOut[N], *aa[N], *aaOut[N];
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(cudaMalloc((void **)&ag[r], COUNT * 4), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&agOut[r], COUNT * 4 * N), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&aa[r], COUNT * 4 * N), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&aaOut[r], COUNT * 4 * N), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemset(agOut[r], CC_POISON, COUNT * 4 * N), cudaSuccess);
+  }
+  cudaGraph_t graph[N] = {0};
+  dmacclResult_t issued = dmacclSuccess;
+  if (captureColls(&env, comms, N, 0, COUNT, ag, agOut, aa, aaOut, graph, &issued)) return 1;
+  ASSERT_EQ_INT(issued, dmacclInvalidUsage);
+  ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "share GPU 0");
+  for (int r = 0; r < N; r++) {
+    size_t nodes = 99;
+    ASSERT_EQ_INT(cudaGraphGetNodes(graph[r], NULL, &nodes), cudaSuccess);
+    ASSERT_EQ_INT((int)nodes, 0); /* nothing was captured */
+    cudaGraphDestroy(graph[r]);
+    unsigned char host[COUNT * 4 * N];
+    ASSERT_EQ_INT(cudaMemcpy(host, agOut[r], sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < sizeof(host); i++) ASSERT_EQ_INT(host[i], CC_POISON);
+  }
+  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLGATHER, dmacclFloat32, 3001, 0, 41), 0);
+  for (int r = 0; r < N; r++)
+    cudaFree(ag[r]), cudaFree(agOut[r]), cudaFree(aa[r]), cudaFree(aaOut[r]);
+  ccEnvFini(&env, N);
+  for (int r = 0; r < N; r++) dmacclCommDestroy(comms[r]);
+  return 0;
+}
+
 int main(void) {
-  gpuCountOrSkip(2, "test_gpu");
+  ngpu = gpuCountOrSkip(1, "test_gpu");
+  printf("%d GPU(s): rank r runs on GPU r %% %d\n", ngpu, ngpu);
   RUN(testStreamOrder);
   RUN(testGraphCapture);
-  RUN(testTwoGpus);
-  RUN(testFourGpus);
+  RUN(testGraphRefused);
+  RUN(testTwoRanks);
+  RUN(testThreeRanks);
+  RUN(testFourRanks);
   RUN(testAllGpus);
   TEST_EXIT();
 }

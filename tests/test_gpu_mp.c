@@ -1,11 +1,13 @@
 /*
- * One process per GPU on the CUDA executor: every algorithm on 2 and 4
- * processes with both signal paths, on cudaMalloc buffers (CUDA IPC, cached)
- * and dmacclMemAlloc buffers (VMM strided mapping); CUDA graph capture
- * replayed 100 times with fresh random data; the IPC cache across
- * cudaFree/cudaMalloc at the same address; abort releasing a stream that
- * waits for a peer that never calls. Skipped (77) without 2 GPUs. The parent
- * never touches CUDA: the GPU count comes from a forked probe.
+ * One process per rank on the CUDA executor: every algorithm on 2 and 4
+ * processes with both signal paths (and 3 processes with two algorithms), on
+ * cudaMalloc buffers (CUDA IPC, cached) and dmacclMemAlloc buffers (VMM
+ * strided mapping); CUDA graph capture replayed 100 times with fresh random
+ * data; the IPC cache across cudaFree/cudaMalloc at the same address; abort
+ * releasing a stream that waits for a peer that never calls. Rank r uses GPU
+ * r % GPUs, so with fewer GPUs than processes the processes share them.
+ * Skipped (77) without a GPU. The parent never touches CUDA: the GPU count
+ * comes from a forked probe.
  */
 #include "harness.h"
 #include "mp.h"
@@ -26,6 +28,8 @@ static const char *algos[] = {"push1", "pushn", "pushb", "pull1",
       return 1;                                                                                    \
     }                                                                                              \
   } while (0)
+
+static int ngpu; /* GPUs found; rank r uses GPU r % ngpu */
 
 static int gpuCount(void) {
   fflush(stdout);
@@ -53,7 +57,7 @@ static dmacclResult_t initRank(dmacclComm_t *comm, int n, const dmacclUniqueId *
     snprintf(table, sizeof(table), "allgather:%s;alltoall:%s", algo, algo);
     cfg.algorithm = table;
   }
-  if (cudaSetDevice(rank) != cudaSuccess) return dmacclUnhandledCudaError;
+  if (cudaSetDevice(rank % ngpu) != cudaSuccess) return dmacclUnhandledCudaError;
   dmacclResult_t rc = dmacclCommInitRank(comm, n, *id, rank, &cfg);
   if (rc != dmacclSuccess)
     fprintf(stderr, "rank %d: init: %s\n", rank, dmacclCommGetLastError(NULL));
@@ -96,11 +100,9 @@ static int collBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
-static int ngpu;
-
 static int testEveryAlgorithm(void) {
   const char *signals[] = {"memop", "copy"};
-  for (int n = 2; n <= 4 && n <= ngpu; n += 2)
+  for (int n = 2; n <= 4; n += 2)
     for (size_t s = 0; s < 2; s++)
       for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
         collArg a = {algos[i], signals[s]};
@@ -110,6 +112,15 @@ static int testEveryAlgorithm(void) {
           return 1;
         }
       }
+  const char *three[] = {"push1", "stage"};
+  for (int i = 0; i < 2; i++) {
+    collArg a = {three[i], "memop"};
+    int failed = mpRun(3, collBody, &a, 300, 0);
+    if (failed) {
+      TEST_FAIL("3 processes, %s: %d failed", three[i], failed);
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -186,7 +197,7 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 }
 
 static int testGraphReplay(void) {
-  int n = ngpu >= 4 ? 4 : 2;
+  int n = ngpu >= 4 ? 4 : 2; /* 2 processes share the GPU when there is one */
   const char *cases[][2] = {
       {"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"}, {"pushn", "copy"}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -271,10 +282,11 @@ static int testAbortReleasesStream(void) {
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCount();
-  if (ngpu < 2) {
-    printf("fewer than 2 GPUs: skipped\n");
+  if (ngpu < 1) {
+    printf("no GPU: skipped\n");
     return TEST_SKIP_CODE;
   }
+  printf("%d GPU(s): rank r runs on GPU r %% %d\n", ngpu, ngpu);
   RUN_IF(testCacheRealloc);
   RUN_IF(testAbortReleasesStream);
   RUN_IF(testGraphReplay);

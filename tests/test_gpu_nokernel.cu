@@ -3,13 +3,16 @@
  * kernel, copy and memset on the GPUs, collected around collectives of every
  * algorithm, show zero kernels and the expected copies. A positive control
  * (one tiny kernel of this test) shows that CUPTI does record kernels here.
+ * Two sets: ranks on GPUs of their own (when there are 2 or more), and 2
+ * ranks sharing GPU 0, whose copies must all be device-local (no
+ * peer-to-peer copy record).
  */
 #include <cupti.h>
 
 #include "collcheck.h"
 #include "gpu_common.h"
 
-static int nKernels, nCopies, nMemsets;
+static int nKernels, nCopies, nPeerCopies, nMemsets;
 
 static void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
   *size = 1 << 20;
@@ -23,8 +26,8 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: nKernels++; break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: nCopies++; break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: nCopies++; break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: nCopies++, nPeerCopies++; break; /* peer to peer */
     case CUPTI_ACTIVITY_KIND_MEMSET: nMemsets++; break;
     default: break;
     }
@@ -34,7 +37,7 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
 
 static void resetCounts(void) {
   cuptiActivityFlushAll(1);
-  nKernels = nCopies = nMemsets = 0;
+  nKernels = nCopies = nPeerCopies = nMemsets = 0;
 }
 
 __global__ void touch(int *p) {
@@ -52,9 +55,61 @@ __global__ void touch(int *p) {
     }                                                                                              \
   } while (0)
 
+/* Every algorithm on n ranks on devs: zero kernels and memsets, the copies
+ * expected; shared: no peer-to-peer copy at all. */
+static int runSet(int n, const int *devs, int shared) {
+  const size_t count = 1 << 18; /* 1 MB of floats per block */
+  for (int a = 0; a < CC_NALGOS; a++) {
+    dmacclComm_t comms[CC_MAXR];
+    char sel[96];
+    snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", ccAlgos[a], ccAlgos[a]);
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorCuda;
+    cfg.algorithm = sel;
+    ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
+    void *send[CC_MAXR], *recv[CC_MAXR];
+    cudaStream_t st[CC_MAXR];
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(devs[r]);
+      ASSERT_EQ_INT(cudaMalloc(&send[r], count * 4 * n), cudaSuccess);
+      ASSERT_EQ_INT(cudaMalloc(&recv[r], count * 4 * n), cudaSuccess);
+      ASSERT_EQ_INT(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking), cudaSuccess);
+      cudaDeviceSynchronize();
+    }
+    resetCounts();
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
+                    dmacclSuccess);
+      ASSERT_EQ_INT(dmacclAlltoAll(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
+                    dmacclSuccess);
+    }
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(devs[r]);
+      ASSERT_EQ_INT(cudaStreamSynchronize(st[r]), cudaSuccess);
+    }
+    cuptiActivityFlushAll(1);
+    printf("%-7s: %d kernels, %d copies (%d peer to peer), %d memsets for AllGather+AlltoAll on "
+           "%d ranks%s\n",
+           ccAlgos[a], nKernels, nCopies, nPeerCopies, nMemsets, n,
+           shared ? " sharing GPU 0" : " on GPUs of their own");
+    ASSERT_EQ_INT(nKernels, 0);
+    ASSERT_EQ_INT(nMemsets, 0);
+    if (shared) ASSERT_EQ_INT(nPeerCopies, 0);
+    /* The batch form may be recorded as one copy record per batch. */
+    ASSERT_TRUE(nCopies >= (a == 2 || a == 5 ? 2 * n : 2 * n * (n - 1)));
+    for (int r = 0; r < n; r++) {
+      cudaSetDevice(devs[r]);
+      cudaFree(send[r]), cudaFree(recv[r]), cudaStreamDestroy(st[r]);
+      dmacclCommDestroy(comms[r]);
+    }
+  }
+  return 0;
+}
+
 int main(void) {
-  int ndev = gpuCountOrSkip(2, "test_gpu_nokernel");
-  int n = ndev < 4 ? ndev : 4;
+  int ndev = gpuCountOrSkip(1, "test_gpu_nokernel");
   CUPTI_OK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
   CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
@@ -73,44 +128,8 @@ int main(void) {
   printf("control: %d kernel(s) recorded for one launch\n", nKernels);
   ASSERT_EQ_INT(nKernels, 1);
 
-  const size_t count = 1 << 18; /* 1 MB of floats per block */
-  for (int a = 0; a < CC_NALGOS; a++) {
-    dmacclComm_t comms[CC_MAXR];
-    ASSERT_EQ_INT(ccInitAlgo(comms, n, 1, ccAlgos[a]), dmacclSuccess);
-    void *send[CC_MAXR], *recv[CC_MAXR];
-    cudaStream_t st[CC_MAXR];
-    for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
-      ASSERT_EQ_INT(cudaMalloc(&send[r], count * 4 * n), cudaSuccess);
-      ASSERT_EQ_INT(cudaMalloc(&recv[r], count * 4 * n), cudaSuccess);
-      ASSERT_EQ_INT(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking), cudaSuccess);
-      cudaDeviceSynchronize();
-    }
-    resetCounts();
-    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-    for (int r = 0; r < n; r++) {
-      ASSERT_EQ_INT(dmacclAllGather(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
-                    dmacclSuccess);
-      ASSERT_EQ_INT(dmacclAlltoAll(send[r], recv[r], count, dmacclFloat32, comms[r], st[r]),
-                    dmacclSuccess);
-    }
-    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
-    for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
-      ASSERT_EQ_INT(cudaStreamSynchronize(st[r]), cudaSuccess);
-    }
-    cuptiActivityFlushAll(1);
-    printf("%-6s: %d kernels, %d copies, %d memsets for AllGather+AlltoAll on %d GPUs\n",
-           ccAlgos[a], nKernels, nCopies, nMemsets, n);
-    ASSERT_EQ_INT(nKernels, 0);
-    ASSERT_EQ_INT(nMemsets, 0);
-    /* The batch form may be recorded as one copy record per batch. */
-    ASSERT_TRUE(nCopies >= (a == 2 || a == 5 ? 2 * n : 2 * n * (n - 1)));
-    for (int r = 0; r < n; r++) {
-      cudaSetDevice(r);
-      cudaFree(send[r]), cudaFree(recv[r]), cudaStreamDestroy(st[r]);
-      dmacclCommDestroy(comms[r]);
-    }
-  }
+  int own[4] = {0, 1, 2, 3}, same[2] = {0, 0};
+  if (ndev >= 2 && runSet(ndev < 4 ? ndev : 4, own, 0)) return 1;
+  if (runSet(2, same, 1)) return 1;
   TEST_EXIT();
 }

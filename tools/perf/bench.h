@@ -76,6 +76,8 @@ typedef struct {
   char **argv;
   int gpu, n;        /* n: ranks in all */
   int nlocal, first; /* ranks of this process: first .. first+nlocal-1 */
+  int ngpu;          /* GPUs found; rank r runs on GPU r % ngpu */
+  int shared;        /* more ranks than GPUs: ranks share GPUs */
   int mp;            /* one rank per process (-p) */
   int print;         /* this process prints (rank 0) */
   perfShared *sh;

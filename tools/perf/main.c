@@ -245,13 +245,15 @@ static int benchMain(bench *b) {
   b->gpu = ndev > 0 && b->args.executor != PERF_EXEC_HOST;
   b->print = b->first == 0;
   if (!b->mp) b->n = b->nlocal = b->args.nranks ? b->args.nranks : (b->gpu ? ndev : 4);
-  if (b->n > MAXR || (b->gpu && b->n > ndev)) {
-    fprintf(stderr, "dmaccl-perf: %d ranks but %s\n", b->n,
-            b->gpu ? "not that many GPUs" : "too many ranks");
+  if (b->n > MAXR) {
+    fprintf(stderr, "dmaccl-perf: %d ranks but at most %d\n", b->n, MAXR);
     return 2;
   }
-  for (int l = 0; l < b->nlocal; l++) b->devs[l] = b->first + l;
-  if (b->gpu && b->mp && cudaSetDevice(b->first) != cudaSuccess) return 1;
+  /* More ranks than GPUs: rank r runs on GPU r % GPUs (the ranks share them). */
+  b->ngpu = ndev;
+  b->shared = b->gpu && b->n > ndev;
+  for (int l = 0; l < b->nlocal; l++) b->devs[l] = b->gpu ? (b->first + l) % ndev : -1;
+  if (b->gpu && b->mp && cudaSetDevice(b->devs[0]) != cudaSuccess) return 1;
   if (b->gpu) {
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, b->devs[0]) == cudaSuccess)
@@ -269,7 +271,10 @@ static int benchMain(bench *b) {
 
   if (b->args.energy) {
     char err[256] = "";
-    if (b->gpu) b->energy = energyOpen(b->devs, b->nlocal, err, sizeof(err));
+    if (b->shared)
+      snprintf(err, sizeof(err), "ranks share GPUs (a GPU's counter would count once per rank)");
+    else if (b->gpu)
+      b->energy = energyOpen(b->devs, b->nlocal, err, sizeof(err));
     perfStat s;
     perfShare(b, b->energy ? 0 : 1, &s);
     if (s.v[PERF_AVG_MAX] > 0) {

@@ -120,6 +120,7 @@ int perfSyncAll(bench *b, contender *c) {
 
 static int launchGraphs(bench *b, cudaGraphExec_t *graphs) {
   for (int r = 0; r < b->nlocal; r++) {
+    if (!graphs[r]) continue; /* one graph for every rank (ranks sharing GPUs) */
     CUDA_CHECK(cudaSetDevice(b->devs[r]));
     CUDA_CHECK(cudaGraphLaunch(graphs[r], b->streams[r]));
   }
@@ -145,26 +146,48 @@ void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs) {
 }
 
 /* Captures -n operations on every local stream into one graph each; the
- * graphs are instantiated after every capture ended. */
+ * graphs are instantiated after every capture ended. Ranks of this process
+ * that share a GPU must be in one graph (dmaccl refuses separate ones): then
+ * rank 0's stream begins one capture and the other streams join it. */
 static int capture(bench *b, contender *c, int coll, size_t count, int inPlace,
                    cudaGraphExec_t *graphs) {
   cudaGraph_t g[MAXR] = {0};
+  cudaEvent_t ev[MAXR] = {0};
+  int joint = b->shared && b->nlocal > 1;
+  for (int r = 0; joint && r < b->nlocal; r++) {
+    CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev[r], cudaEventDisableTiming));
+  }
   for (int r = 0; r < b->nlocal; r++) {
     CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    if (joint && r > 0) {
+      CUDA_CHECK(cudaStreamWaitEvent(b->streams[r], ev[0], 0));
+      continue;
+    }
     CUDA_CHECK(cudaStreamBeginCapture(b->streams[r], cudaStreamCaptureModeThreadLocal));
+    if (joint) CUDA_CHECK(cudaEventRecord(ev[0], b->streams[0]));
   }
   int bad = 0;
   for (int i = 0; i < b->args.iters && !bad; i++) bad = perfIssue(b, c, coll, count, inPlace);
-  for (int r = 0; r < b->nlocal; r++) {
+  for (int r = b->nlocal - 1; r >= 0; r--) {
     cudaSetDevice(b->devs[r]);
+    if (joint && r > 0) {
+      if (cudaEventRecord(ev[r], b->streams[r]) != cudaSuccess ||
+          cudaStreamWaitEvent(b->streams[0], ev[r], 0) != cudaSuccess)
+        bad = 1;
+      continue;
+    }
     if (cudaStreamEndCapture(b->streams[r], &g[r]) != cudaSuccess) bad = 1;
   }
   for (int r = 0; r < b->nlocal && !bad; r++) {
+    if (!g[r]) continue;
     cudaSetDevice(b->devs[r]);
     if (cudaGraphInstantiate(&graphs[r], g[r], 0) != cudaSuccess) bad = 1;
   }
-  for (int r = 0; r < b->nlocal; r++)
+  for (int r = 0; r < b->nlocal; r++) {
     if (g[r]) cudaGraphDestroy(g[r]);
+    if (ev[r]) cudaEventDestroy(ev[r]);
+  }
   if (bad) {
     fprintf(stderr, "dmaccl-perf: %s: capturing %d operations into a CUDA graph failed\n", c->name,
             b->args.iters);

@@ -20,7 +20,7 @@ void perfHeader(bench *b) {
   char gpus[512] = "";
   size_t o = 0;
   for (int r = 0; b->gpu && r < b->n; r++)
-    o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->mp ? r : b->devs[r]);
+    o += (size_t)snprintf(gpus + o, sizeof(gpus) - o, " %d", b->mp ? r % b->ngpu : b->devs[r]);
   if (b->gpu && b->gpuName[0]) snprintf(gpus + o, sizeof(gpus) - o, " (%s)", b->gpuName);
   int v = 0;
   dmacclGetVersion(&v);
@@ -29,6 +29,10 @@ void perfHeader(bench *b) {
          : b->gpu ? " (one process drives every GPU)"
                   : " (ranks are threads on host memory)",
          b->n, b->gpu ? ", GPUs" : "", gpus);
+  if (b->shared)
+    printf("# ranks share GPUs: %d ranks on %d GPU(s), rank r on GPU r %% %d; copies between ranks "
+           "of one GPU are device-local, so these are not NVLink figures\n",
+           b->n, b->ngpu, b->ngpu);
   printf("# minBytes %zu maxBytes %zu step: %g(%s) type %s warmup iters: %d iters: %d validation: "
          "%d graph: %d blocking: %d cycles: %d\n",
          a->minBytes, a->maxBytes, a->stepBytes ? (double)a->stepBytes : a->stepFactor,
