@@ -44,6 +44,12 @@ for r in p["rows"]:
     assert r["breakdown"] is None and r["energy_j_per_op"] is None
 PY
 
+# --compare of a run with itself: every dmaccl row, each 1.000x
+"$py" "$plot" --compare "$tmp/t.json" "$tmp/t.json" >"$tmp/cmp.txt" || fail "compare"
+rows=$(grep -c "^  " "$tmp/cmp.txt")
+[ "$rows" -eq 12 ] || fail "compare: $rows rows, expected 12: $(cat "$tmp/cmp.txt")"
+[ "$(grep -c " 1.000x" "$tmp/cmp.txt")" -eq 12 ] || fail "compare ratios: $(cat "$tmp/cmp.txt")"
+
 # a tampered busbw, a missing key and a wrong schema are refused, naming the problem
 "$py" - "$tmp/t.json" "$tmp" <<'PY'
 import json, sys

@@ -298,15 +298,16 @@ static int testGraphRefused(void) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL; /* run only the tests whose name has this */
   ngpu = gpuCountOrSkip(1, "test_gpu");
   printf("%d GPU(s): rank r runs on GPU r %% %d\n", ngpu, ngpu);
-  RUN(testStreamOrder);
-  RUN(testGraphCapture);
-  RUN(testGraphRefused);
-  RUN(testTwoRanks);
-  RUN(testThreeRanks);
-  RUN(testFourRanks);
-  RUN(testAllGpus);
+  RUN_IF(testStreamOrder);
+  RUN_IF(testGraphCapture);
+  RUN_IF(testGraphRefused);
+  RUN_IF(testTwoRanks);
+  RUN_IF(testThreeRanks);
+  RUN_IF(testFourRanks);
+  RUN_IF(testAllGpus);
   TEST_EXIT();
 }

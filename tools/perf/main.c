@@ -131,7 +131,9 @@ static void makeNccl(bench *b, int kind) {
   perfStat s;
   perfShare(b, ok ? 0 : 1, &s);
   if (s.v[PERF_AVG_MAX] > 0) {
-    if (b->print) printf("# no %s baseline: %s\n", c->name, err[0] ? err : "a peer failed");
+    if (b->print)
+      printf("# no %s baseline: %s%s\n", c->name, err[0] ? err : "a peer failed",
+             b->shared ? " (the ranks share GPUs)" : "");
     ncclBaseFini(nb);
     return;
   }

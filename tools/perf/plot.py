@@ -3,6 +3,12 @@
 
     plot.py [-o DIR] [--title T] run.json [more.json ...]
     plot.py --check run.json [...]
+    plot.py --compare before.json after.json
+
+--compare prints, per collective, size and contender present in both files
+(out of place, median over cycles), the time before, after, and after/before
+(below 1: faster after), with each file's best NCCL time beside it, so that
+two builds measured on one machine can be compared row by row.
 
 Per collective: latency vs size (log-log) and busbw vs size, one line per
 contender (dmaccl algorithms solid, NCCL baselines dashed), out of place,
@@ -239,14 +245,52 @@ def plot(paths, outdir, title):
     return written
 
 
+def compare(before_path, after_path, out=sys.stdout):
+    """Row-by-row table of two runs; returns the rows compared."""
+    docs = [load(before_path), load(after_path)]
+    times = []
+    for d in docs:
+        avg = AVG_KEYS[d["config"]["average"]]
+        t = {}
+        for r in d["rows"]:
+            if not r["in_place"]:
+                t.setdefault((r["coll"], r["size"], r["contender"], r["kind"]), []).append(r[avg])
+        times.append({k: statistics.median(v) for k, v in t.items()})
+    before, after = times
+
+    def nccl(t, coll, size):
+        v = [x for (c, s, _, kind), x in t.items() if c == coll and s == size and kind == "nccl"]
+        return min(v) if v else None
+
+    print(f"# before: {before_path}\n# after:  {after_path}", file=out)
+    print(f"# {'coll':<9} {'size(B)':>12} {'contender':<9} {'before(us)':>10} {'after(us)':>10} "
+          f"{'after/before':>12} {'nccl before':>11} {'nccl after':>10}", file=out)
+    n = 0
+    for key in sorted(k for k in after if k in before and k[3] == "dmaccl"):
+        coll, size, name, _ = key
+        nb, na = nccl(before, coll, size), nccl(after, coll, size)
+        fmt = lambda v: f"{v:.2f}" if v is not None else "-"
+        print(f"  {coll:<9} {size:>12} {name:<9} {before[key]:>10.2f} {after[key]:>10.2f} "
+              f"{after[key] / before[key]:>11.3f}x {fmt(nb):>11} {fmt(na):>10}", file=out)
+        n += 1
+    return n
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+", help="dmaccl-perf -J output")
     ap.add_argument("-o", "--outdir", default="plots", help="where the PNGs go (default plots)")
     ap.add_argument("--title", default="", help="title prefix")
     ap.add_argument("--check", action="store_true", help="only validate the files")
+    ap.add_argument("--compare", action="store_true",
+                    help="two files, before and after: a row-by-row time table")
     a = ap.parse_args(argv)
     try:
+        if a.compare:
+            if len(a.files) != 2:
+                raise SchemaError("--compare takes two files: before.json after.json")
+            compare(*a.files)
+            return 0
         if a.check:
             for p in a.files:
                 with open(p) as f:
