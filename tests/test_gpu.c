@@ -298,6 +298,71 @@ static int testGraphRefused(void) {
   return 0;
 }
 
+/* Two communicators over the same ranks, their calls chained on one stream
+ * per rank of the highest priority: x -> A.AllGather -> y -> B.AlltoAll -> z,
+ * so z of rank t is x_t in every block. Staged and direct sizes, each pair of
+ * algorithm forms; gpu-check also runs it under CUDA_DEVICE_MAX_CONNECTIONS=1. */
+static int testTwoCommsOneStream(void) {
+  enum { N = 4 };
+  const char *pairs[][2] = {{"auto", "auto"}, {"pushn", "stage"}, {"stage2d", "pull1"}};
+  const size_t counts[] = {1000, 300001}; /* floats per block */
+  int devs[N], least = 0, greatest = 0;
+  ccDevices(N, devs);
+  for (size_t pi = 0; pi < sizeof(pairs) / sizeof(pairs[0]); pi++) {
+    dmacclComm_t a[N], b[N];
+    ASSERT_EQ_INT(ccInitAlgo(a, N, 1, pairs[pi][0]), dmacclSuccess);
+    ASSERT_EQ_INT(ccInitAlgo(b, N, 1, pairs[pi][1]), dmacclSuccess);
+    for (size_t ci = 0; ci < 2; ci++) {
+      size_t chunk = counts[ci] * 4, total = chunk * N;
+      unsigned char *x[N], *y[N], *z[N], *h = malloc(total), *want = malloc(total);
+      cudaStream_t st[N];
+      for (int r = 0; r < N; r++) {
+        cudaSetDevice(devs[r]);
+        ASSERT_EQ_INT(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+        ASSERT_EQ_INT(cudaStreamCreateWithPriority(&st[r], cudaStreamNonBlocking, greatest),
+                      cudaSuccess);
+        ASSERT_EQ_INT(cudaMalloc((void **)&x[r], chunk), cudaSuccess);
+        ASSERT_EQ_INT(cudaMalloc((void **)&y[r], total), cudaSuccess);
+        ASSERT_EQ_INT(cudaMalloc((void **)&z[r], total), cudaSuccess);
+        testFillRandom(h, chunk, 900u + 10u * ci + (uint64_t)r);
+        ASSERT_EQ_INT(cudaMemcpy(x[r], h, chunk, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ_INT(cudaMemset(y[r], CC_POISON, total), cudaSuccess);
+        ASSERT_EQ_INT(cudaMemset(z[r], CC_POISON, total), cudaSuccess);
+        ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      for (int rep = 0; rep < 3; rep++) {
+        ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+        for (int r = 0; r < N; r++) {
+          ASSERT_EQ_INT(dmacclAllGather(x[r], y[r], counts[ci], dmacclFloat32, a[r], st[r]),
+                        dmacclSuccess);
+          ASSERT_EQ_INT(dmacclAlltoAll(y[r], z[r], counts[ci], dmacclFloat32, b[r], st[r]),
+                        dmacclSuccess);
+        }
+        ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+      }
+      for (int t = 0; t < N; t++) {
+        cudaSetDevice(devs[t]);
+        ASSERT_EQ_INT(cudaStreamSynchronize(st[t]), cudaSuccess);
+        ASSERT_EQ_INT(cudaMemcpy(h, z[t], total, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (int f = 0; f < N; f++)
+          testFillRandom(want + (size_t)f * chunk, chunk, 900u + 10u * ci + (uint64_t)t);
+        if (testFirstDiff(h, want, total) != -1) {
+          TEST_FAIL("%s/%s count %zu: rank %d's output wrong at byte %lld", pairs[pi][0],
+                    pairs[pi][1], counts[ci], t, testFirstDiff(h, want, total));
+          return 1;
+        }
+      }
+      for (int r = 0; r < N; r++) {
+        cudaSetDevice(devs[r]);
+        cudaFree(x[r]), cudaFree(y[r]), cudaFree(z[r]), cudaStreamDestroy(st[r]);
+      }
+      free(h), free(want);
+    }
+    for (int r = 0; r < N; r++) dmacclCommDestroy(a[r]), dmacclCommDestroy(b[r]);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL; /* run only the tests whose name has this */
   ngpu = gpuCountOrSkip(1, "test_gpu");
@@ -305,6 +370,7 @@ int main(int argc, char **argv) {
   RUN_IF(testStreamOrder);
   RUN_IF(testGraphCapture);
   RUN_IF(testGraphRefused);
+  RUN_IF(testTwoCommsOneStream);
   RUN_IF(testTwoRanks);
   RUN_IF(testThreeRanks);
   RUN_IF(testFourRanks);
