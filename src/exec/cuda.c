@@ -71,6 +71,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->join && s->join[l]) cudaEventDestroy(s->join[l]);
   }
   if (s->aside) cudaStreamDestroy(s->aside);
+  if (s->asideHost) cudaFreeHost(s->asideHost);
   for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     if (s->fork[k]) cudaEventDestroy(s->fork[k]);
     if (s->tail[k]) cudaEventDestroy(s->tail[k]);
@@ -141,6 +142,8 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->join[l], cudaEventDisableTiming));
   }
   CUDA_TRY(NULL, cudaStreamCreateWithFlags(&s->aside, cudaStreamNonBlocking));
+  CUDA_TRY(NULL, cudaHostAlloc((void **)&s->asideHost, FLAG_P * (size_t)n * sizeof(uint32_t),
+                               cudaHostAllocDefault));
   for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->fork[k], cudaEventDisableTiming));
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->tail[k], cudaEventDisableTiming));
@@ -778,11 +781,64 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   return __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
 }
 
+/* Waits up to `sec` seconds for the aside stream: it shares hardware queues
+ * with the lanes, and a WAIT at a queue's head can hold it back. */
+static int asideDone(cudaState *s, double sec) {
+  double end = coreNowSec() + sec;
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(s->aside);
+    if (e == cudaSuccess) return 1;
+    if (e != cudaErrorNotReady) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (coreNowSec() > end) return 0;
+    sched_yield();
+  }
+}
+
+/* Writes `bytes` of w into this rank's flag words through a context of its
+ * own: its queues are not the ones a blocked WAIT holds (the GPU time-slices
+ * contexts). The flags are VMM memory, which every context on the device
+ * reaches at the same address. Ranks as processes only. */
+static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t bytes) {
+  CUdevice dev;
+  CUcontext ctx = NULL, old = NULL;
+  if (drv.deviceGet(&dev, s->device) != CUDA_SUCCESS || drv.ctxCreate(&ctx, 0, dev) != CUDA_SUCCESS)
+    return 0;
+  /* ctxCreate made it current; the copy is synchronous in it. If the
+   * address is not reachable from this context, map the part anew. */
+  CUresult r = drv.memcpyHtoD((CUdeviceptr)(uintptr_t)s->flags, w, bytes);
+  if (r != CUDA_SUCCESS && s->flagVmm.handles) {
+    CUdeviceptr va = 0;
+    size_t part = s->flagVmm.part;
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof(acc));
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = s->device;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = drv.addressReserve(&va, part, 0, 0, 0);
+    if (r == CUDA_SUCCESS) {
+      r = drv.memMap(va, part, 0, s->flagVmm.handles[rank], 0);
+      if (r == CUDA_SUCCESS) r = drv.memSetAccess(va, part, &acc, 1);
+      if (r == CUDA_SUCCESS) r = drv.memcpyHtoD(va, w, bytes);
+      drv.memUnmap(va, part);
+      drv.addressFree(va, part);
+    }
+  }
+  drv.ctxPop(&old);
+  drv.ctxDestroy(ctx);
+  return r == CUDA_SUCCESS;
+}
+
 /* Releases every wait of this rank: eager slots far ahead of any epoch
- * posted, graph slots at 1. Written by a stream the lanes never block. */
+ * posted, graph slots at 1. Written by a stream the lanes never wait for;
+ * if a blocked hardware queue holds that stream back too (one queue:
+ * CUDA_DEVICE_MAX_CONNECTIONS=1), through a context of its own. */
 static void cudaAbort(dmacclComm_t comm) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks;
+  size_t bytes = (FLAG_GRAPH(n, PLAN_NUM_PHASES - 1, n - 1) + 1) * sizeof(uint32_t);
   uint32_t *w = calloc(FLAG_WORDS(n, s->nlanes), sizeof(uint32_t));
   if (!w) return;
   uint32_t far = (uint32_t)comm->posted + (1u << 24);
@@ -792,11 +848,15 @@ static void cudaAbort(dmacclComm_t comm) {
       w[FLAG_GRAPH(n, ph, p)] = 1;
     }
   int prev = cudaEnterDevice(s->device);
-  if (cudaMemcpyAsync(s->flags, w,
-                      (FLAG_GRAPH(n, PLAN_NUM_PHASES - 1, n - 1) + 1) * sizeof(uint32_t),
-                      cudaMemcpyHostToDevice, s->aside) != cudaSuccess ||
-      cudaStreamSynchronize(s->aside) != cudaSuccess)
-    cudaGetLastError();
+  int done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess &&
+             asideDone(s, 0.2);
+  if (!done && comm->clique->mp) {
+    done = releaseInOwnContext(s, comm->rank, w, bytes);
+    CORE_INFO("rank %d: abort: the aside stream is held back (a shared hardware queue); "
+              "released the waits through a context of its own: %s",
+              comm->rank, done ? "done" : "failed");
+  }
+  cudaGetLastError();
   CORE_INFO("rank %d: abort released the waits of operations up to %llu", comm->rank,
             (unsigned long long)comm->posted);
   cudaLeaveDevice(prev, s->device);
@@ -817,12 +877,18 @@ static int cudaComplete(dmacclComm_t comm, uint64_t seq) {
 static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks, found = 0;
-  uint32_t w[PLAN_NUM_PHASES * CORE_MAX_RANKS];
+  const uint32_t *w = s->asideHost;
   static const char *const phaseName[PLAN_NUM_PHASES] = {"entry", "exit", "data"};
   int prev = cudaEnterDevice(s->device);
-  if (cudaMemcpyAsync(w, s->flags, FLAG_P * (size_t)n * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                      s->aside) == cudaSuccess &&
-      cudaStreamSynchronize(s->aside) == cudaSuccess) {
+  /* Bounded: a WAIT at the head of a shared hardware queue may hold the
+   * read back; the watchdog must not hang on it (pinned memory, so the copy
+   * may land later without harm). */
+  if (cudaStreamQuery(s->aside) != cudaSuccess) {
+    snprintf(why, whylen, "the flags cannot be read now (a hardware queue is held by a wait)");
+    found = 1;
+  } else if (cudaMemcpyAsync(s->asideHost, s->flags, FLAG_P * (size_t)n * sizeof(uint32_t),
+                             cudaMemcpyDeviceToHost, s->aside) == cudaSuccess &&
+             asideDone(s, 0.2)) {
     for (int ph = 0; ph < PLAN_NUM_PHASES && !found; ph++)
       for (int p = 0; p < n && !found; p++)
         if (p != comm->rank && (int32_t)(w[FLAG_EAGER(n, ph, p)] - (uint32_t)seq) < 0) {
@@ -832,6 +898,8 @@ static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
         }
   } else {
     cudaGetLastError();
+    snprintf(why, whylen, "the flags cannot be read now (a hardware queue is held by a wait)");
+    found = 1;
   }
   cudaLeaveDevice(prev, s->device);
   return found;

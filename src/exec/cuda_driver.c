@@ -27,6 +27,12 @@ static void load(void) {
       {"cuMemUnmap", (void **)&drv.memUnmap},
       {"cuMemSetAccess", (void **)&drv.memSetAccess},
       {"cuMemGetAllocationGranularity", (void **)&drv.granularity},
+      {"cuDeviceGet", (void **)&drv.deviceGet},
+      {"cuCtxCreate", (void **)&drv.ctxCreate}, /* the 12.0 form: (ctx, flags, device) */
+      {"cuCtxDestroy", (void **)&drv.ctxDestroy},
+      {"cuCtxPushCurrent", (void **)&drv.ctxPush},
+      {"cuCtxPopCurrent", (void **)&drv.ctxPop},
+      {"cuMemcpyHtoD", (void **)&drv.memcpyHtoD},
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     enum cudaDriverEntryPointQueryResult q;

@@ -25,6 +25,13 @@ typedef struct {
   CUresult (*memUnmap)(CUdeviceptr, size_t);
   CUresult (*memSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
   CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+  /* A private context (abort, when the primary context's queue is blocked). */
+  CUresult (*deviceGet)(CUdevice *, int);
+  CUresult (*ctxCreate)(CUcontext *, unsigned int, CUdevice);
+  CUresult (*ctxDestroy)(CUcontext);
+  CUresult (*ctxPush)(CUcontext);
+  CUresult (*ctxPop)(CUcontext *);
+  CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
   cudaError_t status;
   const char *missing; /* first entry point not found; NULL when all were */
 } cudaDriver;

@@ -56,7 +56,8 @@ typedef struct {
   int device;
   int nlanes;
   cudaStream_t *lanes;
-  cudaStream_t aside;                 /* abort and watchdog reads: never blocked by the lanes */
+  cudaStream_t aside;  /* abort and watchdog reads (a hardware queue it shares may be blocked) */
+  uint32_t *asideHost; /* pinned: the watchdog's read of the eager slots */
   cudaEvent_t fork[CORE_BOARD_DEPTH]; /* legacy default stream: lane 0 starts after it */
   cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 at the end of each operation */
   int captured[CORE_BOARD_DEPTH];     /* that launch went into a graph */
