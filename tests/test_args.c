@@ -8,7 +8,12 @@
 #include "collcheck.h"
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
+
+/* Internal (src/core/param.c): a parameter in seconds, checked. */
+double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
 
 #define N 4
 #define COUNT 64
@@ -226,6 +231,158 @@ static int testRanksDisagree(void) {
   return 0;
 }
 
+/* Two host communicators for the lifetime tests. */
+static int pair(dmacclComm_t *c) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  ASSERT_EQ_INT(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclSuccess);
+  return 0;
+}
+
+static void *destroyOther(void *comm) {
+  dmacclCommDestroy((dmacclComm_t)comm);
+  return NULL;
+}
+
+/* Issue 20, item 3: destroyed handles are refused, never dereferenced (run
+ * under ASan in CI: a use after free would fail there). */
+static int testDestroyedHandles(void) {
+  dmacclComm_t c[2];
+  if (pair(c)) return 1;
+  dmacclRequest_t req = NULL, req2 = NULL;
+  ASSERT_EQ_INT(dmacclAllGatherInit(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], &req),
+                dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGatherInit(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], &req2),
+                dmacclSuccess);
+  /* Destroy inside this thread's group that holds a call on the comm: refused. */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+                dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[1], recvb[1], COUNT, dmacclFloat32, c[1], NULL),
+                dmacclSuccess);
+  EXPECT_ERR(dmacclCommDestroy(c[0]), dmacclInvalidUsage, c[0], "end the group first");
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < 2; r++) ASSERT_EQ_INT(dmacclCommSynchronize(c[r]), dmacclSuccess);
+  for (int r = 0; r < 2; r++) ASSERT_EQ_INT(dmacclCommDestroy(c[r]), dmacclSuccess);
+  /* Every call on a destroyed comm: InvalidArgument naming it. */
+  EXPECT_ERR(dmacclCommDestroy(c[0]), dmacclInvalidArgument, NULL, "not a live communicator");
+  EXPECT_ERR(dmacclCommAbort(c[1]), dmacclInvalidArgument, NULL, "not a live communicator");
+  EXPECT_ERR(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+             dmacclInvalidArgument, NULL, "not a live communicator");
+  EXPECT_ERR(dmacclCommSynchronize(c[1]), dmacclInvalidArgument, NULL, "not a live communicator");
+  int v = 0;
+  EXPECT_ERR(dmacclCommCount(c[0], &v), dmacclInvalidArgument, NULL, "not a live communicator");
+  void *p = NULL;
+  EXPECT_ERR(dmacclMemAlloc(c[0], 64, &p), dmacclInvalidArgument, NULL, "not a live communicator");
+  dmacclResult_t a;
+  EXPECT_ERR(dmacclCommGetAsyncError(c[0], &a), dmacclInvalidArgument, NULL, "not a live");
+  ASSERT_CONTAINS(dmacclCommGetLastError(c[0]), "not a live communicator");
+  /* A request whose comm is gone: start refused, free still works, once. */
+  EXPECT_ERR(dmacclStart(req, NULL), dmacclInvalidUsage, NULL, "was destroyed");
+  ASSERT_EQ_INT(dmacclRequestFree(req), dmacclSuccess);
+  EXPECT_ERR(dmacclRequestFree(req), dmacclInvalidArgument, NULL, "not a live request");
+  EXPECT_ERR(dmacclStart(req, NULL), dmacclInvalidArgument, NULL, "not a live request");
+  ASSERT_EQ_INT(dmacclRequestFree(req2), dmacclSuccess);
+  /* A group recorded on a comm that another thread destroys before the end:
+   * that call fails, the others are issued, the group's end returns. */
+  if (pair(c)) return 1;
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+                dmacclSuccess);
+  ASSERT_EQ_INT(dmacclAllGather(sendb[1], recvb[1], COUNT, dmacclFloat32, c[1], NULL),
+                dmacclSuccess);
+  pthread_t t;
+  ASSERT_EQ_INT(pthread_create(&t, NULL, destroyOther, c[0]), 0);
+  pthread_join(t, NULL);
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidArgument, NULL, "not a live communicator");
+  ASSERT_EQ_INT(dmacclCommAbort(c[1]), dmacclSuccess); /* its peer is gone */
+  return 0;
+}
+
+typedef struct {
+  dmacclComm_t comm;
+  useconds_t after;
+} abortArg;
+
+static void *abortLater(void *arg) {
+  abortArg *a = arg;
+  usleep(a->after);
+  dmacclCommAbort(a->comm);
+  return NULL;
+}
+
+/* Issue 20, item 4: abort from another thread while a synchronize waits for
+ * a rank that never calls: the synchronize returns an error, not success,
+ * and nothing is freed under it (ASan in CI). */
+static int testAbortWhileWaiting(void) {
+  dmacclComm_t c[2];
+  if (pair(c)) return 1;
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+                dmacclSuccess);
+  pthread_t t;
+  abortArg a = {c[0], 200000};
+  ASSERT_EQ_INT(pthread_create(&t, NULL, abortLater, &a), 0);
+  dmacclResult_t rc = dmacclCommSynchronize(c[0]); /* rank 1 never calls */
+  pthread_join(t, NULL);
+  ASSERT_EQ_INT(rc, dmacclInvalidUsage);
+  ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "aborted");
+  EXPECT_ERR(dmacclCommSynchronize(c[0]), dmacclInvalidArgument, NULL, "not a live");
+  ASSERT_EQ_INT(dmacclCommAbort(c[1]), dmacclSuccess);
+  return 0;
+}
+
+/* Issue 20, item 5: a one-process set has a watchdog too: with rank 1 never
+ * calling, rank 0's synchronize returns dmacclTimeout naming rank 1 after
+ * DMACCL_TIMEOUT, and destroy returns. */
+static int testOneProcessTimeout(void) {
+  setenv("DMACCL_TIMEOUT", "1", 1);
+  dmacclComm_t c[2];
+  int bad = pair(c);
+  unsetenv("DMACCL_TIMEOUT");
+  if (bad) return 1;
+  ASSERT_EQ_INT(dmacclAllGather(sendb[0], recvb[0], COUNT, dmacclFloat32, c[0], NULL),
+                dmacclSuccess);
+  EXPECT_ERR(dmacclCommSynchronize(c[0]), dmacclTimeout, c[0], "rank(s) 1 to call it");
+  dmacclResult_t async = dmacclSuccess;
+  ASSERT_EQ_INT(dmacclCommGetAsyncError(c[1], &async), dmacclSuccess);
+  ASSERT_EQ_INT(async, dmacclTimeout); /* the whole set is broken */
+  ASSERT_EQ_INT(dmacclCommDestroy(c[0]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDestroy(c[1]), dmacclSuccess);
+  return 0;
+}
+
+/* Issue 20, item 7: timeouts that are not numbers are refused. */
+static int testSecondsParams(void) {
+  const char *bad[] = {"nan", "inf", "-1", "abc", "", "1e300", "3x"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    setenv("DMACCL_INIT_TIMEOUT", bad[i], 1);
+    ASSERT_TRUE(coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0) == 60);
+  }
+  setenv("DMACCL_INIT_TIMEOUT", "0", 1);
+  ASSERT_TRUE(coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0) == 60);
+  ASSERT_TRUE(coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 1) == 0);
+  setenv("DMACCL_INIT_TIMEOUT", "2.5", 1);
+  ASSERT_TRUE(coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0) == 2.5);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  return 0;
+}
+
+/* Issue 20, item 9: a count past the end of a dmacclMemAlloc allocation is
+ * refused before anything is written. */
+static int testCountPastAllocation(void) {
+  poison();
+  char *a = NULL, *b = NULL;
+  ASSERT_EQ_INT(dmacclMemAlloc(comms[0], 1000, (void **)&a), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclMemAlloc(comms[0], 4000 * N, (void **)&b), dmacclSuccess);
+  EXPECT_ERR(dmacclAllGather(a, b, 1001, dmacclUint8, comms[0], NULL), dmacclInvalidArgument,
+             comms[0], "allocation ends 1000 bytes after it");
+  EXPECT_ERR(dmacclAllGather(b, a + 10, 250, dmacclUint8, comms[0], NULL), dmacclInvalidArgument,
+             comms[0], "recvbuff");
+  ASSERT_EQ_INT(dmacclMemFree(comms[0], a), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclMemFree(comms[0], b), dmacclSuccess);
+  return untouchedAndUsable();
+}
+
 int main(void) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = dmacclExecutorHost;
@@ -249,6 +406,11 @@ int main(void) {
   RUN(testInitArgs);
   RUN(testQueries);
   RUN(testRanksDisagree);
+  RUN(testDestroyedHandles);
+  RUN(testAbortWhileWaiting);
+  RUN(testOneProcessTimeout);
+  RUN(testSecondsParams);
+  RUN(testCountPastAllocation);
   for (int r = 0; r < N; r++) {
     dmacclCommDestroy(comms[r]);
     free(sendb[r]);

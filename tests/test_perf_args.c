@@ -120,6 +120,13 @@ static int testErrors(void) {
       {"-q 1", "unknown option '-q'"},
       {"-b 1M -e 1K", "larger than -e"},
       {"foo", "unknown argument 'foo'"},
+      /* issue 20, item 7: no silent saturation, no float-to-size overflow */
+      {"-e 99999999999999999999", "bad value '99999999999999999999' for -e"},
+      {"-b 18446744073709551616", "bad value '18446744073709551616' for -b"},
+      {"-f 1e308", "bad value '1e308' for -f"},
+      {"-f nan", "bad value 'nan' for -f"},
+      {"-f inf", "bad value 'inf' for -f"},
+      {"-e 17179869184G", "bad value '17179869184G' for -e"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     if (parse(&a, err, bad[i].line) != -1) {
@@ -157,6 +164,11 @@ static int testStepping(void) {
     ASSERT_EQ_INT(s, want2[k2++]);
   }
   ASSERT_EQ_INT(k2, 4);
+  /* The largest sizes and steps end the sweep instead of wrapping. */
+  ASSERT_EQ_INT(parse(&a, err, "-b 1G -e 17179869183G -f 1024"), 0);
+  ASSERT_TRUE(perfNumSizes(&a) > 0 && perfNumSizes(&a) < 10);
+  ASSERT_EQ_INT(parse(&a, err, "-b 1 -e 17179869183G -i 17179869183G"), 0);
+  ASSERT_EQ_INT(perfNumSizes(&a), 1);
   return 0;
 }
 

@@ -17,16 +17,20 @@
 
 #define BOOT_MAGIC 0xb0075d3au
 
-/* What the unique id holds. */
+/* What the unique id holds. The socket name is visible to every user of the
+ * host (/proc/net/unix); the secret is not: only holders of the id have it. */
+#define BOOT_SECRET_BYTES 16
 typedef struct {
   uint32_t magic;
   uint32_t version;
-  char name[96]; /* abstract socket name, without the leading NUL */
+  char name[64]; /* abstract socket name, without the leading NUL */
+  unsigned char secret[BOOT_SECRET_BYTES];
 } bootId;
 
 _Static_assert(sizeof(bootId) <= sizeof(dmacclUniqueId), "bootId must fit a dmacclUniqueId");
 
 struct bootState {
+  unsigned char secret[BOOT_SECRET_BYTES];
   int nranks, rank;
   double timeoutSec;
   int listenFd; /* rank 0 only */
@@ -37,6 +41,7 @@ struct bootState {
 typedef struct {
   uint32_t magic;
   int32_t nranks, rank, pid;
+  unsigned char secret[BOOT_SECRET_BYTES];
 } bootHello;
 
 /* Rank 0's answer to a hello: 0 and nothing more, or an error code and a sentence. */
@@ -70,21 +75,43 @@ static socklen_t makeAddr(const bootId *id, struct sockaddr_un *a) {
 }
 
 dmacclResult_t bootIdCreate(dmacclUniqueId *uid, char *err, size_t errlen) {
-  uint64_t nonce = 0;
-  if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    nonce = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid() << 40;
+  unsigned char rnd[8 + BOOT_SECRET_BYTES];
+  size_t got = 0;
+  while (got < sizeof(rnd)) {
+    ssize_t n = getrandom(rnd + got, sizeof(rnd) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return fail(err, errlen, dmacclSystemError,
+                  "no random bytes for the rendezvous secret (getrandom: %s)", strerror(errno));
+    got += (size_t)n;
   }
+  uint64_t nonce;
+  memcpy(&nonce, rnd, sizeof(nonce));
   bootId id;
   memset(&id, 0, sizeof(id));
   id.magic = BOOT_MAGIC;
   id.version = DMACCL_VERSION_CODE;
-  snprintf(id.name, sizeof(id.name), "dmaccl-%d-%016llx", (int)getpid(), (unsigned long long)nonce);
+  snprintf(id.name, sizeof(id.name), "dmaccl-%016llx", (unsigned long long)nonce);
+  memcpy(id.secret, rnd + 8, BOOT_SECRET_BYTES);
   memset(uid, 0, sizeof(*uid));
   memcpy(uid->internal, &id, sizeof(id));
-  (void)err, (void)errlen;
   return dmacclSuccess;
+}
+
+/* Constant time, so the comparison tells an attacker nothing. */
+static int sameSecret(const unsigned char *a, const unsigned char *b) {
+  unsigned char d = 0;
+  for (int i = 0; i < BOOT_SECRET_BYTES; i++) d |= (unsigned char)(a[i] ^ b[i]);
+  return d == 0;
+}
+
+/* The process at the other end of a UNIX socket runs as this user. */
+static int sameUser(int fd, pid_t *pid) {
+  struct ucred cr;
+  socklen_t len = sizeof(cr);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof(cr)) return 0;
+  if (pid) *pid = cr.pid;
+  return cr.uid == geteuid();
 }
 
 /* Waits until fd is ready for events or the deadline passes: 1 ready, 0 timeout, -1 error. */
@@ -208,9 +235,14 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
     }
     int c = accept4(b->listenFd, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0) continue;
+    /* Only a process of this user that holds the id's secret may join; any
+     * other connection is dropped without a word and changes nothing. A
+     * hello must arrive quickly: a silent connection cannot stall the join. */
     bootHello h;
-    if (recvAll(c, &h, sizeof(h), NULL, NULL, deadline) != 0 || h.magic != BOOT_MAGIC) {
-      close(c); /* not one of ours, or it went away */
+    double helloBy = nowSec() + 2 < deadline ? nowSec() + 2 : deadline;
+    if (!sameUser(c, NULL) || recvAll(c, &h, sizeof(h), NULL, NULL, helloBy) != 0 ||
+        h.magic != BOOT_MAGIC || !sameSecret(h.secret, b->secret)) {
+      close(c);
       continue;
     }
     if (h.nranks != b->nranks) {
@@ -270,6 +302,7 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
                 DMACCL_VERSION_CODE);
   bootState *b = calloc(1, sizeof(*b));
   if (!b) return fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+  memcpy(b->secret, id.secret, sizeof(b->secret));
   b->nranks = nranks;
   b->rank = rank;
   b->timeoutSec = timeoutSec;
@@ -306,7 +339,13 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
         rc = fail(err, errlen, dmacclSystemError, "bootstrap socket: %s", strerror(errno));
         goto out;
       }
-      if (connect(b->root, (struct sockaddr *)&addr, alen) == 0) break;
+      if (connect(b->root, (struct sockaddr *)&addr, alen) == 0) {
+        /* Rank 0 runs as this user (someone else may have taken the name). */
+        if (sameUser(b->root, NULL)) break;
+        rc = fail(err, errlen, dmacclInvalidUsage,
+                  "the rendezvous socket @%s belongs to another user: not joining it", id.name);
+        goto out;
+      }
       close(b->root);
       b->root = -1;
       if (nowSec() > deadline) {
@@ -317,7 +356,8 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
       }
       usleep(1000);
     }
-    bootHello h = {BOOT_MAGIC, nranks, rank, (int32_t)getpid()};
+    bootHello h = {BOOT_MAGIC, nranks, rank, (int32_t)getpid(), {0}};
+    memcpy(h.secret, id.secret, sizeof(h.secret));
     bootVerdict v;
     if (sendAll(b->root, &h, sizeof(h), NULL, 0, deadline) != 0) {
       rc = fail(err, errlen, dmacclRemoteError, "rank 0 closed the rendezvous during join");
@@ -334,8 +374,13 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
     else if (r != 0)
       rc = fail(err, errlen, dmacclRemoteError,
                 "rank 0 closed the rendezvous during join (it failed, or refused another rank)");
-    else if (v.code != 0)
-      rc = fail(err, errlen, (dmacclResult_t)v.code, "rank 0 refused the join: %.200s", v.text);
+    else if (v.code <= 0 || v.code >= dmacclNumResults)
+      rc = v.code == 0
+               ? dmacclSuccess
+               : fail(err, errlen, dmacclRemoteError, "rank 0 answered with code %d", (int)v.code);
+    else
+      rc = fail(err, errlen, (dmacclResult_t)v.code, "rank 0 refused the join: %.*s",
+                (int)strnlen(v.text, sizeof(v.text)), v.text);
   }
 out:
   if (rc != dmacclSuccess) {

@@ -4,11 +4,6 @@
 
 #include <stdint.h>
 
-dmacclResult_t coreCheckComm(dmacclComm_t comm, const char *call) {
-  if (!comm) return coreError(NULL, dmacclInvalidArgument, "%s: comm is NULL", call);
-  return dmacclSuccess;
-}
-
 static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
   uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
   return alen && blen && pa < pb + blen && pb < pa + alen;
@@ -49,6 +44,9 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
     return coreError(comm, dmacclInvalidArgument,
                      "%s: recvbuff is NULL with %s %zu (NULL is allowed only when the count is 0)",
                      call, countName, op->count);
+  rc = coreMemCheckRange(comm, op->sendbuff, sendBytes, call, "sendbuff");
+  if (rc == dmacclSuccess) rc = coreMemCheckRange(comm, op->recvbuff, total, call, "recvbuff");
+  if (rc != dmacclSuccess) return rc;
   rc = comm->exec->checkBuffer(comm, op->sendbuff, sendBytes, call, "sendbuff");
   if (rc != dmacclSuccess) return rc;
   rc = comm->exec->checkBuffer(comm, op->recvbuff, total, call, "recvbuff");

@@ -2,12 +2,15 @@
 #include "core.h"
 
 static dmacclResult_t issue(coreOp *op, const char *call) {
-  dmacclResult_t rc = coreCheckCollArgs(op, call);
+  dmacclResult_t rc = coreEnter(op->comm, call);
   if (rc != dmacclSuccess) return rc;
-  if (coreGroupActive()) return coreGroupRecord(op);
-  rc = coreCheckSoloUse(op->comm, call);
-  if (rc != dmacclSuccess) return rc;
-  return corePost(op);
+  rc = coreCheckCollArgs(op, call);
+  if (rc == dmacclSuccess && coreGroupActive())
+    rc = coreGroupRecord(op);
+  else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
+    rc = corePost(op);
+  coreLeave(op->comm);
+  return rc;
 }
 
 dmacclResult_t dmacclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,

@@ -174,6 +174,7 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   c->nextLaunch = 1;
   c->table = table;
   c->stageBytes = coreStageBytesParam();
+  c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
@@ -186,6 +187,12 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   }
   rc = made[0]->exec->init(made, ndev, devlist);
   if (rc != dmacclSuccess) goto fail;
+  for (int i = 0; i < ndev; i++)
+    if ((rc = coreRegisterComm(made[i])) != dmacclSuccess) {
+      for (int j = 0; j < i; j++) coreUnregisterComm(made[j]);
+      for (int j = 0; j < ndev; j++) made[j]->exec->fini(made[j]);
+      goto fail;
+    }
   memcpy(comms, made, (size_t)ndev * sizeof(*made));
   CORE_INFO("%s: %d ranks on the %s executor", call, ndev, made[0]->exec->name);
   return dmacclSuccess;
@@ -206,15 +213,28 @@ fail:
 }
 
 dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
-  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommSynchronize");
+  const char *call = "dmacclCommSynchronize";
+  dmacclResult_t rc = coreEnter(comm, call);
   if (rc != dmacclSuccess) return rc;
-  rc = coreWaitLaunched(comm, comm->posted);
-  if (rc != dmacclSuccess) return rc;
-  return comm->exec->sync(comm, comm->posted);
+  uint64_t posted = comm->posted;
+  rc = coreWaitLaunched(comm, posted);
+  if (rc == dmacclSuccess) rc = comm->exec->sync(comm, posted);
+  /* Ranks as processes: a staged operation is compared with the peers'
+   * calls after it ran; its verdict belongs to this wait. */
+  if (rc == dmacclSuccess && comm->clique->mp) rc = coreMpWaitChecked(comm, posted);
+  if (rc == dmacclSuccess) {
+    rc = coreTakeErrors(comm);
+    if (rc != dmacclSuccess) coreError(comm, rc, "%s: %s", call, comm->lastError);
+  }
+  coreLeave(comm);
+  return rc;
 }
 
 /* Destroy and Abort: wait (or release the waits), then free. Errors of
- * earlier operations were reported through dmacclCommGetAsyncError. */
+ * earlier operations were reported through dmacclCommGetAsyncError. The
+ * comm leaves the registry first, so later calls with it fail cleanly, and
+ * it is freed only once the calls inside the library have returned (an
+ * abort makes them return). */
 static void teardown(dmacclComm_t comm, int abort) {
   coreClique *c = comm->clique;
   if (!abort) {
@@ -229,6 +249,7 @@ static void teardown(dmacclComm_t comm, int abort) {
     pthread_mutex_unlock(&c->lock);
     comm->exec->abort(comm);
   }
+  coreWaitUsers(comm);
   if (c->mp) coreProgressStop(c);
   coreMemReleaseAll(comm);
   comm->exec->fini(comm);
@@ -240,18 +261,29 @@ static void teardown(dmacclComm_t comm, int abort) {
   if (last) coreFreeClique(c);
 }
 
-dmacclResult_t dmacclCommDestroy(dmacclComm_t comm) {
-  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommDestroy");
+static dmacclResult_t destroyOrAbort(dmacclComm_t comm, int abort) {
+  const char *call = abort ? "dmacclCommAbort" : "dmacclCommDestroy";
+  dmacclResult_t rc = coreCheckComm(comm, call);
   if (rc != dmacclSuccess) return rc;
-  teardown(comm, 0);
+  if (coreGroupHolds(comm))
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: this thread's open group holds calls on this communicator; end the "
+                     "group first (dmacclGroupEnd)",
+                     call);
+  if (coreUnregisterComm(comm) != 0) /* another thread got here first */
+    return coreError(NULL, dmacclInvalidArgument,
+                     "%s: comm %p is not a live communicator (destroyed, or never created)", call,
+                     (void *)comm);
+  teardown(comm, abort);
   return dmacclSuccess;
 }
 
+dmacclResult_t dmacclCommDestroy(dmacclComm_t comm) {
+  return destroyOrAbort(comm, 0);
+}
+
 dmacclResult_t dmacclCommAbort(dmacclComm_t comm) {
-  dmacclResult_t rc = coreCheckComm(comm, "dmacclCommAbort");
-  if (rc != dmacclSuccess) return rc;
-  teardown(comm, 1);
-  return dmacclSuccess;
+  return destroyOrAbort(comm, 1);
 }
 
 dmacclResult_t dmacclCommCount(const dmacclComm_t comm, int *count) {

@@ -59,8 +59,7 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
   mine.device = device;
   mine.stageBytes = coreStageBytesParam();
-  double timeout = atof(coreParamString("DMACCL_INIT_TIMEOUT"));
-  if (timeout <= 0) timeout = 60;
+  double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));
   rankInfo *all = calloc((size_t)nranks, sizeof(*all));
@@ -76,7 +75,7 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   c->alive = 1;
   c->nextLaunch = 1;
   c->table = table;
-  c->timeoutSec = atof(coreParamString("DMACCL_TIMEOUT"));
+  c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
   if (!(c->comms = calloc((size_t)nranks, sizeof(*c->comms))) ||
@@ -134,6 +133,10 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
     } else if (rc != dmacclSuccess) {
       coreProgressStop(c);
     }
+  }
+  if (rc == dmacclSuccess && (rc = coreRegisterComm(comm)) != dmacclSuccess) {
+    coreProgressStop(c);
+    ops->fini(comm);
   }
   if (rc != dmacclSuccess) goto fail;
   free(all);

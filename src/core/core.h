@@ -124,7 +124,7 @@ typedef struct coreClique {
   pthread_t progress;
   int progressStarted, progressStop;
   pthread_cond_t progressCv;
-  double timeoutSec;   /* DMACCL_TIMEOUT: 0 = no watchdog */
+  double timeoutSec;   /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
   uint64_t completed;  /* highest sequence number known complete (progress thread) */
   uint64_t checked;    /* highest sequence number compared with every peer's call */
   double pendingSince; /* when the oldest incomplete operation was first seen pending */
@@ -141,9 +141,12 @@ struct dmacclComm {
   const struct execOps *exec;
   void *execState;
   coreClique *clique;
-  planSchedule sched; /* reused by the launcher (under the clique lock) */
-  uint64_t posted;    /* sequence numbers posted */
-  dmacclResult_t asyncError;
+  planSchedule sched;        /* reused by the launcher (under the clique lock) */
+  uint64_t posted;           /* sequence numbers posted */
+  dmacclResult_t asyncError; /* breaks the communicator: every later wait reports it */
+  dmacclResult_t opError;    /* one operation failed (ranks disagreed): the next
+                                dmacclCommSynchronize reports it once */
+  int users;                 /* calls inside the library on this comm (handles.c) */
   char lastError[512];
   /* The last operation whose launch was refused (one process: launch.c). */
   uint64_t refusedSeq;
@@ -160,6 +163,12 @@ dmacclResult_t coreError(dmacclComm_t comm, dmacclResult_t code, const char *fmt
     __attribute__((format(printf, 3, 4)));
 void coreSetAsyncError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An operation failed without breaking the communicator (opError). */
+void coreSetOpError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* What a wait reports once its work is done: the sticky error, else the
+ * operation error, which this clears (reported once). */
+dmacclResult_t coreTakeErrors(dmacclComm_t comm);
 
 /* Data types (datatype.c). */
 size_t coreTypeSize(dmacclDataType_t t); /* 0 for an invalid type */
@@ -175,9 +184,12 @@ void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(pri
   } while (0)
 const char *coreParamString(const char *name); /* getenv with the table's default */
 size_t coreStageBytesParam(void);              /* DMACCL_STAGE_BYTES */
-int coreBatchOverlapParam(void);               /* DMACCL_BATCH_OVERLAP: 0 or 1 */
-int coreLanePriorityHigh(void);                /* DMACCL_LANE_PRIORITY is high */
-void coreParamPrintAll(void *file);            /* FILE*: name, value, doc of every parameter */
+/* A parameter in seconds: finite, above 0 (or 0 when zeroMeansOff), below
+ * 1e9; anything else warns and gives fallback. */
+double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
+int coreBatchOverlapParam(void);    /* DMACCL_BATCH_OVERLAP: 0 or 1 */
+int coreLanePriorityHigh(void);     /* DMACCL_LANE_PRIORITY is high */
+void coreParamPrintAll(void *file); /* FILE*: name, value, doc of every parameter */
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
 /* Group rule, config, executor and selection table: the checks both inits share. */
@@ -192,8 +204,20 @@ dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t e
 void coreFreeComm(dmacclComm_t comm);
 void coreFreeClique(coreClique *c);
 
-/* Argument checks (argcheck.c). */
+/* Live handles (handles.c). coreCheckComm: comm is a live communicator;
+ * coreEnter also counts the call as a user until coreLeave, and destroy
+ * waits for the users (coreWaitUsers) after unregistering the comm. */
 dmacclResult_t coreCheckComm(dmacclComm_t comm, const char *call);
+dmacclResult_t coreEnter(dmacclComm_t comm, const char *call);
+void coreLeave(dmacclComm_t comm);
+void coreWaitUsers(dmacclComm_t comm);
+dmacclResult_t coreRegisterComm(dmacclComm_t comm);
+int coreUnregisterComm(dmacclComm_t comm); /* -1: it was not live */
+int coreCommIsLive(dmacclComm_t comm);
+dmacclResult_t coreRegisterRequest(const void *request);
+int coreRequestIsLive(const void *request, int unregister);
+
+/* Argument checks (argcheck.c). */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
 /* The algorithm of a collective of chunkBytes per block (launch.c): the
@@ -222,6 +246,8 @@ dmacclResult_t coreMpExportOp(coreOp *op, const char *call);
  * published; lock held. Returns how many it compared. */
 int coreMpCheckStaged(coreClique *c);
 dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq);
+/* Waits until operations up to seq are compared with the peers' calls. */
+dmacclResult_t coreMpWaitChecked(dmacclComm_t comm, uint64_t seq);
 
 /* Progress thread of a multi-process set (progress.c). */
 dmacclResult_t coreProgressStart(coreClique *c);
@@ -231,6 +257,10 @@ double coreNowSec(void);
 
 /* Registration: where a buffer lives, as peers find it (mem.c). */
 coreMem *coreMemFind(dmacclComm_t comm, const void *ptr, size_t bytes);
+/* A buffer that starts inside a dmacclMemAlloc allocation must end inside it
+ * (its peers' parts lie right after it): InvalidArgument otherwise. */
+dmacclResult_t coreMemCheckRange(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
+                                 const char *arg);
 dmacclResult_t coreExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes, coreBufRef *ref,
                              const char *call, const char *arg);
 dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr);
@@ -238,6 +268,8 @@ void coreMemReleaseAll(dmacclComm_t comm);
 
 /* Groups (group.c). */
 int coreGroupActive(void);
+/* This thread's open group holds calls on comm. */
+int coreGroupHolds(dmacclComm_t comm);
 dmacclResult_t coreGroupRecord(const coreOp *op);
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call);
 

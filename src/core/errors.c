@@ -18,7 +18,13 @@ const char *dmacclGetErrorString(dmacclResult_t result) {
 }
 
 const char *dmacclCommGetLastError(dmacclComm_t comm) {
-  return comm ? comm->lastError : threadLastError;
+  if (!comm) return threadLastError;
+  if (!coreCommIsLive(comm)) {
+    coreError(NULL, dmacclInvalidArgument,
+              "dmacclCommGetLastError: comm %p is not a live communicator", (void *)comm);
+    return threadLastError;
+  }
+  return comm->lastError;
 }
 
 dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncError) {
@@ -26,7 +32,8 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
   if (rc != dmacclSuccess) return rc;
   if (!asyncError)
     return coreError(comm, dmacclInvalidArgument, "dmacclCommGetAsyncError: asyncError is NULL");
-  *asyncError = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
+  dmacclResult_t e = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
+  *asyncError = e != dmacclSuccess ? e : __atomic_load_n(&comm->opError, __ATOMIC_ACQUIRE);
   return dmacclSuccess;
 }
 
@@ -52,4 +59,19 @@ void coreSetAsyncError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, 
   dmacclResult_t none = dmacclSuccess;
   __atomic_compare_exchange_n(&comm->asyncError, &none, code, 0, __ATOMIC_RELEASE,
                               __ATOMIC_RELAXED);
+}
+
+void coreSetOpError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record(comm, fmt, ap);
+  va_end(ap);
+  dmacclResult_t none = dmacclSuccess;
+  __atomic_compare_exchange_n(&comm->opError, &none, code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+dmacclResult_t coreTakeErrors(dmacclComm_t comm) {
+  dmacclResult_t e = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
+  if (e != dmacclSuccess) return e;
+  return __atomic_exchange_n(&comm->opError, dmacclSuccess, __ATOMIC_ACQ_REL);
 }

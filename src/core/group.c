@@ -25,6 +25,12 @@ int coreGroupActive(void) {
   return depth > 0;
 }
 
+int coreGroupHolds(dmacclComm_t comm) {
+  for (int i = 0; i < nops; i++)
+    if (ops[i].comm == comm) return 1;
+  return 0;
+}
+
 dmacclResult_t dmacclGroupStart(void) {
   depth++;
   return dmacclSuccess;
@@ -49,7 +55,10 @@ dmacclResult_t dmacclGroupEnd(void) {
   if (--depth > 0) return dmacclSuccess;
   /* Order: by position among the same communicator's calls, then call order. */
   int *rankIdx = calloc((size_t)nops + 1, sizeof(int));
-  if (!rankIdx) return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  if (!rankIdx) {
+    nops = 0; /* the group is dropped, not left for the next one */
+    return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  }
   for (int i = 0; i < nops; i++)
     for (int j = 0; j < i; j++)
       if (ops[j].comm == ops[i].comm) rankIdx[i]++;
@@ -65,19 +74,31 @@ dmacclResult_t dmacclGroupEnd(void) {
   free(rankIdx);
   dmacclResult_t first = dmacclSuccess;
   int *posted = calloc((size_t)nops + 1, sizeof(int));
-  if (!posted) return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  if (!posted) {
+    nops = 0;
+    return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  }
+  /* A communicator destroyed (by another thread) since a call was recorded
+   * fails that call; the others go on. */
   for (int i = 0; i < nops; i++) {
-    dmacclResult_t rc = corePostNoAttach(&ops[i]);
-    posted[i] = rc == dmacclSuccess;
+    dmacclResult_t rc = coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)");
+    if (rc == dmacclSuccess) {
+      rc = corePostNoAttach(&ops[i]);
+      posted[i] = rc == dmacclSuccess ? 1 : -1; /* -1: entered, not posted */
+    }
     if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
   }
-  /* Captured calls join their streams once every call of the group is in. */
+  /* Calls join their streams once every call of the group is in. */
   for (int i = 0; i < nops; i++) {
-    dmacclResult_t rc = posted[i] ? coreAttach(&ops[i]) : dmacclSuccess;
+    dmacclResult_t rc = posted[i] == 1 ? coreAttach(&ops[i]) : dmacclSuccess;
     if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
+    if (posted[i]) coreLeave(ops[i].comm);
   }
   free(posted);
-  nops = 0;
+  /* The list lives only while a group is open: a thread that ends leaves nothing. */
+  free(ops);
+  ops = NULL;
+  nops = capops = 0;
   return first;
 }
 

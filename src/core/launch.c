@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
                         const planRange **why) {
@@ -123,12 +124,12 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
         {op->coll, r, c->nranks, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, stageIndex},
         0};
     if (!agree) {
-      coreSetAsyncError(c->comms[r], dmacclInvalidUsage,
-                        "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
-                        "rank %d called %s with count %zu of %s; nothing was copied",
-                        (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
-                        coreTypeName(ref->datatype), bad->comm->rank, planCollName(bad->coll),
-                        bad->count, coreTypeName(bad->datatype));
+      coreSetOpError(c->comms[r], dmacclInvalidUsage,
+                     "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
+                     "rank %d called %s with count %zu of %s; nothing was copied",
+                     (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
+                     coreTypeName(ref->datatype), bad->comm->rank, planCollName(bad->coll),
+                     bad->count, coreTypeName(bad->datatype));
     }
     if (rc != dmacclSuccess) {
       c->comms[r]->refusedSeq = slot->seq;
@@ -151,6 +152,39 @@ static void launchReady(coreClique *c) {
   }
 }
 
+/* Why a one-process wait must give up (lock held): abort, a broken set, or
+ * DMACCL_TIMEOUT passed since `since` while operation seq waits for the
+ * ranks that have not called it (the set is then broken, naming them). */
+static dmacclResult_t spStop(dmacclComm_t comm, uint64_t seq, double since) {
+  coreClique *c = comm->clique;
+  if (c->aborting) return coreError(comm, dmacclInvalidUsage, "the communicator was aborted");
+  if (c->broken == dmacclSuccess && c->timeoutSec > 0 && coreNowSec() - since > c->timeoutSec) {
+    char missing[160] = "";
+    size_t used = 0;
+    for (int r = 0; r < c->nranks && used + 8 < sizeof(missing); r++)
+      if (c->comms[r] && c->comms[r]->posted < seq)
+        used +=
+            (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d", used ? ", " : "", r);
+    char why[256];
+    snprintf(why, sizeof(why),
+             "operation %llu waited more than %.0f s (DMACCL_TIMEOUT) for rank(s) %s to call it",
+             (unsigned long long)seq, c->timeoutSec, missing[0] ? missing : "?");
+    coreBreak(c, dmacclTimeout, why);
+  }
+  if (c->broken != dmacclSuccess)
+    return coreError(comm, c->broken, "the communicator is broken: %s", c->brokenWhy);
+  return dmacclSuccess;
+}
+
+/* Waits on the set's condition for a while (lock held). */
+static void spWait(coreClique *c) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 100000000; /* 100 ms: the timeout is checked this often */
+  if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+  pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+}
+
 static dmacclResult_t spPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
@@ -158,7 +192,15 @@ static dmacclResult_t spPost(coreOp *op) {
   op->seq = comm->posted + 1;
   coreBoardSlot *slot = &c->slots[op->seq % CORE_BOARD_DEPTH];
   /* The slot may still hold an operation CORE_BOARD_DEPTH older. */
-  while (slot->nposted > 0 && slot->seq != op->seq) pthread_cond_wait(&c->cond, &c->lock);
+  double since = coreNowSec();
+  while (slot->nposted > 0 && slot->seq != op->seq) {
+    dmacclResult_t stop = spStop(comm, slot->seq, since);
+    if (stop != dmacclSuccess) {
+      pthread_mutex_unlock(&c->lock);
+      return stop;
+    }
+    spWait(c);
+  }
   dmacclResult_t rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;
   if (rc != dmacclSuccess) {
     pthread_mutex_unlock(&c->lock);
@@ -176,10 +218,15 @@ static dmacclResult_t spPost(coreOp *op) {
 dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   coreClique *c = comm->clique;
   if (c->mp) return coreMpWaitLaunched(comm, seq);
+  dmacclResult_t rc = dmacclSuccess;
+  double since = coreNowSec();
   pthread_mutex_lock(&c->lock);
-  while (c->nextLaunch <= seq && !c->aborting) pthread_cond_wait(&c->cond, &c->lock);
+  while (c->nextLaunch <= seq && (rc = spStop(comm, c->nextLaunch, since)) == dmacclSuccess)
+    spWait(c);
+  /* Launched already: an abort or break later is the device wait's to report. */
+  if (c->nextLaunch > seq) rc = dmacclSuccess;
   pthread_mutex_unlock(&c->lock);
-  return dmacclSuccess;
+  return rc;
 }
 
 dmacclResult_t corePostNoAttach(coreOp *op) {
@@ -192,7 +239,8 @@ dmacclResult_t corePostNoAttach(coreOp *op) {
 dmacclResult_t coreAttach(coreOp *op) {
   dmacclComm_t comm = op->comm;
   if (!comm->clique->mp && comm->exec->launchBeforeReturn) {
-    coreWaitLaunched(comm, op->seq);
+    dmacclResult_t rc = coreWaitLaunched(comm, op->seq);
+    if (rc != dmacclSuccess) return rc;
     /* Written by the launcher before the launch was announced under the
      * lock; only this rank's next call could overwrite it. */
     if (comm->refusedSeq == op->seq)

@@ -27,13 +27,13 @@ static int sameShared(const coreSharedOp *a, const coreSharedOp *b) {
 static void reportDisagreement(coreClique *c, uint64_t seq, int bad, const char *outcome) {
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot], *b = &coreBoardRank(c, bad)->ops[slot];
-  coreSetAsyncError(c->comms[c->localRank], dmacclInvalidUsage,
-                    "operation %llu: ranks disagree: rank 0 called %s with count %llu of %s, "
-                    "rank %d called %s with count %llu of %s; %s",
-                    (unsigned long long)seq, planCollName((planColl)ref->coll),
-                    (unsigned long long)ref->count, coreTypeName((dmacclDataType_t)ref->datatype),
-                    bad, planCollName((planColl)b->coll), (unsigned long long)b->count,
-                    coreTypeName((dmacclDataType_t)b->datatype), outcome);
+  coreSetOpError(c->comms[c->localRank], dmacclInvalidUsage,
+                 "operation %llu: ranks disagree: rank 0 called %s with count %llu of %s, "
+                 "rank %d called %s with count %llu of %s; %s",
+                 (unsigned long long)seq, planCollName((planColl)ref->coll),
+                 (unsigned long long)ref->count, coreTypeName((dmacclDataType_t)ref->datatype), bad,
+                 planCollName((planColl)b->coll), (unsigned long long)b->count,
+                 coreTypeName((dmacclDataType_t)b->datatype), outcome);
 }
 
 static void launchOne(coreClique *c, uint64_t seq) {
@@ -238,6 +238,23 @@ dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   int round = 0;
   pthread_mutex_lock(&c->lock);
   while (c->nextLaunch <= seq) {
+    pthread_mutex_unlock(&c->lock);
+    dmacclResult_t rc = stopReason(comm);
+    if (rc != dmacclSuccess) return rc;
+    backoff(&round);
+    pthread_mutex_lock(&c->lock);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return dmacclSuccess;
+}
+
+dmacclResult_t coreMpWaitChecked(dmacclComm_t comm, uint64_t seq) {
+  coreClique *c = comm->clique;
+  int round = 0;
+  pthread_mutex_lock(&c->lock);
+  while (c->checked < seq) {
+    coreMpCheckStaged(c);
+    if (c->checked >= seq) break;
     pthread_mutex_unlock(&c->lock);
     dmacclResult_t rc = stopReason(comm);
     if (rc != dmacclSuccess) return rc;

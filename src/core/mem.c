@@ -7,8 +7,28 @@
 #include "../exec/exec.h"
 #include "../boot/boot.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+dmacclResult_t coreMemCheckRange(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
+                                 const char *arg) {
+  uintptr_t p = (uintptr_t)ptr;
+  dmacclResult_t rc = dmacclSuccess;
+  pthread_mutex_lock(&comm->memLock);
+  for (coreMem *m = comm->mems; m; m = m->next) {
+    uintptr_t b = (uintptr_t)m->mine;
+    if (p < b || p >= b + m->size) continue;
+    if (bytes > b + m->size - p)
+      rc = coreError(comm, dmacclInvalidArgument,
+                     "%s: %s %p needs %zu bytes, but its dmacclMemAlloc allocation ends %zu bytes "
+                     "after it",
+                     call, arg, ptr, bytes, (size_t)(b + m->size - p));
+    break;
+  }
+  pthread_mutex_unlock(&comm->memLock);
+  return rc;
+}
 
 coreMem *coreMemFind(dmacclComm_t comm, const void *ptr, size_t bytes) {
   uintptr_t p = (uintptr_t)ptr;
@@ -66,12 +86,16 @@ dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref,
   return comm->exec->importBuf(comm, peer, ref, addr);
 }
 
-dmacclResult_t dmacclMemAlloc(dmacclComm_t comm, size_t size, void **ptr) {
+static dmacclResult_t memAlloc(dmacclComm_t comm, size_t size, void **ptr) {
   const char *call = "dmacclMemAlloc";
-  dmacclResult_t rc = coreCheckComm(comm, call);
-  if (rc != dmacclSuccess) return rc;
+  dmacclResult_t rc;
   if (!ptr) return coreError(comm, dmacclInvalidArgument, "%s: ptr is NULL", call);
   if (size == 0) return coreError(comm, dmacclInvalidArgument, "%s: size is 0", call);
+  /* Every rank maps every rank's part: nranks parts must fit, rounded up. */
+  if (size > (size_t)PTRDIFF_MAX / (size_t)comm->nranks - ((size_t)1 << 30))
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: size %zu is too large (%d ranks' parts of it must fit the address space)",
+                     call, size, comm->nranks);
   if (coreGroupActive())
     return coreError(comm, dmacclInvalidUsage, "%s: not allowed inside a group", call);
   coreMem *m = calloc(1, sizeof(*m));
@@ -93,10 +117,8 @@ dmacclResult_t dmacclMemAlloc(dmacclComm_t comm, size_t size, void **ptr) {
   return dmacclSuccess;
 }
 
-dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr) {
+static dmacclResult_t memFree(dmacclComm_t comm, void *ptr) {
   const char *call = "dmacclMemFree";
-  dmacclResult_t rc = coreCheckComm(comm, call);
-  if (rc != dmacclSuccess) return rc;
   if (!ptr) return dmacclSuccess; /* as free(NULL) */
   coreMem *m = NULL;
   pthread_mutex_lock(&comm->memLock);
@@ -119,6 +141,24 @@ dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr) {
   return dmacclSuccess;
 }
 
+/* Both may block (collective allocation, waiting for queued work): the call
+ * counts as a user of comm, so destroy or abort elsewhere waits for it. */
+dmacclResult_t dmacclMemAlloc(dmacclComm_t comm, size_t size, void **ptr) {
+  dmacclResult_t rc = coreEnter(comm, "dmacclMemAlloc");
+  if (rc != dmacclSuccess) return rc;
+  rc = memAlloc(comm, size, ptr);
+  coreLeave(comm);
+  return rc;
+}
+
+dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr) {
+  dmacclResult_t rc = coreEnter(comm, "dmacclMemFree");
+  if (rc != dmacclSuccess) return rc;
+  rc = memFree(comm, ptr);
+  coreLeave(comm);
+  return rc;
+}
+
 void coreMemReleaseAll(dmacclComm_t comm) {
   coreMem *m = comm->mems;
   comm->mems = NULL;
@@ -137,6 +177,11 @@ dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, vo
   if (!buff) return coreError(comm, dmacclInvalidArgument, "%s: buff is NULL", call);
   if (!handle) return coreError(comm, dmacclInvalidArgument, "%s: handle is NULL", call);
   if (size == 0) return coreError(comm, dmacclInvalidArgument, "%s: size is 0", call);
+  /* Every rank maps every rank's part: nranks parts must fit, rounded up. */
+  if (size > (size_t)PTRDIFF_MAX / (size_t)comm->nranks - ((size_t)1 << 30))
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: size %zu is too large (%d ranks' parts of it must fit the address space)",
+                     call, size, comm->nranks);
   rc = comm->exec->checkBuffer(comm, buff, size, call, "buff");
   if (rc != dmacclSuccess) return rc;
   return comm->exec->registerBuf(comm, buff, size, handle);

@@ -1,6 +1,7 @@
 /* Environment parameters, one line each, and the debug log. */
 #include "core.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,9 +23,10 @@ static const struct {
     {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
     {"DMACCL_INIT_TIMEOUT", "60",
      "dmacclCommInitRank and other bootstrap exchanges: seconds to wait for every rank"},
-    {"DMACCL_TIMEOUT", "0",
-     "watchdog: seconds an operation may stay pending before the communicator fails with "
-     "dmacclTimeout naming the peer (0 = off)"},
+    {"DMACCL_TIMEOUT", "600",
+     "watchdog: seconds an operation may stay pending, or a call may wait for its peers' calls, "
+     "before the communicator fails with dmacclTimeout naming the rank (0 = off; 600 as "
+     "PyTorch's default process-group timeout)"},
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
      "algorithms; 0 turns them off"},
@@ -101,4 +103,17 @@ int coreLanePriorityHigh(void) {
   if (strcmp(v, "default") != 0)
     coreLog(CORE_LOG_WARN, "DMACCL_LANE_PRIORITY='%s' is not default or high: using default", v);
   return 0;
+}
+
+double coreParamSeconds(const char *name, double fallback, int zeroMeansOff) {
+  const char *v = coreParamString(name);
+  char *end = NULL;
+  double d = strtod(v, &end);
+  int ok = v[0] && end && !*end && isfinite(d) && (d > 0 || (zeroMeansOff && d == 0)) && d < 1e9;
+  if (!ok) {
+    coreLog(CORE_LOG_WARN, "%s='%s' is not a number of seconds%s: using %g", name, v,
+            zeroMeansOff ? " (0 = off)" : " above 0", fallback);
+    return fallback;
+  }
+  return d;
 }

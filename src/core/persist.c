@@ -23,20 +23,29 @@ struct dmacclRequest {
 };
 
 static dmacclResult_t requestInit(coreOp *op, const char *call, dmacclRequest_t *request) {
-  if (!request) return coreError(op->comm, dmacclInvalidArgument, "%s: request is NULL", call);
-  op->stream = NULL; /* the stream comes with each start */
-  dmacclResult_t rc = coreCheckCollArgs(op, call);
+  dmacclResult_t rc = coreEnter(op->comm, call);
   if (rc != dmacclSuccess) return rc;
-  struct dmacclRequest *r = calloc(1, sizeof(*r));
-  if (!r) return coreError(op->comm, dmacclSystemError, "%s: out of memory", call);
+  struct dmacclRequest *r = NULL;
+  op->stream = NULL; /* the stream comes with each start */
+  if (!request) {
+    rc = coreError(op->comm, dmacclInvalidArgument, "%s: request is NULL", call);
+    goto out;
+  }
+  if ((rc = coreCheckCollArgs(op, call)) != dmacclSuccess) goto out;
+  if (!(r = calloc(1, sizeof(*r)))) {
+    rc = coreError(op->comm, dmacclSystemError, "%s: out of memory", call);
+    goto out;
+  }
   r->magic = REQUEST_MAGIC;
   r->op = *op;
-  if (op->comm->clique->mp && (rc = coreMpExportOp(&r->op, call)) != dmacclSuccess) {
-    free(r);
-    return rc;
-  }
+  if (op->comm->clique->mp && (rc = coreMpExportOp(&r->op, call)) != dmacclSuccess) goto out;
+  if ((rc = coreRegisterRequest(r)) != dmacclSuccess) goto out;
   *request = r;
-  return dmacclSuccess;
+  r = NULL;
+out:
+  free(r);
+  coreLeave(op->comm);
+  return rc;
 }
 
 dmacclResult_t dmacclAllGatherInit(const void *sendbuff, void *recvbuff, size_t sendcount,
@@ -63,9 +72,11 @@ dmacclResult_t dmacclAlltoAllInit(const void *sendbuff, void *recvbuff, size_t c
   return requestInit(&op, "dmacclAlltoAllInit", request);
 }
 
-static dmacclResult_t checkRequest(dmacclRequest_t request, const char *call) {
+/* A live request (the registry, never its possibly freed memory); free:
+ * also take it out of the registry, atomically with the check. */
+static dmacclResult_t checkRequest(dmacclRequest_t request, const char *call, int free) {
   if (!request) return coreError(NULL, dmacclInvalidArgument, "%s: request is NULL", call);
-  if (request->magic != REQUEST_MAGIC)
+  if (!coreRequestIsLive(request, free))
     return coreError(NULL, dmacclInvalidArgument,
                      "%s: request %p is not a live request (freed, or not from "
                      "dmacclAllGatherInit/dmacclAlltoAllInit)",
@@ -75,20 +86,25 @@ static dmacclResult_t checkRequest(dmacclRequest_t request, const char *call) {
 
 dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
   const char *call = "dmacclStart";
-  dmacclResult_t rc = checkRequest(request, call);
+  dmacclResult_t rc = checkRequest(request, call, 0);
   if (rc != dmacclSuccess) return rc;
   coreOp op = request->op;
   op.stream = stream;
+  if (coreEnter(op.comm, call) != dmacclSuccess)
+    return coreError(NULL, dmacclInvalidUsage,
+                     "%s: request %p's communicator %p was destroyed; free the request", call,
+                     (void *)request, (void *)op.comm);
   rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture);
-  if (rc != dmacclSuccess) return rc;
-  if (coreGroupActive()) return coreGroupRecord(&op);
-  rc = coreCheckSoloUse(op.comm, call);
-  if (rc != dmacclSuccess) return rc;
-  return corePost(&op);
+  if (rc == dmacclSuccess && coreGroupActive())
+    rc = coreGroupRecord(&op);
+  else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
+    rc = corePost(&op);
+  coreLeave(op.comm);
+  return rc;
 }
 
 dmacclResult_t dmacclRequestFree(dmacclRequest_t request) {
-  dmacclResult_t rc = checkRequest(request, "dmacclRequestFree");
+  dmacclResult_t rc = checkRequest(request, "dmacclRequestFree", 1);
   if (rc != dmacclSuccess) return rc;
   request->magic = 0;
   free(request);

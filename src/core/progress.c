@@ -40,10 +40,10 @@ static int processGone(int pid) {
 }
 
 void coreBreak(coreClique *c, dmacclResult_t code, const char *why) {
-  dmacclComm_t comm = c->comms[c->localRank];
   snprintf(c->brokenWhy, sizeof(c->brokenWhy), "%s", why);
   __atomic_store_n(&c->broken, code, __ATOMIC_RELEASE);
-  coreSetAsyncError(comm, code, "%s", why);
+  for (int r = 0; r < c->nranks; r++) /* one process: every rank; else the local one */
+    if (c->comms[r]) coreSetAsyncError(c->comms[r], code, "%s", why);
   pthread_cond_broadcast(&c->cond);
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@ void coreShmRelease(coreShm *m) {
 dmacclResult_t coreShmCreate(struct bootState *boot, int nranks, size_t size, coreShm *out,
                              char *err, size_t errlen) {
   long page = sysconf(_SC_PAGESIZE);
+  /* Every rank computes the same verdict: no exchange needed to agree. */
+  if (size > (size_t)PTRDIFF_MAX / (size_t)nranks - (size_t)page) {
+    snprintf(err, errlen, "%zu bytes per rank times %d ranks does not fit the address space", size,
+             nranks);
+    return dmacclInvalidArgument;
+  }
   size_t stride = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
   if (stride == 0) stride = (size_t)page;
   int fd = memfd_create("dmaccl", MFD_CLOEXEC);

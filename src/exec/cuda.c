@@ -758,7 +758,11 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
     dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
     if (broken != dmacclSuccess)
       return coreError(comm, broken, "dmacclCommSynchronize: %s", c->brokenWhy);
-    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) return *stop = 1, dmacclSuccess;
+    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) {
+      *stop = 1; /* the work may never have run: say so, not success */
+      return coreError(comm, dmacclInvalidUsage,
+                       "dmacclCommSynchronize: the communicator was aborted while this waited");
+    }
     if (round > 1000) sched_yield();
   }
 }
@@ -778,7 +782,7 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   if (rc != dmacclSuccess) return rc;
   /* Every posted operation is launched (the core waited) and complete. */
   if (c->mp && !__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE)) cudaIpcCloseStale(comm);
-  return __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
+  return dmacclSuccess; /* the core reports the errors of the operations */
 }
 
 /* Waits up to `sec` seconds for the aside stream: it shares hardware queues

@@ -177,8 +177,7 @@ static void hostFini(dmacclComm_t comm) {
 /* State and worker of one rank; flags NULL means "on the shared board". */
 static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   int n = comm->nranks;
-  double timeout = atof(coreParamString("DMACCL_HOST_TIMEOUT"));
-  if (timeout <= 0) timeout = 60;
+  double timeout = coreParamSeconds("DMACCL_HOST_TIMEOUT", 60, 0);
   hostState *h = calloc(1, sizeof(*h));
   if (!h) return dmacclSystemError;
   h->peerFlags = calloc((size_t)n, sizeof(*h->peerFlags));
@@ -412,10 +411,14 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
   pthread_mutex_lock(&h->mu);
   while (h->done != h->queued) pthread_cond_wait(&h->cv, &h->mu);
   pthread_mutex_unlock(&h->mu);
-  dmacclResult_t broken = __atomic_load_n(&comm->clique->broken, __ATOMIC_ACQUIRE);
-  if (broken != dmacclSuccess) return broken;
-  dmacclResult_t err = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
-  return err;
+  coreClique *c = comm->clique;
+  if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
+    return coreError(comm, dmacclInvalidUsage,
+                     "dmacclCommSynchronize: the communicator was aborted while this waited");
+  dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+  if (broken != dmacclSuccess)
+    return coreError(comm, broken, "the communicator is broken: %s", c->brokenWhy);
+  return dmacclSuccess; /* the core reports the errors of the operations */
 }
 
 const execOps execHostOps = {

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include "args.h"
 
 #include <ctype.h>
@@ -32,7 +33,9 @@ size_t perfTypeSize(dmacclDataType_t t) {
 int perfParseSize(const char *s, size_t *out) {
   char *end;
   if (!s || !isdigit((unsigned char)s[0])) return -1;
+  errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
+  if (errno == ERANGE) return -1; /* more digits than any size */
   int shift = 0;
   if (*end) {
     switch (toupper((unsigned char)*end)) {
@@ -54,7 +57,7 @@ void perfUsage(FILE *f) {
       "usage: dmaccl-perf [options]   (nccl-tests' flags where they overlap)\n"
       "  -b SIZE   smallest size (default 1K; K, M, G suffixes)\n"
       "  -e SIZE   largest size (default 64M)\n"
-      "  -f F      multiply the size by F each step (default 2)\n"
+      "  -f F      multiply the size by F each step, 1 < F <= 1024 (default 2)\n"
       "  -i BYTES  add BYTES each step instead of multiplying\n"
       "  -g N      ranks of one process: GPUs (CUDA, default all) or threads (host, default 4)\n"
       "  -p N      N processes, one rank (one GPU) each, forked before any CUDA call\n"
@@ -267,7 +270,8 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     case 'f': {
       char *end;
       a->stepFactor = strtod(v, &end);
-      bad = *end || !(a->stepFactor > 1.0);
+      /* finite and sane: sizes times it stay far inside size_t */
+      bad = *end || !(a->stepFactor > 1.0 && a->stepFactor <= 1024.0);
       break;
     }
     case 'g': bad = parseInt(v, 1, 256, &a->nranks); break;
@@ -338,7 +342,15 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
 }
 
 size_t perfNextSize(const perfArgs *a, size_t cur) {
-  size_t next = a->stepBytes ? cur + a->stepBytes : (size_t)((double)cur * a->stepFactor);
+  size_t next;
+  if (a->stepBytes) {
+    if (cur > a->maxBytes || a->stepBytes > a->maxBytes - cur) return 0;
+    next = cur + a->stepBytes;
+  } else {
+    double d = (double)cur * a->stepFactor;
+    if (!(d <= (double)a->maxBytes)) return 0; /* also before a size_t conversion overflows */
+    next = (size_t)d;
+  }
   if (next <= cur) next = cur + 1;
   return next > a->maxBytes ? 0 : next;
 }
