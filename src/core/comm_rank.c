@@ -25,6 +25,16 @@ typedef struct {
 /* Same verdict on every rank: they all see the same table. Ranks may share
  * a GPU (the executor reaches such a peer without peer access). */
 static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t errlen) {
+  for (int r = 0; r < n; r++) { /* what a rank says is in range */
+    const rankInfo *i = &all[r];
+    if (i->pid <= 0 || (i->executor != dmacclExecutorCuda && i->executor != dmacclExecutorHost) ||
+        i->device < -1 || !memchr(i->name, 0, sizeof(i->name)) ||
+        i->stageBytes > ((size_t)1 << 40)) {
+      snprintf(err, errlen, "rank %d sent init data out of range (pid %d, executor %d, device %d)",
+               r, i->pid, i->executor, i->device);
+      return dmacclInvalidArgument;
+    }
+  }
   for (int r = 1; r < n; r++)
     if (all[r].executor != all[0].executor) {
       snprintf(err, errlen, "rank 0 uses the %s executor but rank %d the %s executor",
