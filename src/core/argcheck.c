@@ -10,9 +10,8 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
 }
 
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
-  dmacclComm_t comm = op->comm;
-  dmacclResult_t rc = coreCheckComm(comm, call);
-  if (rc != dmacclSuccess) return rc;
+  dmacclComm_t comm = op->comm; /* live: the caller entered it (coreEnter) */
+  dmacclResult_t rc;
   size_t tsize = coreTypeSize(op->datatype);
   if (tsize == 0)
     return coreError(comm, dmacclInvalidArgument,

@@ -218,6 +218,7 @@ dmacclResult_t coreRegisterRequest(const void *request);
 int coreRequestIsLive(const void *request, int unregister);
 
 /* Argument checks (argcheck.c). */
+/* op->comm must be live and entered (coreEnter) by the caller. */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
 /* The algorithm of a collective of chunkBytes per block (launch.c): the
