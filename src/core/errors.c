@@ -51,23 +51,26 @@ dmacclResult_t coreError(dmacclComm_t comm, dmacclResult_t code, const char *fmt
   return code;
 }
 
+/* Records the sentence, and code in *slot unless an error is there already. */
+static void keepFirst(dmacclComm_t comm, dmacclResult_t *slot, dmacclResult_t code, const char *fmt,
+                      va_list ap) {
+  record(comm, fmt, ap);
+  dmacclResult_t none = dmacclSuccess;
+  __atomic_compare_exchange_n(slot, &none, code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 void coreSetAsyncError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  record(comm, fmt, ap);
+  keepFirst(comm, &comm->asyncError, code, fmt, ap);
   va_end(ap);
-  dmacclResult_t none = dmacclSuccess;
-  __atomic_compare_exchange_n(&comm->asyncError, &none, code, 0, __ATOMIC_RELEASE,
-                              __ATOMIC_RELAXED);
 }
 
 void coreSetOpError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  record(comm, fmt, ap);
+  keepFirst(comm, &comm->opError, code, fmt, ap);
   va_end(ap);
-  dmacclResult_t none = dmacclSuccess;
-  __atomic_compare_exchange_n(&comm->opError, &none, code, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 dmacclResult_t coreTakeErrors(dmacclComm_t comm) {

@@ -233,11 +233,15 @@ dmacclResult_t coreMpPost(coreOp *op) {
   return dmacclSuccess;
 }
 
-dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
+/* Waits until seq is launched (checked 0) or also compared with the peers'
+ * calls (checked 1), or returns the reason the comm stopped. */
+static dmacclResult_t mpWait(dmacclComm_t comm, uint64_t seq, int checked) {
   coreClique *c = comm->clique;
   int round = 0;
   pthread_mutex_lock(&c->lock);
-  while (c->nextLaunch <= seq) {
+  for (;;) {
+    if (checked) coreMpCheckStaged(c);
+    if (checked ? c->checked >= seq : c->nextLaunch > seq) break;
     pthread_mutex_unlock(&c->lock);
     dmacclResult_t rc = stopReason(comm);
     if (rc != dmacclSuccess) return rc;
@@ -248,19 +252,10 @@ dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   return dmacclSuccess;
 }
 
+dmacclResult_t coreMpWaitLaunched(dmacclComm_t comm, uint64_t seq) {
+  return mpWait(comm, seq, 0);
+}
+
 dmacclResult_t coreMpWaitChecked(dmacclComm_t comm, uint64_t seq) {
-  coreClique *c = comm->clique;
-  int round = 0;
-  pthread_mutex_lock(&c->lock);
-  while (c->checked < seq) {
-    coreMpCheckStaged(c);
-    if (c->checked >= seq) break;
-    pthread_mutex_unlock(&c->lock);
-    dmacclResult_t rc = stopReason(comm);
-    if (rc != dmacclSuccess) return rc;
-    backoff(&round);
-    pthread_mutex_lock(&c->lock);
-  }
-  pthread_mutex_unlock(&c->lock);
-  return dmacclSuccess;
+  return mpWait(comm, seq, 1);
 }
