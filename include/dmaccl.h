@@ -1,10 +1,14 @@
 /*
  * dmaccl: DMA Collective Communication Library.
  *
- * Collectives (AllGather, AlltoAll) run on the GPUs' copy engines; the
- * collective path launches no kernel and leaves every SM to the application.
- * The API follows NCCL's: same buffer layouts, same stream semantics, same
- * group rules. This header is C99 and needs only <stddef.h> and CUDA's
+ * Collectives run on the GPUs' copy engines. Collectives that only move data
+ * (AllGather, AlltoAll, Broadcast, Gather, Scatter and the V forms) launch no
+ * kernel and leave every SM to the application; reducing ones (AllReduce,
+ * ReduceScatter, Reduce, ReduceScatterV) move data with copy engines and
+ * compute with one small reduction kernel of few CTAs (DMACCL_REDUCE_CTAS).
+ * The API follows NCCL 2.28's: same argument order, buffer layouts, in-place
+ * rules, stream semantics and group rules; counts are in elements. This
+ * header is C99 and needs only <stddef.h> and CUDA's
  * runtime type for streams.
  */
 #ifndef DMACCL_H_
@@ -18,7 +22,7 @@ extern "C" {
 #endif
 
 #define DMACCL_MAJOR 0
-#define DMACCL_MINOR 1
+#define DMACCL_MINOR 2
 #define DMACCL_PATCH 0
 #define DMACCL_VERSION_CODE (DMACCL_MAJOR * 10000 + DMACCL_MINOR * 100 + DMACCL_PATCH)
 
@@ -46,22 +50,52 @@ typedef enum {
       dmacclNumResults
 } dmacclResult_t;
 
-/* Element types. Sizes: 1 byte for int8/uint8/fp8, 2 for fp16/bf16, 4, 8. */
+/*
+ * Element types, with NCCL's numbers (0.2 changed Float32, Float64 and
+ * Bfloat16 from 0.1's 8, 9 and 7 so that bindings written for NCCL, such as
+ * vLLM's ctypes wrapper, pass the right type). NCCL's alias names are kept.
+ * Sizes: 1 byte for int8/uint8/fp8, 2 for fp16/bf16, 4, 8.
+ */
 typedef enum {
   dmacclInt8 = 0,
+  dmacclChar = 0,
   dmacclUint8 = 1,
   dmacclInt32 = 2,
+  dmacclInt = 2,
   dmacclUint32 = 3,
   dmacclInt64 = 4,
   dmacclUint64 = 5,
   dmacclFloat16 = 6,
-  dmacclBfloat16 = 7,
-  dmacclFloat32 = 8,
-  dmacclFloat64 = 9,
+  dmacclHalf = 6,
+  dmacclFloat32 = 7,
+  dmacclFloat = 7,
+  dmacclFloat64 = 8,
+  dmacclDouble = 8,
+  dmacclBfloat16 = 9,
   dmacclFloat8e4m3 = 10,
   dmacclFloat8e5m2 = 11,
   dmacclNumTypes = 12
 } dmacclDataType_t;
+
+/*
+ * Reduction operations, with NCCL's numbers. Every type supports Sum, Prod,
+ * Max and Min; Avg (the sum divided by the number of ranks) only the
+ * floating-point types. How a result is computed, the same on every executor
+ * so that results are reproducible bit for bit: the ranks' values are
+ * combined in rank order (((x0 op x1) op x2) ...); integers in their own
+ * width with wrap-around; float and double in their own precision; fp16,
+ * bf16 and fp8 in float, rounded once at the end to nearest even (fp8
+ * saturates to its largest finite value); Avg divides the float or double
+ * sum by nranks before that rounding.
+ */
+typedef enum {
+  dmacclSum = 0,
+  dmacclProd = 1,
+  dmacclMax = 2,
+  dmacclMin = 3,
+  dmacclAvg = 4,
+  dmacclNumOps = 5
+} dmacclRedOp_t;
 
 /* Where a communicator's collectives run. */
 typedef enum {
@@ -292,6 +326,93 @@ dmacclResult_t dmacclAlltoAll(const void *sendbuff, void *recvbuff, size_t count
                               dmacclDataType_t datatype, dmacclComm_t comm, cudaStream_t stream);
 
 /*
+ * The collectives below follow the stream semantics, buffer rules and
+ * ordering rules of dmacclAllGather. "In place" names the one overlap of
+ * sendbuff and recvbuff each allows; any other overlap is an error.
+ * Arguments that only the root uses (Broadcast's sendbuff, Reduce's and
+ * Gather's recvbuff, Scatter's sendbuff) are ignored on other ranks and may
+ * be NULL there. Every rank passes the same count, datatype, op and root.
+ */
+
+/* AllReduce: every rank's recvbuff (count elements) receives the reduction
+ * of every rank's sendbuff. In place when sendbuff == recvbuff. */
+dmacclResult_t dmacclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                               dmacclDataType_t datatype, dmacclRedOp_t op, dmacclComm_t comm,
+                               cudaStream_t stream);
+
+/* ReduceScatter: sendbuff holds nranks*recvcount elements; rank r's recvbuff
+ * receives the reduction of block r (sendbuff + r*recvcount*size) of every
+ * rank. In place when recvbuff == sendbuff + rank*recvcount*size. */
+dmacclResult_t dmacclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                   dmacclDataType_t datatype, dmacclRedOp_t op, dmacclComm_t comm,
+                                   cudaStream_t stream);
+
+/* Broadcast: the root's sendbuff (count elements) lands in every rank's
+ * recvbuff, the root's included. In place when sendbuff == recvbuff (at the
+ * root). */
+dmacclResult_t dmacclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                               dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                               cudaStream_t stream);
+
+/* Reduce: the root's recvbuff (count elements) receives the reduction of
+ * every rank's sendbuff. In place when sendbuff == recvbuff (at the root). */
+dmacclResult_t dmacclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                            dmacclDataType_t datatype, dmacclRedOp_t op, int root,
+                            dmacclComm_t comm, cudaStream_t stream);
+
+/* Gather: rank r's sendbuff (count elements) lands at the root's recvbuff +
+ * r*count*size; the root's recvbuff holds nranks*count elements. In place
+ * when sendbuff == recvbuff + root*count*size (at the root). */
+dmacclResult_t dmacclGather(const void *sendbuff, void *recvbuff, size_t count,
+                            dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                            cudaStream_t stream);
+
+/* Scatter: block r of the root's sendbuff (sendbuff + r*count*size, nranks*count
+ * elements in all) lands in rank r's recvbuff (count elements). In place
+ * when recvbuff == sendbuff + root*count*size (at the root). */
+dmacclResult_t dmacclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                             dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                             cudaStream_t stream);
+
+/*
+ * The V forms take arrays of nranks counts and displacements, in elements;
+ * they are read during the call only (copied), never afterwards.
+ *
+ * AllGatherV: rank r contributes counts[r] elements from sendbuff; they land
+ * in every rank's recvbuff at displs[r]. counts and displs are the same on
+ * every rank. Blocks must not overlap in recvbuff; gaps between them are left
+ * untouched. In place when sendbuff == recvbuff + displs[rank]*size. (vLLM's
+ * all_gatherv: counts = sizes, displs = their prefix sums.)
+ */
+dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                const size_t displs[], dmacclDataType_t datatype, dmacclComm_t comm,
+                                cudaStream_t stream);
+
+/*
+ * ReduceScatterV: rank r's recvbuff (counts[r] elements) receives the
+ * reduction of the elements [displs[r], displs[r] + counts[r]) of every
+ * rank's sendbuff. counts and displs are the same on every rank; the
+ * ranges must not overlap. In place when recvbuff == sendbuff +
+ * displs[rank]*size.
+ */
+dmacclResult_t dmacclReduceScatterV(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                    const size_t displs[], dmacclDataType_t datatype,
+                                    dmacclRedOp_t op, dmacclComm_t comm, cudaStream_t stream);
+
+/*
+ * AlltoAllv (RCCL's argument list): this rank sends sendcounts[j] elements
+ * from sendbuff + sdispls[j]*size to rank j, and receives recvcounts[j]
+ * elements from rank j at recvbuff + rdispls[j]*size. sendcounts[j] on rank
+ * i must equal recvcounts[i] on rank j (checked when the operation is
+ * launched: a mismatch copies nothing and dmacclCommSynchronize reports it).
+ * The receive blocks must not overlap. Not in place.
+ */
+dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
+                               const size_t sdispls[], void *recvbuff, const size_t recvcounts[],
+                               const size_t rdispls[], dmacclDataType_t datatype, dmacclComm_t comm,
+                               cudaStream_t stream);
+
+/*
  * Persistent collectives, as MPI's: Init fixes the buffers, the count and the
  * type once and checks them; dmacclStart issues the collective on a stream,
  * with the stream semantics and ordering rules of the eager call (every rank
@@ -310,6 +431,36 @@ dmacclResult_t dmacclAllGatherInit(const void *sendbuff, void *recvbuff, size_t 
 dmacclResult_t dmacclAlltoAllInit(const void *sendbuff, void *recvbuff, size_t count,
                                   dmacclDataType_t datatype, dmacclComm_t comm,
                                   dmacclRequest_t *request);
+dmacclResult_t dmacclAllReduceInit(const void *sendbuff, void *recvbuff, size_t count,
+                                   dmacclDataType_t datatype, dmacclRedOp_t op, dmacclComm_t comm,
+                                   dmacclRequest_t *request);
+dmacclResult_t dmacclReduceScatterInit(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                       dmacclDataType_t datatype, dmacclRedOp_t op,
+                                       dmacclComm_t comm, dmacclRequest_t *request);
+dmacclResult_t dmacclBroadcastInit(const void *sendbuff, void *recvbuff, size_t count,
+                                   dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                                   dmacclRequest_t *request);
+dmacclResult_t dmacclReduceInit(const void *sendbuff, void *recvbuff, size_t count,
+                                dmacclDataType_t datatype, dmacclRedOp_t op, int root,
+                                dmacclComm_t comm, dmacclRequest_t *request);
+dmacclResult_t dmacclGatherInit(const void *sendbuff, void *recvbuff, size_t count,
+                                dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                                dmacclRequest_t *request);
+dmacclResult_t dmacclScatterInit(const void *sendbuff, void *recvbuff, size_t count,
+                                 dmacclDataType_t datatype, int root, dmacclComm_t comm,
+                                 dmacclRequest_t *request);
+dmacclResult_t dmacclAllGatherVInit(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                    const size_t displs[], dmacclDataType_t datatype,
+                                    dmacclComm_t comm, dmacclRequest_t *request);
+dmacclResult_t dmacclReduceScatterVInit(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                        const size_t displs[], dmacclDataType_t datatype,
+                                        dmacclRedOp_t op, dmacclComm_t comm,
+                                        dmacclRequest_t *request);
+dmacclResult_t dmacclAlltoAllvInit(const void *sendbuff, const size_t sendcounts[],
+                                   const size_t sdispls[], void *recvbuff,
+                                   const size_t recvcounts[], const size_t rdispls[],
+                                   dmacclDataType_t datatype, dmacclComm_t comm,
+                                   dmacclRequest_t *request);
 dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream);
 dmacclResult_t dmacclRequestFree(dmacclRequest_t request);
 

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 size_t ccTypeSize(dmacclDataType_t t) {
-  static const size_t sz[dmacclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+  static const size_t sz[dmacclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1}; /* NCCL numbering */
   return (unsigned)t < dmacclNumTypes ? sz[t] : 0;
 }
 const char *ccCollName(int coll) {

@@ -99,7 +99,7 @@ static int testInPlaceOffset(void) {
   /* Rank 1's block is at recvb[1] + COUNT; recvb[1] + 3 is not it. */
   EXPECT_ERR(dmacclAllGather(recvb[1] + 3, recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
              dmacclInvalidArgument, comms[1],
-             "in place needs sendbuff == recvbuff + rank*sendcount*size");
+             "is not the in-place form, which needs sendbuff == recvbuff + 256 bytes");
   EXPECT_ERR(dmacclAllGather(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),
              dmacclInvalidArgument, comms[1], "(rank 1)");
   EXPECT_ERR(dmacclAlltoAll(recvb[1], recvb[1], COUNT, dmacclFloat32, comms[1], NULL),

@@ -1,6 +1,10 @@
 /*
- * Planning tests, no executor: for nranks 1..8, every algorithm, AllGather
- * (in and out of place) and AlltoAll, block sizes 0, 1, odd and large:
+ * Planning tests, no executor. Every collective of the table, every
+ * algorithm it takes, 1-5 ranks, random V arrays, roots, in and out of
+ * place, reductions in several pieces: replayed byte for byte in random
+ * step orders (testEveryCollective). AllGather (in and out of place) and
+ * AlltoAll for nranks 1..8, block sizes 0, 1, odd and large, against NCCL's
+ * layouts written here:
  *  - every destination block is written exactly once, from the block the
  *    collective's contract names (written here from NCCL's layouts, not from
  *    the planner's layout hooks);
@@ -21,6 +25,18 @@
 #include "plan_internal.h"
 
 #define MAXR 8
+#define MAXL (MAXR + 2) /* PLAN_MAX_LANES */
+
+/* Old-style arguments: a block of `chunk` bytes (elements of one byte). */
+#define PA(coll_, rank_, n_, chunk_, inPlace_, slots_, index_)                                     \
+  ((planArgs){.coll = (coll_),                                                                     \
+              .rank = (rank_),                                                                     \
+              .nranks = (n_),                                                                      \
+              .count = (chunk_),                                                                   \
+              .elemSize = 1,                                                                       \
+              .inPlace = (inPlace_),                                                               \
+              .stageSlots = (slots_),                                                              \
+              .stageIndex = (index_)})
 
 typedef struct {
   int nranks, inPlace;
@@ -67,7 +83,7 @@ static int checkCase(const caseT *c, planAlgo algo) {
   memset(wai, 0, sizeof(wai));
   int rc = 0;
   for (int r = 0; r < n; r++) {
-    planArgs a = {c->coll, r, n, c->chunk, c->inPlace, 0, 0};
+    planArgs a = PA(c->coll, r, n, c->chunk, c->inPlace, 0, 0);
     if (planBuild(&a, algo, &s[r]) != 0) {
       TEST_FAIL("planBuild failed");
       rc = 1;
@@ -218,7 +234,7 @@ static int replayCase(const caseT *c, planAlgo algo) {
       testFillRandom(recv[r] + GUARD + (size_t)r * c->chunk, c->chunk, 1000u + (unsigned)r);
   }
   for (int r = 0; r < n && !rc; r++) {
-    planArgs a = {c->coll, r, n, c->chunk, c->inPlace, 0, 0};
+    planArgs a = PA(c->coll, r, n, c->chunk, c->inPlace, 0, 0);
     if (planBuild(&a, algo, &s) != 0) rc = 1;
     for (int i = 0; i < s.nsteps && !rc; i++) {
       const planStep *st = &s.steps[i];
@@ -281,7 +297,9 @@ static int testAllCases(void) {
   const size_t chunks[] = {0, 1, 7, 4099, PLAN_SIDE_LANE_BYTES + 3, (size_t)3 << 33};
   int ncase = 0;
   for (int n = 1; n <= MAXR; n++)
-    for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+    /* AllGather and AlltoAll against NCCL's layouts written here; the other
+     * collectives in testEveryCollective. */
+    for (int coll = 0; coll <= PLAN_COLL_ALLTOALL; coll++)
       for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
         for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
           for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
@@ -303,7 +321,7 @@ static int testRotatedOrder(void) {
     if (a == PLAN_ALGO_STAGE2D) continue; /* rank order on purpose: one 2D copy */
     for (int r = 0; r < 4; r++) {
       planSchedule s = {0};
-      planArgs args = {PLAN_COLL_ALLTOALL, r, 4, 16, 0, 8, 1};
+      planArgs args = PA(PLAN_COLL_ALLTOALL, r, 4, 16, 0, 8, 1);
       ASSERT_EQ_INT(planBuild(&args, (planAlgo)a, &s), 0);
       int first = -1;
       for (int i = 0; i < s.nsteps && first < 0; i++)
@@ -318,7 +336,7 @@ static int testRotatedOrder(void) {
 
 static int testLanes(void) {
   planSchedule s = {0};
-  planArgs args = {PLAN_COLL_ALLGATHER, 2, 5, 64, 0, 0, 0};
+  planArgs args = PA(PLAN_COLL_ALLGATHER, 2, 5, 64, 0, 0, 0);
   ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSHN, &s), 0);
   ASSERT_EQ_INT(s.nlanes, 4);
   ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &s), 0);
@@ -329,7 +347,7 @@ static int testLanes(void) {
   ASSERT_EQ_INT(batch, 5);
   /* A large self copy runs on a side lane of its own in the one-lane and
    * batch forms, on lane 0 with one lane per peer. */
-  planArgs big = {PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0, 0, 0};
+  planArgs big = PA(PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0, 0, 0);
   for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
     if (planIsStaged((planAlgo)al)) continue;
     ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
@@ -341,7 +359,7 @@ static int testLanes(void) {
     ASSERT_EQ_INT(self, perPeer ? 0 : 1);
     ASSERT_EQ_INT(s.nlanes, perPeer ? 3 : 2);
   }
-  planArgs bad = {PLAN_COLL_ALLGATHER, 5, 5, 64, 0, 0, 0};
+  planArgs bad = PA(PLAN_COLL_ALLGATHER, 5, 5, 64, 0, 0, 0);
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_PUSH1, &s), -1);
   planScheduleFree(&s);
   return 0;
@@ -391,7 +409,7 @@ static int runStagedCase(const stageCase *c, planAlgo algo) {
       testFillRandom(send[r][k], ss, 7000u + 131u * (unsigned)k + (unsigned)r);
     }
     op[r] = 1, pc[r] = 0;
-    planArgs a = {c->coll, r, n, blk, c->inPlace, c->slots, 1};
+    planArgs a = PA(c->coll, r, n, blk, c->inPlace, c->slots, 1);
     if (planBuild(&a, algo, &sch[r])) {
       TEST_FAIL("%s: planBuild failed", planAlgoName(algo));
       return 1;
@@ -430,7 +448,7 @@ static int runStagedCase(const stageCase *c, planAlgo algo) {
       if (rc) break;
       op[r]++, pc[r] = 0;
       if (op[r] <= c->ops) {
-        planArgs a = {c->coll, r, n, blk, c->inPlace, c->slots, (unsigned long long)op[r]};
+        planArgs a = PA(c->coll, r, n, blk, c->inPlace, c->slots, (unsigned long long)op[r]);
         if (planBuild(&a, algo, &sch[r])) rc = 1;
       }
       continue;
@@ -488,7 +506,7 @@ static int testStagedProtocol(void) {
   const int slots[] = {2, 3, 8};
   int ncase = 0;
   for (int n = 1; n <= MAXR; n++)
-    for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+    for (int coll = 0; coll <= PLAN_COLL_ALLTOALL; coll++)
       for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
         for (int si = 0; si < 3; si++)
           for (int ci = 0; ci < 3; ci++)
@@ -513,7 +531,7 @@ static int testStagedProtocol(void) {
 static int testStagedShape(void) {
   planSchedule s = {0};
   for (unsigned long long k = 1; k <= 8; k++) {
-    planArgs a = {PLAN_COLL_ALLTOALL, 1, 4, 64, 0, 8, k};
+    planArgs a = PA(PLAN_COLL_ALLTOALL, 1, 4, 64, 0, 8, k);
     ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGE2D, &s), 0);
     ASSERT_EQ_INT(s.nlanes, 1);
     int copies = 0, row = 0;
@@ -525,7 +543,7 @@ static int testStagedShape(void) {
     ASSERT_EQ_INT(copies, 5);
     ASSERT_EQ_INT(s.nsteps, 5 + 3 + 3);
   }
-  planArgs bad = {PLAN_COLL_ALLGATHER, 0, 4, 64, 0, 0, 1};
+  planArgs bad = PA(PLAN_COLL_ALLGATHER, 0, 4, 64, 0, 0, 1);
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
   bad.stageSlots = 1;
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
@@ -533,6 +551,92 @@ static int testStagedShape(void) {
   ASSERT_EQ_INT(planBuild(&bad, PLAN_ALGO_STAGE, &s), -1);
   planScheduleFree(&s);
   return 0;
+}
+
+/* ---- Every collective of the table ---- */
+
+/* The V forms' arrays of every rank (rows[r] for planArgs.vec). */
+typedef struct {
+  size_t vec[MAXR][PLAN_VEC_ARRAYS * MAXR];
+  const size_t *rows[MAXR];
+} vecStore;
+
+/* Displacements for counts c[0..n): blocks in a random order with random
+ * gaps (in elements). */
+static void randomDispls(const size_t *c, size_t *d, int n, uint32_t *rnd) {
+  int order[MAXR];
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(stageRand(rnd) % (uint32_t)(i + 1)), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    at += stageRand(rnd) % 3; /* gaps */
+    d[order[i]] = at;
+    at += c[order[i]];
+  }
+}
+
+/* Random arrays: counts from 0 to about 2*count, some zero. */
+static void makeVec(planColl coll, int n, size_t count, uint32_t *rnd, vecStore *v) {
+  memset(v, 0, sizeof(*v));
+  for (int r = 0; r < n; r++) v->rows[r] = v->vec[r];
+  if (!planCollOf(coll)->vector) return;
+  size_t span = 2 * count + 1;
+  if (!planCollOf(coll)->peerArrays) {
+    size_t c[MAXR], d[MAXR];
+    for (int i = 0; i < n; i++) c[i] = stageRand(rnd) % 4 == 0 ? 0 : stageRand(rnd) % span;
+    randomDispls(c, d, n, rnd);
+    for (int r = 0; r < n; r++) {
+      memcpy(v->vec[r], c, (size_t)n * sizeof(size_t));
+      memcpy(v->vec[r] + n, d, (size_t)n * sizeof(size_t));
+    }
+    return;
+  }
+  size_t sc[MAXR][MAXR];
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) sc[i][j] = stageRand(rnd) % 4 == 0 ? 0 : stageRand(rnd) % span;
+  for (int r = 0; r < n; r++) {
+    size_t rc[MAXR];
+    for (int j = 0; j < n; j++) {
+      v->vec[r][j] = sc[r][j];
+      rc[j] = sc[j][r];
+      v->vec[r][2 * (size_t)n + j] = rc[j];
+    }
+    randomDispls(v->vec[r], v->vec[r] + n, n, rnd);
+    randomDispls(rc, v->vec[r] + 3 * (size_t)n, n, rnd);
+  }
+}
+
+/* Arguments of rank r: one-byte elements summed (uint8, dmacclSum). */
+static planArgs anyArgs(planColl coll, int r, int n, size_t count, int root, int inPlace,
+                        const vecStore *v, size_t scratch) {
+  planArgs a = {.coll = coll,
+                .rank = r,
+                .nranks = n,
+                .count = count,
+                .elemSize = 1,
+                .dtype = 1,
+                .redop = 0,
+                .root = root,
+                .vec = v->rows,
+                .scratchBytes = scratch};
+  long long delta;
+  a.inPlace = inPlace && planCollOf(coll)->inPlace(&a, r, &delta);
+  return a;
+}
+
+/* An algorithm the collective takes, picked by x. */
+static planAlgo anyAlgo(planColl coll, uint32_t x) {
+  unsigned m = planCollOf(coll)->algos;
+  int k = 0, pick;
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++) k += (m >> a) & 1;
+  pick = (int)(x % (uint32_t)k);
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++)
+    if (((m >> a) & 1) && pick-- == 0) return (planAlgo)a;
+  return PLAN_ALGO_PUSH1;
 }
 
 /*
@@ -570,21 +674,21 @@ typedef struct {
 static int simulate(const simCase *c, char *why, size_t whylen) {
   static simRef q[SIM_MAXQ][SIM_MAXSTEPS];
   int qlen[SIM_MAXQ] = {0}, head[SIM_MAXQ] = {0};
-  int laneDone[MAXR][MAXR], laneBase[MAXR][SIM_MAXOPS][MAXR];
+  int laneDone[MAXR][MAXL], laneBase[MAXR][SIM_MAXOPS][MAXL];
   uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
-  int laneQ[MAXR][MAXR];
+  int laneQ[MAXR][MAXL];
   uint32_t rnd = c->seed | 1;
   memset(laneDone, 0, sizeof(laneDone));
   memset(flags, 0, sizeof(flags));
   int nq = c->mode == SIM_ROUNDS_SHARED ? c->nq : c->mode == SIM_RANKS_SHARED ? 1 : c->n;
   for (int r = 0; r < c->n; r++)
-    for (int l = 0; l < MAXR; l++)
+    for (int l = 0; l < MAXL; l++)
       laneQ[r][l] = c->mode == SIM_ROUNDS_SHARED  ? (int)(stageRand(&rnd) % (uint32_t)nq)
                     : c->mode == SIM_RANKS_SHARED ? 0
                                                   : r;
   /* Steps of each lane before operation k (a lane is one stream across operations). */
   for (int r = 0; r < c->n; r++) {
-    int cnt[MAXR] = {0};
+    int cnt[MAXL] = {0};
     for (int k = 0; k < c->nops; k++) {
       memcpy(laneBase[r][k], cnt, sizeof(cnt));
       for (int i = 0; i < c->s[r][k]->nsteps; i++) cnt[c->s[r][k]->steps[i].lane]++;
@@ -697,13 +801,18 @@ static int testQueueSafety(void) {
           unsigned long long staged = 0;
           for (int k = 0; k < c.nops && !rc; k++) {
             /* A different algorithm and collective for each operation. */
-            planAlgo algo = (planAlgo)((stageRand(&pick) + (uint32_t)k) % PLAN_NUM_ALGOS);
             planColl coll = (planColl)(stageRand(&pick) % PLAN_NUM_COLLS);
-            int inPlace = coll == PLAN_COLL_ALLGATHER && (stageRand(&pick) & 1);
+            planAlgo algo = anyAlgo(coll, stageRand(&pick) + (uint32_t)k);
+            int root = (int)(stageRand(&pick) % (uint32_t)n);
+            int inPlace = (int)(stageRand(&pick) & 1);
+            static vecStore vs[SIM_MAXOPS];
+            makeVec(coll, n, chunks[ci] / 8, &pick, &vs[k]);
             if (planIsStaged(algo)) staged++;
             planSchedule ops[MAXR];
             for (int r = 0; r < n && !rc; r++) {
-              planArgs a = {coll, r, n, chunks[ci], inPlace, 2, planIsStaged(algo) ? staged : 0};
+              planArgs a = anyArgs(coll, r, n, chunks[ci] / 8, root, inPlace, &vs[k], 1 << 20);
+              a.stageSlots = 2;
+              a.stageIndex = planIsStaged(algo) ? staged : 0;
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -742,7 +851,7 @@ static int testQueueSafetyControls(void) {
   char why[256];
   simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1};
   for (int r = 0; r < 2; r++) {
-    planArgs args = {PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0};
+    planArgs args = PA(PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0);
     ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &a[r]), 0);
     c.s[r][0] = &a[r];
   }
@@ -750,7 +859,7 @@ static int testQueueSafetyControls(void) {
   printf("  control 1: %s\n", why);
   /* Old per-peer shape: lane d-1 runs peer (r+d)'s whole handshake. */
   for (int r = 0; r < 3; r++) {
-    planArgs args = {PLAN_COLL_ALLTOALL, r, 3, 64, 0, 0, 0};
+    planArgs args = PA(PLAN_COLL_ALLTOALL, r, 3, 64, 0, 0, 0);
     planScheduleReset(&b[r], &args, PLAN_ALGO_PUSHN);
     for (int d = 1; d < 3; d++) {
       int p = (r + d) % 3, l = d - 1;
@@ -787,8 +896,213 @@ static int testQueueSafetyControls(void) {
   return 0;
 }
 
+/*
+ * Every collective of the table, byte for byte: every rank's schedule runs
+ * on plain memory, steps picked at random among those that may run (a lane's
+ * head whose WAIT or JOIN is satisfied), so a missing handshake shows up as
+ * wrong data in some order; elements are bytes summed mod 256. The expected
+ * buffers come from the rows' block and target functions (their meaning is
+ * tested against the header's contract end to end in test_colls).
+ */
+typedef struct {
+  unsigned char *base[MAXR];
+  unsigned char *send[MAXR], *recv[MAXR], *stage[MAXR], *scratch[MAXR];
+  size_t sendB[MAXR], recvB[MAXR];
+} replayMem;
+
+#undef GUARD
+#define GUARD 16
+#define POISON 0xA5
+
+static int replayColl(planColl coll, int n, size_t count, int root, int inPlace, planAlgo algo,
+                      const vecStore *v, size_t scratchBytes, uint32_t seed) {
+  const planCollInfo *ci = planCollOf(coll);
+  planSchedule s[MAXR];
+  planArgs a[MAXR];
+  replayMem m;
+  unsigned char *snap[MAXR], *want[MAXR];
+  memset(s, 0, sizeof(s));
+  memset(&m, 0, sizeof(m));
+  memset(snap, 0, sizeof(snap));
+  memset(want, 0, sizeof(want));
+  int rc = 0, staged = planIsStaged(algo);
+  uint32_t rnd = seed | 1;
+  char why[256];
+  for (int r = 0; r < n; r++) {
+    a[r] = anyArgs(coll, r, n, count, root, inPlace, v, scratchBytes);
+    a[r].stageSlots = 2;
+    a[r].stageIndex = 1;
+  }
+  size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
+  for (int r = 0; r < n && !rc; r++) {
+    if (planBuild(&a[r], algo, &s[r])) {
+      TEST_FAIL("%s %s n=%d count=%zu: planBuild failed", ci->name, planAlgoName(algo), n, count);
+      rc = 1;
+    }
+  }
+  if (!rc && planCheck(s, n, why, sizeof(why))) {
+    TEST_FAIL("%s %s n=%d count=%zu: %s", ci->name, planAlgoName(algo), n, count, why);
+    rc = 1;
+  }
+  /* Buffers: in place, send and recv are one allocation at the row's delta. */
+  for (int r = 0; r < n && !rc; r++) {
+    size_t sb = ci->sendBytes(&a[r], r), rb = ci->recvBytes(&a[r], r);
+    long long d = 0;
+    if (a[r].inPlace) ci->inPlace(&a[r], r, &d);
+    long long lo = a[r].inPlace && d < 0 ? d : 0;
+    long long hi = a[r].inPlace
+                       ? (d + (long long)sb > (long long)rb ? d + (long long)sb : (long long)rb)
+                       : (long long)rb;
+    m.base[r] = malloc((size_t)(hi - lo) + 2 * GUARD + (a[r].inPlace ? 0 : sb + GUARD));
+    m.stage[r] = malloc(stageNeed + 1);
+    m.scratch[r] = malloc(scratchBytes);
+    snap[r] = malloc(sb + 1);
+    want[r] = malloc((size_t)(hi - lo) + 2 * GUARD + 1);
+    memset(m.base[r], POISON, (size_t)(hi - lo) + 2 * GUARD + (a[r].inPlace ? 0 : sb + GUARD));
+    m.recv[r] = m.base[r] + GUARD - lo;
+    m.send[r] = a[r].inPlace ? m.recv[r] + d : m.base[r] + (size_t)(hi - lo) + 2 * GUARD;
+    m.sendB[r] = sb;
+    m.recvB[r] = rb;
+    for (size_t i = 0; i < sb; i++) m.send[r][i] = (unsigned char)stageRand(&rnd);
+    memcpy(snap[r], m.send[r], sb);
+    memcpy(want[r], m.base[r], (size_t)(hi - lo) + 2 * GUARD);
+  }
+  /* Expected receive buffers (want[r] mirrors base[r] up to the send part). */
+#define WANT(r) (want[r] + (m.recv[r] - m.base[r]))
+  for (int to = 0; to < n && !rc; to++) {
+    if (!ci->reduces) {
+      for (int f = 0; f < n; f++) {
+        planBlock b = ci->block(&a[f], f, to);
+        if (b.bytes) memcpy(WANT(to) + b.dstOff, snap[f] + b.srcOff, b.bytes);
+      }
+      continue;
+    }
+    planBlock t = ci->target(&a[to], to, staged);
+    for (size_t i = 0; i < t.bytes; i++) {
+      unsigned char sum = 0;
+      for (int f = 0; f < n; f++) sum = (unsigned char)(sum + snap[f][t.srcOff + i]);
+      WANT(to)[t.dstOff + i] = sum;
+      if (ci->shareResult && !staged)
+        for (int p = 0; p < n; p++) WANT(p)[t.dstOff + i] = sum;
+    }
+  }
+  /* Run, steps in random order. */
+  uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
+  int next[MAXR][MAXL], done[MAXR][MAXL];
+  memset(flags, 0, sizeof(flags));
+  memset(done, 0, sizeof(done));
+  for (int r = 0; r < n; r++)
+    for (int l = 0; l < MAXL; l++) {
+      next[r][l] = 0;
+      while (next[r][l] < s[r].nsteps && s[r].steps[next[r][l]].lane != l) next[r][l]++;
+    }
+  const void *bufs[4];
+  (void)bufs;
+  for (int steps = 0; !rc; steps++) {
+    int cand[MAXR * MAXL][2], nc = 0, left = 0;
+    for (int r = 0; r < n; r++)
+      for (int l = 0; l < MAXL; l++) {
+        int i = next[r][l];
+        if (i >= s[r].nsteps) continue;
+        left++;
+        const planStep *st = &s[r].steps[i];
+        if (st->kind == PLAN_STEP_WAIT && flags[r][st->phase][st->peer] == 0) continue;
+        if (st->kind == PLAN_STEP_JOIN && next[r][st->from] < i) continue;
+        cand[nc][0] = r, cand[nc][1] = l, nc++;
+      }
+    if (!left) break;
+    if (!nc) {
+      TEST_FAIL("%s %s n=%d count=%zu: deadlock", ci->name, planAlgoName(algo), n, count);
+      rc = 1;
+      break;
+    }
+    int pick = (int)(stageRand(&rnd) % (uint32_t)nc), r = cand[pick][0], l = cand[pick][1];
+    const planStep *st = &s[r].steps[next[r][l]];
+#define AT(loc)                                                                                    \
+  ((loc).buf == PLAN_BUF_SEND    ? m.send[(loc).rank] + (loc).off                                  \
+   : (loc).buf == PLAN_BUF_RECV  ? m.recv[(loc).rank] + (loc).off                                  \
+   : (loc).buf == PLAN_BUF_STAGE ? m.stage[(loc).rank] + (loc).off                                 \
+                                 : m.scratch[r] + (loc).off)
+    if (st->kind == PLAN_STEP_SIGNAL) {
+      flags[st->peer][st->phase][r] = 1;
+    } else if (st->kind == PLAN_STEP_COPY) {
+      unsigned char *dst = AT(st->dst), *src = AT(st->src);
+      if ((dst < src + st->bytes && src < dst + st->bytes) && dst != src) {
+        TEST_FAIL("%s %s: rank %d copies between overlapping ranges", ci->name, planAlgoName(algo),
+                  r);
+        rc = 1;
+      }
+      if (dst != src) memcpy(dst, src, st->bytes);
+    } else if (st->kind == PLAN_STEP_REDUCE) {
+      unsigned char *dst = AT(st->dst);
+      for (size_t i = 0; i < st->bytes; i++) {
+        unsigned char sum = 0;
+        for (int k = 0; k < st->nsrc; k++)
+          sum = (unsigned char)(sum + AT(s[r].srcs[st->src0 + k])[i]);
+        dst[i] = sum;
+      }
+    }
+#undef AT
+    int i = next[r][l] + 1;
+    while (i < s[r].nsteps && s[r].steps[i].lane != l) i++;
+    next[r][l] = i;
+  }
+  for (int r = 0; r < n && !rc; r++) {
+    size_t span = (size_t)(m.recv[r] - m.base[r]) + m.recvB[r] + GUARD;
+    if (a[r].inPlace) {
+      long long d;
+      ci->inPlace(&a[r], r, &d);
+      size_t end = (size_t)((m.send[r] - m.base[r]) + (long long)m.sendB[r]) + GUARD;
+      if (end > span) span = end;
+    }
+    for (size_t i = 0; i < span && !rc; i++)
+      if (m.base[r][i] != want[r][i]) {
+        TEST_FAIL("%s %s n=%d count=%zu root=%d inPlace=%d seed=%u: rank %d byte %ld of its "
+                  "receive buffer is %d, expected %d",
+                  ci->name, planAlgoName(algo), n, count, root, a[r].inPlace, seed, r,
+                  (long)(i - (size_t)(m.recv[r] - m.base[r])), m.base[r][i], want[r][i]);
+        rc = 1;
+      }
+    if (!a[r].inPlace && memcmp(m.send[r], snap[r], m.sendB[r])) {
+      TEST_FAIL("%s %s: rank %d's send buffer was written", ci->name, planAlgoName(algo), r);
+      rc = 1;
+    }
+  }
+#undef WANT
+  for (int r = 0; r < n; r++) {
+    planScheduleFree(&s[r]);
+    free(m.base[r]), free(m.stage[r]), free(m.scratch[r]), free(snap[r]), free(want[r]);
+  }
+  return rc;
+}
+
+static int testEveryCollective(void) {
+  const size_t counts[] = {0, 1, 7, 1000, 3000};
+  int runs = 0, rc = 0;
+  uint32_t rnd = 12345;
+  for (int c = 0; c < PLAN_NUM_COLLS && !rc; c++)
+    for (int n = 1; n <= 5 && !rc; n++)
+      for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && !rc; k++)
+        for (int algo = 0; algo < PLAN_NUM_ALGOS && !rc; algo++) {
+          if (!(planCollOf((planColl)c)->algos & PLAN_ALGO_BIT(algo))) continue;
+          for (int rep = 0; rep < 3 && !rc; rep++) {
+            vecStore v;
+            makeVec((planColl)c, n, counts[k], &rnd, &v);
+            int root = (int)(stageRand(&rnd) % (uint32_t)n), inPlace = rep == 1;
+            /* A small scratch buffer makes the reductions run in several pieces. */
+            size_t scratch = rep == 2 ? (size_t)(n > 1 ? n - 1 : 1) * 2 * 256 : (size_t)1 << 20;
+            rc = replayColl((planColl)c, n, counts[k], root, inPlace, (planAlgo)algo, &v, scratch,
+                            stageRand(&rnd));
+            runs++;
+          }
+        }
+  printf("  %d collective schedules replayed byte for byte\n", runs);
+  return rc;
+}
+
 int main(void) {
   RUN(testAllCases);
+  RUN(testEveryCollective);
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);
   RUN(testStagedProtocol);

@@ -77,7 +77,9 @@ static int testMalformed(void) {
     const char *in, *msg;
   } bad[] = {
       {"allgather", "needs the form"},
-      {"allreduce:push1", "unknown collective 'allreduce'"},
+      {"allreduce:push1", "allreduce does not take algorithm 'push1' (it takes: pull1 stage)"},
+      {"sendrecv:push1", "unknown collective 'sendrecv'"},
+      {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
       {"allgather:push2", "unknown algorithm 'push2'"},
       {"allgather:", "has no algorithm"},
       {"allgather:push1,", "empty algorithm"},

@@ -1,73 +1,168 @@
-/* Argument checks of the public calls, in one place. Every failure names the
- * call, the argument and its value, and happens before anything is issued. */
+/* Argument checks of the public calls, in one place, read from the
+ * collective table. Every failure names the call, the argument and its
+ * value, and happens before anything is issued. */
 #include "../exec/exec.h"
+#include "../base/reduce.h"
+#include "../exec/cuda_reduce.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
   uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
   return alen && blen && pa < pb + blen && pb < pa + alen;
 }
 
+/* One array of a V form: present, every block's end representable, and no
+ * two non-empty blocks overlapping. */
+static dmacclResult_t checkArray(dmacclComm_t comm, const char *call, const size_t *counts,
+                                 const size_t *displs, const char *countName, const char *displName,
+                                 size_t tsize) {
+  int n = comm->nranks;
+  if (!counts)
+    return coreError(comm, dmacclInvalidArgument, "%s: %s is NULL (it needs %d entries)", call,
+                     countName, n);
+  if (!displs)
+    return coreError(comm, dmacclInvalidArgument, "%s: %s is NULL (it needs %d entries)", call,
+                     displName, n);
+  size_t limit = (size_t)PTRDIFF_MAX / tsize;
+  for (int i = 0; i < n; i++)
+    if (counts[i] > limit || displs[i] > limit - counts[i])
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: %s[%d] = %zu with %s[%d] = %zu runs past the largest buffer (%zu "
+                       "elements of %zu bytes)",
+                       call, displName, i, displs[i], countName, i, counts[i], limit, tsize);
+  /* Overlap: sort the non-empty blocks by displacement (n is small). */
+  int *order = malloc((size_t)n * sizeof(int)), k = 0;
+  if (!order) return coreError(comm, dmacclSystemError, "%s: out of memory", call);
+  for (int i = 0; i < n; i++) {
+    if (!counts[i]) continue;
+    int j = k++;
+    for (; j > 0 && displs[order[j - 1]] > displs[i]; j--) order[j] = order[j - 1];
+    order[j] = i;
+  }
+  for (int j = 1; j < k; j++) {
+    int p = order[j - 1], q = order[j];
+    if (displs[p] + counts[p] > displs[q]) {
+      free(order);
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: blocks %d ([%zu, %zu)) and %d ([%zu, %zu)) overlap (%s and %s, in "
+                       "elements)",
+                       call, p, displs[p], displs[p] + counts[p], q, displs[q],
+                       displs[q] + counts[q], displName, countName);
+    }
+  }
+  free(order);
+  return dmacclSuccess;
+}
+
+static dmacclResult_t checkArrays(coreOp *op, const char *call, size_t tsize) {
+  dmacclComm_t comm = op->comm;
+  const planCollInfo *ci = planCollOf(op->coll);
+  int n = comm->nranks;
+  if (!op->vec) return dmacclSuccess; /* the caller passed its arrays in vec */
+  const size_t *v = op->vec;
+  dmacclResult_t rc;
+  if (ci->peerArrays) {
+    rc = checkArray(comm, call, v, v + n, "sendcounts", "sdispls", tsize);
+    if (rc == dmacclSuccess)
+      rc = checkArray(comm, call, v + 2 * (size_t)n, v + 3 * (size_t)n, "recvcounts", "rdispls",
+                      tsize);
+    return rc;
+  }
+  return checkArray(comm, call, v, v + n, "counts", "displs", tsize);
+}
+
+static dmacclResult_t checkBuf(dmacclComm_t comm, const void *buf, size_t bytes, const char *call,
+                               const char *arg) {
+  if (!bytes) return dmacclSuccess;
+  if (!buf)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: %s is NULL but this rank's part of the operation has %zu bytes (NULL "
+                     "is allowed only for an empty part or a buffer only the root uses)",
+                     call, arg, bytes);
+  dmacclResult_t rc = coreMemCheckRange(comm, buf, bytes, call, arg);
+  if (rc == dmacclSuccess) rc = comm->exec->checkBuffer(comm, buf, bytes, call, arg);
+  return rc;
+}
+
+/* Fills op's sizes and in-place flag. op->vec, when the form has arrays,
+ * points at the caller's arrays laid out as PLAN_VEC_* (the entry point
+ * copied the pointers; NULL entries were caught there). */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   dmacclComm_t comm = op->comm; /* live: the caller entered it (coreEnter) */
+  const planCollInfo *ci = planCollOf(op->coll);
+  int n = comm->nranks;
   dmacclResult_t rc;
   size_t tsize = coreTypeSize(op->datatype);
   if (tsize == 0)
     return coreError(comm, dmacclInvalidArgument,
                      "%s: datatype %d is not a dmacclDataType_t (valid values are 0 to %d)", call,
                      (int)op->datatype, dmacclNumTypes - 1);
-  const char *countName = op->coll == PLAN_COLL_ALLGATHER ? "sendcount" : "count";
-  if (op->count > SIZE_MAX / tsize)
-    return coreError(comm, dmacclInvalidArgument,
-                     "%s: %s %zu of %s (%zu bytes each) overflows the byte size", call, countName,
-                     op->count, coreTypeName(op->datatype), tsize);
-  size_t chunk = op->count * tsize;
-  if (chunk > SIZE_MAX / (size_t)comm->nranks || chunk * (size_t)comm->nranks > (size_t)PTRDIFF_MAX)
-    return coreError(comm, dmacclInvalidArgument,
-                     "%s: %s %zu of %s times %d ranks overflows the buffer size", call, countName,
-                     op->count, coreTypeName(op->datatype), comm->nranks);
-  size_t total = chunk * (size_t)comm->nranks;
-  size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER ? chunk : total;
-  op->chunkBytes = chunk;
+  if (ci->reduces) {
+    if ((unsigned)op->redop >= dmacclNumOps)
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: op %d is not a dmacclRedOp_t (valid values are 0 to %d)", call,
+                       (int)op->redop, dmacclNumOps - 1);
+    if (!baseRedOpSupported(op->datatype, op->redop))
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: op %s is not defined for datatype %s (Avg needs a floating-point "
+                       "type)",
+                       call, baseRedOpName(op->redop), coreTypeName(op->datatype));
+  }
+  if (ci->reduces && n > EXEC_REDUCE_MAX_SRCS)
+    return coreError(comm, dmacclUnsupported,
+                     "%s: reductions take at most %d ranks (the reduction kernel's inputs); this "
+                     "communicator has %d",
+                     call, EXEC_REDUCE_MAX_SRCS, n);
+  if (ci->reduces && n > 1 && comm->clique->scratchBytes / (2 * (size_t)(n - 1)) < 256)
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: the scratch buffer (DMACCL_SCRATCH_BYTES = %zu) is too small for %d "
+                     "ranks: it needs at least %zu bytes",
+                     call, comm->clique->scratchBytes, n, (size_t)512 * (size_t)(n - 1));
+  if (ci->rooted && (op->root < 0 || op->root >= n))
+    return coreError(comm, dmacclInvalidArgument, "%s: root %d is not a rank (0 to %d)", call,
+                     op->root, n - 1);
+  if (ci->vector) {
+    if ((rc = checkArrays(op, call, tsize)) != dmacclSuccess) return rc;
+  } else {
+    /* count * size * nranks: the largest buffer any uniform form has */
+    if (op->count > (size_t)PTRDIFF_MAX / tsize / (size_t)n)
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: %s %zu of %s (%zu bytes each) times %d ranks overflows the buffer size",
+                       call, ci->countArg, op->count, coreTypeName(op->datatype), tsize, n);
+  }
+  const size_t *vecs[CORE_MAX_RANKS];
+  for (int r = 0; r < n; r++) vecs[r] = op->vec;
+  planArgs a = coreOpArgs(op, comm->rank, n, vecs, 0);
+  op->sendBytes = ci->sendBytes(&a, comm->rank);
+  op->recvBytes = ci->recvBytes(&a, comm->rank);
   op->inPlace = 0;
 
   rc = comm->exec->checkStream(comm, op->stream, call, &op->capture);
   if (rc != dmacclSuccess) return rc;
-  if (op->count == 0) return dmacclSuccess; /* nothing is read or written */
-  if (!op->sendbuff)
-    return coreError(comm, dmacclInvalidArgument,
-                     "%s: sendbuff is NULL with %s %zu (NULL is allowed only when the count is 0)",
-                     call, countName, op->count);
-  if (!op->recvbuff)
-    return coreError(comm, dmacclInvalidArgument,
-                     "%s: recvbuff is NULL with %s %zu (NULL is allowed only when the count is 0)",
-                     call, countName, op->count);
-  rc = coreMemCheckRange(comm, op->sendbuff, sendBytes, call, "sendbuff");
-  if (rc == dmacclSuccess) rc = coreMemCheckRange(comm, op->recvbuff, total, call, "recvbuff");
-  if (rc != dmacclSuccess) return rc;
-  rc = comm->exec->checkBuffer(comm, op->sendbuff, sendBytes, call, "sendbuff");
-  if (rc != dmacclSuccess) return rc;
-  rc = comm->exec->checkBuffer(comm, op->recvbuff, total, call, "recvbuff");
-  if (rc != dmacclSuccess) return rc;
+  if ((rc = checkBuf(comm, op->sendbuff, op->sendBytes, call, "sendbuff")) != dmacclSuccess ||
+      (rc = checkBuf(comm, op->recvbuff, op->recvBytes, call, "recvbuff")) != dmacclSuccess)
+    return rc;
 
-  if (overlaps(op->sendbuff, sendBytes, op->recvbuff, total)) {
-    const char *own = (const char *)op->recvbuff + (size_t)comm->rank * chunk;
-    if (op->coll == PLAN_COLL_ALLGATHER && op->sendbuff == own) {
+  if (overlaps(op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes)) {
+    long long delta = 0;
+    int has = ci->inPlace(&a, comm->rank, &delta);
+    long long got = (long long)((intptr_t)op->sendbuff - (intptr_t)op->recvbuff);
+    if (has && got == delta) {
       op->inPlace = 1;
-    } else if (op->coll == PLAN_COLL_ALLGATHER) {
+    } else if (has) {
       return coreError(comm, dmacclInvalidArgument,
-                       "%s: sendbuff %p overlaps recvbuff [%p, %p) but is not this rank's block: "
-                       "in place needs sendbuff == recvbuff + rank*sendcount*size = %p (rank %d)",
-                       call, op->sendbuff, op->recvbuff,
-                       (const void *)((const char *)op->recvbuff + total), (const void *)own,
-                       comm->rank);
+                       "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu) but is not the "
+                       "in-place form, which needs sendbuff == recvbuff %s %lld bytes (rank %d)",
+                       call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes,
+                       delta < 0 ? "-" : "+", delta < 0 ? -delta : delta, comm->rank);
     } else {
-      return coreError(
-          comm, dmacclInvalidArgument,
-          "%s: sendbuff [%p, %p) overlaps recvbuff [%p, %p); AlltoAll does not run in place", call,
-          op->sendbuff, (const void *)((const char *)op->sendbuff + sendBytes), op->recvbuff,
-          (const void *)((const char *)op->recvbuff + total));
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu); %s does not run in "
+                       "place%s",
+                       call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes, ci->call,
+                       ci->rooted ? " on this rank" : "");
     }
   }
   return dmacclSuccess;

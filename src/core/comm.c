@@ -107,7 +107,10 @@ void coreFreeClique(coreClique *c) {
     bootClose(c->boot);
     free(c->pids);
   }
-  for (int s = 0; s < CORE_BOARD_DEPTH; s++) free(c->slots[s].ops);
+  for (int s = 0; s < CORE_BOARD_DEPTH; s++) {
+    free(c->slots[s].ops);
+    free(c->slots[s].vec);
+  }
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
   free(c->comms);
@@ -174,6 +177,7 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   c->nextLaunch = 1;
   c->table = table;
   c->stageBytes = coreStageBytesParam();
+  c->scratchBytes = coreScratchBytesParam();
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);

@@ -104,13 +104,18 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
     goto fail;
   }
   c->stageBytes = mine.stageBytes;
+  c->scratchBytes = coreScratchBytesParam();
   for (int r = 0; r < nranks; r++) {
     if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }
-  c->boardRankBytes =
-      sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t);
+  /* A rank's part: its calls, the host executor's flags, the V forms' arrays. */
+  c->boardVecOffset =
+      (sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t) + 63) /
+      64 * 64;
+  c->boardRankBytes = c->boardVecOffset + (size_t)CORE_BOARD_DEPTH * PLAN_VEC_ARRAYS *
+                                              (size_t)nranks * sizeof(uint64_t);
   rc = coreShmCreate(c->boot, nranks, c->boardRankBytes, &c->board, err, sizeof(err));
   if (rc != dmacclSuccess) {
     rc = coreError(NULL, rc, "%s (rank %d): shared board: %s", call, rank, err);

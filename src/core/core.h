@@ -32,11 +32,18 @@ typedef struct {
 typedef struct coreOp {
   dmacclComm_t comm;
   planColl coll;
+  const char *call; /* the public call's name, for messages */
   const void *sendbuff;
   void *recvbuff;
   size_t count;
   dmacclDataType_t datatype;
-  size_t chunkBytes; /* bytes of one block */
+  dmacclRedOp_t redop; /* reductions */
+  int root;            /* rooted collectives */
+  /* V forms: PLAN_VEC_ARRAYS arrays of nranks entries, back to back. Valid
+   * while the op is being posted: the caller's copy during an eager call, the
+   * group's or the request's copy; posting copies it to the board. */
+  const size_t *vec;
+  size_t sendBytes, recvBytes; /* this rank's buffer sizes (argcheck) */
   int inPlace;
   cudaStream_t stream;
   uint64_t seq;                /* 1-based position in the comm's sequence: the epoch */
@@ -48,11 +55,24 @@ typedef struct coreOp {
   int refsReady;       /* sendRef and recvRef were exported already (persistent requests) */
 } coreOp;
 
+/* Entries of an op's vec (0 for the forms without arrays). */
+static inline size_t coreVecLen(const coreOp *op, int nranks) {
+  return planCollOf(op->coll)->vector ? (size_t)PLAN_VEC_ARRAYS * (size_t)nranks : 0;
+}
+/* The planner's arguments of op on `rank`; vecs[r] is rank r's arrays
+ * (NULL where unknown) and must outlive the result. */
+planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,
+                    size_t scratchBytes);
+/* 0 when a and b are the same operation; else writes what differs. */
+int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const size_t *bvec,
+                 int nranks, char *why, size_t whylen);
+
 /* Ranks' calls for one sequence number, gathered until every rank posted. */
 typedef struct {
   uint64_t seq;
   int nposted;
   coreOp *ops; /* [nranks] */
+  size_t *vec; /* [nranks][PLAN_VEC_ARRAYS * nranks]: the V forms' arrays (made at first use) */
 } coreBoardSlot;
 
 /*
@@ -64,8 +84,9 @@ typedef struct {
 typedef struct {
   _Atomic uint64_t seq;
   int32_t coll, datatype, inPlace, capture;
-  uint64_t count, chunkBytes;
-  int32_t algo, pad;
+  uint64_t count;
+  int32_t algo, redop, root, pad;
+  uint64_t vecHash; /* the V forms' arrays (on the board after the ranks, coreBoardVec) */
   coreBufRef send, recv;
 } coreSharedOp;
 
@@ -110,6 +131,7 @@ typedef struct coreClique {
   uint64_t nextLaunch;   /* lowest sequence number not yet launched */
   planTable table;       /* algorithm selection, one for all ranks */
   size_t stageBytes;     /* bytes of one staging slot (0: no staged algorithms) */
+  size_t scratchBytes;   /* bytes of each rank's scratch buffer (reductions) */
   uint64_t stageCount;   /* staged operations sequenced so far */
   int aborting;          /* dmacclCommAbort is running: waits give up */
   dmacclResult_t broken; /* a peer died or the watchdog fired: waits give up */
@@ -119,6 +141,7 @@ typedef struct coreClique {
   struct bootState *boot;
   coreShm board; /* one coreSharedRank per rank */
   size_t boardRankBytes;
+  size_t boardVecOffset; /* where coreBoardVec starts in a rank's part */
   int *pids;
   coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
   pthread_t progress;
@@ -133,6 +156,11 @@ typedef struct coreClique {
 
 static inline coreSharedRank *coreBoardRank(coreClique *c, int r) {
   return (coreSharedRank *)(c->board.base + (size_t)r * c->board.stride);
+}
+/* Rank r's V-form arrays of board slot `slot`: PLAN_VEC_ARRAYS*nranks entries. */
+static inline uint64_t *coreBoardVec(coreClique *c, int r, int slot) {
+  return (uint64_t *)((char *)coreBoardRank(c, r) + c->boardVecOffset) +
+         (size_t)slot * PLAN_VEC_ARRAYS * (size_t)c->nranks;
 }
 
 struct dmacclComm {
@@ -184,6 +212,8 @@ void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(pri
   } while (0)
 const char *coreParamString(const char *name); /* getenv with the table's default */
 size_t coreStageBytesParam(void);              /* DMACCL_STAGE_BYTES */
+size_t coreScratchBytesParam(void);            /* DMACCL_SCRATCH_BYTES */
+int coreReduceCtasParam(void);                 /* DMACCL_REDUCE_CTAS */
 /* A parameter in seconds: finite, above 0 (or 0 when zeroMeansOff), below
  * 1e9; anything else warns and gives fallback. */
 double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
@@ -217,15 +247,21 @@ int coreCommIsLive(dmacclComm_t comm);
 dmacclResult_t coreRegisterRequest(const void *request);
 int coreRequestIsLive(const void *request, int unregister);
 
+/* The V forms' k caller arrays packed as planArgs.vec reads them, into
+ * packed (PLAN_VEC_ARRAYS * nranks entries); op->vec points there. Fails,
+ * naming it, for a NULL array (coll.c). */
+dmacclResult_t corePackArrays(coreOp *op, const size_t *const *arrays, const char *const *names,
+                              int k, size_t *packed);
+
 /* Argument checks (argcheck.c). */
 /* op->comm must be live and entered (coreEnter) by the caller. */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
-/* The algorithm of a collective of chunkBytes per block (launch.c): the
- * table's choice, except that a staged algorithm falls back to push1 under
- * graph capture or when the collective does not fit a staging slot. The
- * same on every rank given the same table and stageBytes. */
-planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
+/* The algorithm of a collective (launch.c): the table's choice for its size,
+ * except that a staged algorithm falls back to the collective's direct one
+ * under graph capture or when the collective does not fit a staging slot.
+ * The same on every rank given the same table, stageBytes and arguments. */
+planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why);
 /* Marks op staged or not and gives it its stage index (sequencing order). */
 void coreSequenceAlgo(coreClique *c, coreOp *op);
@@ -271,7 +307,10 @@ void coreMemReleaseAll(dmacclComm_t comm);
 int coreGroupActive(void);
 /* This thread's open group holds calls on comm. */
 int coreGroupHolds(dmacclComm_t comm);
+/* Records op; the group keeps its own copy of op->vec until it ends. */
 dmacclResult_t coreGroupRecord(const coreOp *op);
+/* A heap copy of op's vec for a recorded op (group, persistent request). */
+size_t *coreVecDup(const coreOp *op);
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call);
 
 #endif

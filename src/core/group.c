@@ -44,8 +44,19 @@ dmacclResult_t coreGroupRecord(const coreOp *op) {
     ops = n;
     capops = cap;
   }
-  ops[nops++] = *op;
+  coreOp rec = *op;
+  if (op->vec && !(rec.vec = coreVecDup(op)))
+    return coreError(op->comm, dmacclSystemError, "group: out of memory recording a call");
+  ops[nops++] = rec;
   return dmacclSuccess;
+}
+
+/* Drops the recorded calls and their arrays. */
+static void dropAll(void) {
+  for (int i = 0; i < nops; i++) free((void *)ops[i].vec);
+  free(ops);
+  ops = NULL;
+  nops = capops = 0;
 }
 
 dmacclResult_t dmacclGroupEnd(void) {
@@ -56,7 +67,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   /* Order: by position among the same communicator's calls, then call order. */
   int *rankIdx = calloc((size_t)nops + 1, sizeof(int));
   if (!rankIdx) {
-    nops = 0; /* the group is dropped, not left for the next one */
+    dropAll(); /* the group is dropped, not left for the next one */
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
   for (int i = 0; i < nops; i++)
@@ -75,7 +86,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   dmacclResult_t first = dmacclSuccess;
   int *posted = calloc((size_t)nops + 1, sizeof(int));
   if (!posted) {
-    nops = 0;
+    dropAll();
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
   /* A communicator destroyed (by another thread) since a call was recorded
@@ -96,9 +107,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   }
   free(posted);
   /* The list lives only while a group is open: a thread that ends leaves nothing. */
-  free(ops);
-  ops = NULL;
-  nops = capops = 0;
+  dropAll();
   return first;
 }
 

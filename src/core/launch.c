@@ -17,21 +17,28 @@
 #include "../exec/exec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-planAlgo coreChooseAlgo(const coreClique *c, planColl coll, size_t chunkBytes, int capture,
+planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why) {
-  size_t size = (size_t)c->nranks * chunkBytes;
-  planAlgo algo = planSelect(&c->table, coll, size, why);
+  size_t size = planCollOf(args->coll)->size(args);
+  planAlgo algo = planSelect(&c->table, args->coll, size, why);
   /* Staged operations use epoch flags and the batch API, which graphs cannot replay. */
-  if (planIsStaged(algo) && (capture || size > c->stageBytes)) algo = PLAN_ALGO_PUSH1;
+  if (planIsStaged(algo) && (capture || planStageNeed(args) > c->stageBytes))
+    algo = planFallbackAlgo(args->coll);
   return algo;
 }
 
+/* Multi-process: at the call, from this rank's own arguments (the forms
+ * that can be staged read only their own arrays, the same everywhere). */
 void coreSequenceAlgo(coreClique *c, coreOp *op) {
-  op->algo = coreChooseAlgo(c, op->coll, op->chunkBytes, op->capture, NULL);
-  op->stageIndex = planIsStaged(op->algo) && op->chunkBytes ? ++c->stageCount : 0;
+  const size_t *vecs[CORE_MAX_RANKS] = {0};
+  vecs[op->comm->rank] = op->vec;
+  planArgs a = coreOpArgs(op, op->comm->rank, c->nranks, vecs, c->scratchBytes);
+  op->algo = coreChooseAlgo(c, &a, op->capture, NULL);
+  op->stageIndex = planIsStaged(op->algo) && planCollOf(op->coll)->size(&a) ? ++c->stageCount : 0;
 }
 
 /*
@@ -45,17 +52,19 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
   for (int i = 0; i < k; i++) {
     coreLaunch *l = &ls[i];
     planSchedule *s = &l->comm->sched;
-    if (planBuild(&l->args, algo, s) != 0) {
+    if (l->empty) {
+      planScheduleReset(s, &l->args, algo);
+    } else if (planBuild(&l->args, algo, s) != 0) {
       coreSetAsyncError(l->comm, dmacclSystemError,
                         "operation %llu: out of memory building the schedule",
                         (unsigned long long)l->op->seq);
-      l->args.chunkBytes = 0;
-      planBuild(&l->args, algo, s); /* an empty schedule allocates nothing */
+      planScheduleReset(s, &l->args, algo); /* an empty schedule */
     }
     if (l->handshakesOnly) { /* the peers are not left waiting */
       int n = 0;
       for (int j = 0; j < s->nsteps; j++)
-        if (s->steps[j].kind != PLAN_STEP_COPY) s->steps[n++] = s->steps[j];
+        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE)
+          s->steps[n++] = s->steps[j];
       s->nsteps = n;
     }
     if (s->nrounds > rounds) rounds = s->nrounds;
@@ -81,8 +90,16 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
     }
 }
 
-static int sameOp(const coreOp *a, const coreOp *b) {
-  return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
+/* Ranks that disagree: -1, or a rank that disagrees with another (why says
+ * how). Every pair for the forms whose arrays differ per rank. */
+static int findDisagreement(coreClique *c, coreBoardSlot *slot, char *why, size_t whylen) {
+  int n = c->nranks, pairs = planCollOf(slot->ops[0].coll)->peerArrays;
+  for (int a = 0; a < (pairs ? n : 1); a++)
+    for (int b = a + 1; b < n; b++)
+      if (coreOpDiffer(&slot->ops[a], slot->ops[a].vec, &slot->ops[b], slot->ops[b].vec, n, why,
+                       whylen))
+        return b;
+  return -1;
 }
 
 /* Launches one complete slot for every rank. Called with the lock held. */
@@ -90,18 +107,21 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   const coreOp *ref = &slot->ops[0];
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
+  const size_t *vecs[CORE_MAX_RANKS];
   coreLaunch ls[CORE_MAX_RANKS];
-  const coreOp *bad = NULL; /* a rank that disagrees with rank 0 */
   for (int r = 0; r < c->nranks; r++) {
     send[r] = slot->ops[r].sendbuff;
     recv[r] = slot->ops[r].recvbuff;
-    if (!bad && !sameOp(ref, &slot->ops[r])) bad = &slot->ops[r];
+    vecs[r] = slot->ops[r].vec;
   }
-  int agree = bad == NULL;
-  /* One selection for all ranks: they must run the same algorithm. */
-  size_t size = (size_t)c->nranks * ref->chunkBytes;
+  char disagree[384];
+  int agree = findDisagreement(c, slot, disagree, sizeof(disagree)) < 0;
+  /* One selection for all ranks (rank 0's arguments): they must run the
+   * same algorithm. */
+  planArgs refArgs = coreOpArgs(ref, 0, c->nranks, vecs, c->scratchBytes);
+  size_t size = agree ? planCollOf(ref->coll)->size(&refArgs) : 0;
   const planRange *why = NULL;
-  planAlgo algo = coreChooseAlgo(c, ref->coll, ref->chunkBytes, ref->capture, &why);
+  planAlgo algo = coreChooseAlgo(c, &refArgs, ref->capture, &why);
   /* A launch the executor refuses (ranks sharing a GPU captured apart)
    * fails every rank's call, and nothing is issued. */
   char refused[256] = "";
@@ -109,34 +129,29 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
       agree && c->comms[0]->exec->checkLaunch
           ? c->comms[0]->exec->checkLaunch(c->comms, slot->ops, c->nranks, refused, sizeof(refused))
           : dmacclSuccess;
-  uint64_t stageIndex =
-      planIsStaged(algo) && agree && ref->chunkBytes && rc == dmacclSuccess ? ++c->stageCount : 0;
-  if (agree && ref->chunkBytes && rc == dmacclSuccess)
+  int run = agree && rc == dmacclSuccess;
+  uint64_t stageIndex = planIsStaged(algo) && run && size ? ++c->stageCount : 0;
+  if (run && size)
     CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
               planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,
               why ? why->hi : 0);
   for (int r = 0; r < c->nranks; r++) {
     const coreOp *op = &slot->ops[r];
-    ls[r] = (coreLaunch){
-        c->comms[r],
-        op,
-        {send, recv, NULL},
-        {op->coll, r, c->nranks, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, stageIndex},
-        0};
-    if (!agree) {
+    ls[r] = (coreLaunch){.comm = c->comms[r],
+                         .op = op,
+                         .bufs = {send, recv, NULL, NULL},
+                         .args = coreOpArgs(op, r, c->nranks, vecs, c->scratchBytes)};
+    ls[r].args.stageIndex = stageIndex;
+    if (!agree)
       coreSetOpError(c->comms[r], dmacclInvalidUsage,
-                     "operation %llu: ranks disagree: rank 0 called %s with count %zu of %s, "
-                     "rank %d called %s with count %zu of %s; nothing was copied",
-                     (unsigned long long)slot->seq, planCollName(ref->coll), ref->count,
-                     coreTypeName(ref->datatype), bad->comm->rank, planCollName(bad->coll),
-                     bad->count, coreTypeName(bad->datatype));
-    }
+                     "operation %llu: ranks disagree: %s; nothing was copied",
+                     (unsigned long long)slot->seq, disagree);
     if (rc != dmacclSuccess) {
       c->comms[r]->refusedSeq = slot->seq;
       c->comms[r]->refusedCode = rc;
       snprintf(c->comms[r]->refusedWhy, sizeof(c->comms[r]->refusedWhy), "%s", refused);
     }
-    if (!agree || rc != dmacclSuccess) ls[r].args.chunkBytes = 0; /* an empty schedule */
+    if (!run) ls[r].empty = 1;
   }
   coreLaunchRanks(ls, c->nranks, algo);
 }
@@ -206,9 +221,19 @@ static dmacclResult_t spPost(coreOp *op) {
     pthread_mutex_unlock(&c->lock);
     return rc;
   }
+  size_t vlen = coreVecLen(op, c->nranks);
+  if (vlen && !slot->vec && !(slot->vec = malloc((size_t)c->nranks * vlen * sizeof(size_t)))) {
+    pthread_mutex_unlock(&c->lock);
+    return coreError(comm, dmacclSystemError, "%s: out of memory", op->call);
+  }
   comm->posted = op->seq;
   slot->seq = op->seq;
   slot->ops[comm->rank] = *op;
+  if (vlen) {
+    size_t *mine = slot->vec + (size_t)comm->rank * vlen;
+    memcpy(mine, op->vec, vlen * sizeof(size_t));
+    slot->ops[comm->rank].vec = mine;
+  }
   slot->nposted++;
   launchReady(c);
   pthread_mutex_unlock(&c->lock);

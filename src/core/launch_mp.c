@@ -20,20 +20,50 @@
 #include <string.h>
 #include <unistd.h>
 
-static int sameShared(const coreSharedOp *a, const coreSharedOp *b) {
-  return a->coll == b->coll && a->count == b->count && a->datatype == b->datatype;
+/* Rank r's call of board slot `slot` as a coreOp (what the peers published). */
+_Static_assert(sizeof(size_t) == sizeof(uint64_t), "the board keeps arrays as 64-bit words");
+
+static coreOp sharedOp(coreClique *c, int r, int slot, const size_t **vec) {
+  const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
+  coreOp op = {.comm = c->comms[c->localRank],
+               .coll = (planColl)o->coll,
+               .count = o->count,
+               .datatype = (dmacclDataType_t)o->datatype,
+               .redop = (dmacclRedOp_t)o->redop,
+               .root = o->root};
+  *vec = (const size_t *)coreBoardVec(c, r, slot);
+  return op;
 }
 
-static void reportDisagreement(coreClique *c, uint64_t seq, int bad, const char *outcome) {
-  int slot = (int)(seq % CORE_BOARD_DEPTH);
-  const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot], *b = &coreBoardRank(c, bad)->ops[slot];
+/* -1 when every rank's call of slot agrees, else a rank that disagrees and
+ * why. Every rank sees the same board, so every rank reaches the same
+ * verdict. */
+static int findDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
+  int n = c->nranks;
+  const size_t *va, *vb;
+  coreOp a0 = sharedOp(c, 0, slot, &va);
+  int pairs = (unsigned)a0.coll < PLAN_NUM_COLLS && planCollOf(a0.coll)->peerArrays;
+  for (int a = 0; a < (pairs ? n : 1); a++) {
+    coreOp A = sharedOp(c, a, slot, &va);
+    for (int b = a + 1; b < n; b++) {
+      coreOp B = sharedOp(c, b, slot, &vb);
+      if ((unsigned)A.coll >= PLAN_NUM_COLLS || (unsigned)B.coll >= PLAN_NUM_COLLS) {
+        snprintf(why, whylen, "rank %d or %d published an unknown collective", a, b);
+        return b;
+      }
+      /* coreOpDiffer names ranks by comm: fake them by rank numbers */
+      struct dmacclComm ca = {.rank = a}, cb = {.rank = b};
+      A.comm = &ca;
+      B.comm = &cb;
+      if (coreOpDiffer(&A, va, &B, vb, n, why, whylen)) return b;
+    }
+  }
+  return -1;
+}
+
+static void reportDisagreement(coreClique *c, uint64_t seq, const char *why, const char *outcome) {
   coreSetOpError(c->comms[c->localRank], dmacclInvalidUsage,
-                 "operation %llu: ranks disagree: rank 0 called %s with count %llu of %s, "
-                 "rank %d called %s with count %llu of %s; %s",
-                 (unsigned long long)seq, planCollName((planColl)ref->coll),
-                 (unsigned long long)ref->count, coreTypeName((dmacclDataType_t)ref->datatype), bad,
-                 planCollName((planColl)b->coll), (unsigned long long)b->count,
-                 coreTypeName((dmacclDataType_t)b->datatype), outcome);
+                 "operation %llu: ranks disagree: %s; %s", (unsigned long long)seq, why, outcome);
 }
 
 static void launchOne(coreClique *c, uint64_t seq) {
@@ -42,24 +72,26 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const coreOp *op = &c->localOps[slot];
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
+  const size_t *vecs[CORE_MAX_RANKS];
   int staged = planIsStaged(op->algo);
-  coreLaunch l = {comm,
-                  op,
-                  {send, recv, NULL},
-                  {op->coll, me, n, op->chunkBytes, op->inPlace, CORE_STAGE_SLOTS, op->stageIndex},
-                  0};
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
+  memset(vecs, 0, sizeof(void *) * (size_t)n);
+  /* A staged operation reads only its own arrays (the same on every rank). */
+  for (int r = 0; r < n; r++)
+    if (r == me || !staged) vecs[r] = (const size_t *)coreBoardVec(c, r, slot);
+  coreLaunch l = {.comm = comm,
+                  .op = op,
+                  .bufs = {send, recv, NULL, NULL},
+                  .args = coreOpArgs(op, me, n, vecs, c->scratchBytes)};
   send[me] = op->sendbuff;
   recv[me] = op->recvbuff;
   /* A staged operation touches no peer buffer and may run before the peers
    * have called: it is compared with their calls later (checkStaged). */
-  int bad = -1;
-  for (int r = 0; r < n && bad < 0 && !staged; r++)
-    if (!sameShared(&coreBoardRank(c, 0)->ops[slot], &coreBoardRank(c, r)->ops[slot])) bad = r;
-  if (bad >= 0) {
-    reportDisagreement(c, seq, bad, "nothing was copied");
-    l.args.chunkBytes = 0; /* every rank sees the disagreement: all run empty schedules */
+  char why[384];
+  if (!staged && findDisagreement(c, slot, why, sizeof(why)) >= 0) {
+    reportDisagreement(c, seq, why, "nothing was copied");
+    l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
   } else if (!staged) {
     for (int r = 0; r < n && !l.handshakesOnly; r++) {
       if (r == me) continue;
@@ -77,9 +109,9 @@ static void launchOne(coreClique *c, uint64_t seq) {
       recv[r] = dp;
     }
   }
-  if (l.args.chunkBytes)
+  if (!l.empty)
     CORE_INFO("op %llu %s %zu bytes: %s", (unsigned long long)seq, planCollName(op->coll),
-              (size_t)n * op->chunkBytes, planAlgoName(op->algo));
+              planCollOf(op->coll)->size(&l.args), planAlgoName(op->algo));
   coreLaunchRanks(&l, 1, op->algo);
   atomic_store_explicit(&coreBoardRank(c, me)->launched, seq, memory_order_release);
 }
@@ -108,20 +140,18 @@ int coreMpCheckStaged(coreClique *c) {
     int slot = (int)(seq % CORE_BOARD_DEPTH);
     if (planIsStaged(c->localOps[slot].algo)) {
       if (!allPosted(c, seq, -1)) return done;
-      const coreSharedOp *ref = &coreBoardRank(c, 0)->ops[slot];
-      for (int r = 1; r < c->nranks; r++) {
-        const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
-        if (sameShared(ref, o)) continue;
-        if (o->algo != ref->algo) {
-          char why[256];
-          snprintf(why, sizeof(why),
-                   "operation %llu: ranks disagree (rank 0 and rank %d called different "
-                   "collectives or sizes) and ran different protocols; call dmacclCommAbort",
-                   (unsigned long long)seq, r);
-          coreBreak(c, dmacclInvalidUsage, why);
+      char why[384];
+      int r = findDisagreement(c, slot, why, sizeof(why));
+      if (r >= 0) {
+        if (coreBoardRank(c, r)->ops[slot].algo != coreBoardRank(c, 0)->ops[slot].algo) {
+          char broke[512];
+          snprintf(broke, sizeof(broke),
+                   "operation %llu: ranks disagree (%s) and ran different protocols; call "
+                   "dmacclCommAbort",
+                   (unsigned long long)seq, why);
+          coreBreak(c, dmacclInvalidUsage, broke);
         }
-        reportDisagreement(c, seq, r, "the receive buffers hold undefined data");
-        break;
+        reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
       }
     }
     c->checked = seq;
@@ -164,11 +194,10 @@ static void backoff(int *round) {
 dmacclResult_t coreMpExportOp(coreOp *op, const char *call) {
   if (op->refsReady) return dmacclSuccess;
   dmacclComm_t comm = op->comm;
-  size_t recvBytes = op->count ? op->chunkBytes * (size_t)comm->nranks : 0;
-  size_t sendBytes = op->coll == PLAN_COLL_ALLGATHER && op->count ? op->chunkBytes : recvBytes;
-  dmacclResult_t rc = coreExportBuf(comm, op->sendbuff, sendBytes, &op->sendRef, call, "sendbuff");
+  dmacclResult_t rc =
+      coreExportBuf(comm, op->sendbuff, op->sendBytes, &op->sendRef, call, "sendbuff");
   if (rc == dmacclSuccess)
-    rc = coreExportBuf(comm, op->recvbuff, recvBytes, &op->recvRef, call, "recvbuff");
+    rc = coreExportBuf(comm, op->recvbuff, op->recvBytes, &op->recvRef, call, "recvbuff");
   op->refsReady = rc == dmacclSuccess;
   return rc;
 }
@@ -177,8 +206,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
   /* Where peers will find the buffers; fails before anything is issued. */
-  dmacclResult_t rc =
-      coreMpExportOp(op, op->coll == PLAN_COLL_ALLGATHER ? "dmacclAllGather" : "dmacclAlltoAll");
+  dmacclResult_t rc = coreMpExportOp(op, op->call);
   if (rc != dmacclSuccess) return rc;
 
   pthread_mutex_lock(&c->lock);
@@ -201,14 +229,19 @@ dmacclResult_t coreMpPost(coreOp *op) {
   coreSequenceAlgo(c, op);
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   c->localOps[slot] = *op;
+  c->localOps[slot].vec = NULL; /* the caller's arrays live on the board from here */
   coreSharedOp *so = &coreBoardRank(c, c->localRank)->ops[slot];
   so->coll = (int32_t)op->coll;
   so->datatype = (int32_t)op->datatype;
   so->inPlace = op->inPlace;
   so->capture = op->capture;
   so->count = op->count;
-  so->chunkBytes = op->chunkBytes;
   so->algo = (int32_t)op->algo;
+  so->redop = (int32_t)op->redop;
+  so->root = op->root;
+  size_t vlen = coreVecLen(op, c->nranks);
+  uint64_t *bv = coreBoardVec(c, c->localRank, slot);
+  for (size_t i = 0; i < vlen; i++) bv[i] = op->vec[i];
   so->send = op->sendRef;
   so->recv = op->recvRef;
   atomic_store_explicit(&so->seq, seq, memory_order_release);

@@ -30,6 +30,12 @@ static const struct {
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
      "algorithms; 0 turns them off"},
+    {"DMACCL_SCRATCH_BYTES", "32M",
+     "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
+     "pulled into it in pieces (at least 2 KB per peer)"},
+    {"DMACCL_REDUCE_CTAS", "8",
+     "thread blocks of the reduction kernel (1 to 1024): the SMs a reducing collective takes "
+     "from the application"},
     {"DMACCL_BATCH_OVERLAP", "1",
      "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
      "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
@@ -87,6 +93,27 @@ size_t coreStageBytesParam(void) {
     b = (size_t)8 << 20;
   }
   return b;
+}
+
+size_t coreScratchBytesParam(void) {
+  const char *v = coreParamString("DMACCL_SCRATCH_BYTES");
+  size_t b = 0;
+  if (planParseSize(v, strlen(v), &b) || b < 4096 || b > ((size_t)1 << 40)) {
+    coreLog(CORE_LOG_WARN, "DMACCL_SCRATCH_BYTES='%s' is not a size from 4K to 1T: using 32M", v);
+    b = (size_t)32 << 20;
+  }
+  return b;
+}
+
+int coreReduceCtasParam(void) {
+  const char *v = coreParamString("DMACCL_REDUCE_CTAS");
+  char *end = NULL;
+  long n = strtol(v, &end, 10);
+  if (!end || *end || end == v || n < 1 || n > 1024) {
+    coreLog(CORE_LOG_WARN, "DMACCL_REDUCE_CTAS='%s' is not a number from 1 to 1024: using 8", v);
+    n = 8;
+  }
+  return (int)n;
 }
 
 int coreBatchOverlapParam(void) {

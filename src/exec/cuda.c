@@ -25,6 +25,7 @@
  * from cudaGetDriverEntryPointByVersion; nothing links libcuda.
  */
 #include "cuda_internal.h"
+#include "cuda_reduce.h"
 #include "../boot/boot.h"
 
 #include <sched.h>
@@ -86,6 +87,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->flags) cudaFree(s->flags);
     if (s->stage) cudaFree(s->stage);
   }
+  if (s->scratch) cudaFree(s->scratch);
   pthread_mutex_destroy(&s->ipcLock);
   cudaLeaveDevice(prev, s->device);
   free(s->lanes);
@@ -116,7 +118,8 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     return coreError(NULL, dmacclSystemError, "%s: out of memory", call);
   }
   s->device = comm->device;
-  s->nlanes = n; /* peer lanes plus a side lane for large self copies */
+  s->nlanes = PLAN_MAX_LANES(n); /* peer lanes, a side lane, the reductions' lanes */
+  s->reduceCtas = coreReduceCtasParam();
   s->batchFlags = coreBatchOverlapParam() ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
   pthread_mutex_init(&s->ipcLock, NULL);
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
@@ -172,6 +175,9 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   } else if (stageBytes) {
     CUDA_TRY(NULL, cudaMalloc((void **)&s->stage, stageBytes));
   }
+  /* Scratch of the reductions: rank-local, allocated here so that a
+   * reduction captured into a graph never allocates. */
+  if (n > 1) CUDA_TRY(NULL, cudaMalloc((void **)&s->scratch, comm->clique->scratchBytes));
   uint32_t one = 1;
   CUDA_TRY(NULL, cudaMemcpy(s->flags + FLAG_ONE(n, s->nlanes), &one, sizeof(one),
                             cudaMemcpyHostToDevice));
@@ -618,6 +624,13 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
            sch->steps[j].lane == st->lane)
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph);
+  } else if (st->kind == PLAN_STEP_REDUCE) {
+    const void *src[EXEC_REDUCE_MAX_SRCS];
+    for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
+    CUDA_TRY(comm, execCudaReduce(execLocate(b, st->dst), src, st->nsrc, st->bytes / sch->elemSize,
+                                  (dmacclDataType_t)sch->dtype, (dmacclRedOp_t)sch->redop,
+                                  s->reduceCtas, lane));
+    j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN) {
     /* One record serves a run of lanes joining the same lane. */
     CUDA_TRY(comm, cudaEventRecord(s->join[st->from], streams[st->from]));
@@ -712,7 +725,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
         (size_t)(sch->stageIndex % (unsigned long long)sch->stageSlots) * comm->clique->stageBytes;
     for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
   }
-  execBuffers bb = {b->send, b->recv, s->stageSlot};
+  execBuffers bb = {b->send, b->recv, s->stageSlot, s->scratch};
   int prev = cudaEnterDevice(s->device);
   if (from == 0) {
     /* The last eager operation's tail; a graph capture must not wait for

@@ -73,6 +73,8 @@ typedef struct {
   size_t stageStride;      /* peerStage[r] = peerStage[0] + r*stride (multi-process), else 0 */
   cudaVmm stageVmm;        /* multi-process: every rank's staging area */
   void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
+  char *scratch;           /* rank-local scratch of the reductions (clique->scratchBytes) */
+  int reduceCtas;          /* DMACCL_REDUCE_CTAS */
   uint64_t lastSeq;        /* the last eager operation launched */
   cudaStream_t lastStream; /* ... its lane 0 (its tail event orders the next on another) */
   unsigned batchFlags;     /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */

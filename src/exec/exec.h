@@ -14,13 +14,15 @@ typedef struct {
   const void *const *send; /* [nranks] */
   void *const *recv;       /* [nranks] */
   void *const *stage;      /* [nranks]: this operation's staging slot of every rank */
+  void *scratch;           /* this rank's scratch buffer (reductions) */
 } execBuffers;
 
-/* The address a schedule location names. */
+/* The address a schedule location names (SCRATCH: always this rank's). */
 static inline void *execLocate(const execBuffers *b, planLoc l) {
-  const char *base = l.buf == PLAN_BUF_SEND   ? (const char *)b->send[l.rank]
-                     : l.buf == PLAN_BUF_RECV ? (const char *)b->recv[l.rank]
-                                              : (const char *)b->stage[l.rank];
+  const char *base = l.buf == PLAN_BUF_SEND    ? (const char *)b->send[l.rank]
+                     : l.buf == PLAN_BUF_RECV  ? (const char *)b->recv[l.rank]
+                     : l.buf == PLAN_BUF_STAGE ? (const char *)b->stage[l.rank]
+                                               : (const char *)b->scratch;
   return (void *)(base + l.off);
 }
 
@@ -32,6 +34,7 @@ typedef struct {
   execBuffers bufs;
   planArgs args;
   int handshakesOnly; /* a peer's buffers could not be reached: drop the copies */
+  int empty;          /* ranks disagree or the launch was refused: an empty schedule */
 } coreLaunch;
 /* The one launch body (launch.c): builds each rank's schedule with algo and
  * issues them round by round across the k ranks. Lock held. */

@@ -13,6 +13,7 @@
  */
 #include "exec.h"
 #include "../boot/boot.h"
+#include "../base/reduce.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -40,8 +41,9 @@ typedef struct {
   _Atomic uint32_t *flags;      /* own, [PLAN_NUM_PHASES][nranks]; NULL when on the board */
   _Atomic uint32_t **peerFlags; /* every rank's flags as seen here */
   char *stage;                  /* own staging slots (one process: malloc) */
-  char **peerStage;             /* every rank's staging slots */
-  coreShm stageShm;             /* processes: every rank's staging slots */
+  char *scratch;    /* own scratch buffer (reductions; the worker runs one job at a time) */
+  char **peerStage; /* every rank's staging slots */
+  coreShm stageShm; /* processes: every rank's staging slots */
   double timeoutSec;
   _Atomic int waitingFor; /* peer the worker waits for, -1 when none (watchdog) */
 } hostState;
@@ -66,7 +68,7 @@ static int nextOnLane(const planSchedule *s, int l, int i) {
  * next step, so a JOIN at index i may pass once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send, j->recv, j->stage};
+  const execBuffers b = {j->send, j->recv, j->stage, stateOf(comm)->scratch};
   int nl = s->nlanes;
   int next[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
@@ -90,6 +92,11 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
           atomic_store_explicit(
               &stateOf(comm)->peerFlags[st->peer][st->phase * comm->nranks + comm->rank], j->epoch,
               memory_order_release);
+        } else if (st->kind == PLAN_STEP_REDUCE) {
+          const void *src[CORE_MAX_RANKS];
+          for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(&b, s->srcs[st->src0 + k]);
+          baseReduceHost(execLocate(&b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
+                         (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
         } else {
           memcpy(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         }
@@ -155,6 +162,7 @@ static void freeState(dmacclComm_t comm) {
   else
     free(h->stage);
   free(h->peerStage);
+  free(h->scratch);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h->flags);
@@ -185,8 +193,10 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   if (withFlags) h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags));
   size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
   if (withFlags && stageBytes) h->stage = malloc(stageBytes);
+  /* malloc: pages are touched only by the reductions that use them */
+  h->scratch = malloc(comm->clique->scratchBytes);
   int bad = !h->peerFlags || !h->peerStage || (withFlags && !h->flags) ||
-            (withFlags && stageBytes && !h->stage);
+            (withFlags && stageBytes && !h->stage) || !h->scratch;
   for (int k = 0; k < CORE_BOARD_DEPTH && !bad; k++) {
     h->jobs[k].send = calloc((size_t)n, sizeof(void *));
     h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
@@ -380,12 +390,22 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
     d->steps = steps;
     d->cap = s->nsteps;
   }
+  if (d->srcCap < s->nsrcs) {
+    planLoc *srcs = realloc(d->srcs, (size_t)s->nsrcs * sizeof(*srcs));
+    if (!srcs) return coreError(comm, dmacclSystemError, "host executor: out of memory");
+    d->srcs = srcs;
+    d->srcCap = s->nsrcs;
+  }
   planStep *keep = d->steps;
-  int keepCap = d->cap;
+  planLoc *keepSrcs = d->srcs;
+  int keepCap = d->cap, keepSrcCap = d->srcCap;
   *d = *s;
   d->steps = keep;
   d->cap = keepCap;
+  d->srcs = keepSrcs;
+  d->srcCap = keepSrcCap;
   if (s->nsteps) memcpy(d->steps, s->steps, (size_t)s->nsteps * sizeof(*s->steps));
+  if (s->nsrcs) memcpy(d->srcs, s->srcs, (size_t)s->nsrcs * sizeof(*s->srcs));
   size_t off =
       planIsStaged(s->algo) && s->stageSlots > 0
           ? (size_t)(s->stageIndex % (unsigned long long)s->stageSlots) * comm->clique->stageBytes

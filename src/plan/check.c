@@ -24,15 +24,15 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 static const char *kindName(planStepKind k) {
-  static const char *const names[] = {"COPY", "SIGNAL", "WAIT", "JOIN"};
-  return (unsigned)k <= PLAN_STEP_JOIN ? names[k] : "?";
+  static const char *const names[] = {"COPY", "SIGNAL", "WAIT", "JOIN", "REDUCE"};
+  return (unsigned)k <= PLAN_STEP_REDUCE ? names[k] : "?";
 }
 
 /* One rank alone: lanes, rounds, JOIN structure, rule 2. */
 static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int r = s->rank, nl = s->nlanes, rc = 0;
   if (s->nsteps == 0) return 0;
-  if (nl < 1 || nl > (n > 1 ? n : 1))
+  if (nl < 1 || nl > PLAN_MAX_LANES(n))
     return fail(err, errlen, "rank %d: %d lanes for %d ranks", r, nl, n);
   int *clock = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
   int *last = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* clock after each lane's last step */

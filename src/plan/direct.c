@@ -1,10 +1,17 @@
 /*
- * Direct algorithms: every rank exchanges its blocks with every peer in one
- * step, peers visited in rotated order (rank r starts with r+1) so that no
- * peer is the first target of everyone.
+ * Direct algorithms for the movement collectives: every rank exchanges its
+ * blocks (the collective's block(from, to)) with its peers in one step,
+ * peers visited in rotated order (rank r starts with r+1) so that no peer is
+ * the first target of everyone.
  *
  *   push: I write my block for peer p into p's receive buffer.
  *   pull: I read p's block for me from p's send buffer.
+ *
+ * Handshakes only between ranks that share a block: the rank that copies
+ * (the sender for push, the receiver for pull) waits for the other's ENTRY
+ * and signals EXIT to it; the other signals ENTRY and waits for EXIT. Both
+ * sides derive this from the same block function, so the pairs match; a
+ * collective whose blocks are all empty has an empty schedule.
  *
  * Issue forms, in rounds (plan.h: round k waits only for signals of earlier
  * rounds, and every wait follows its own rank's earlier signals):
@@ -40,89 +47,114 @@ static int isBatch(planAlgo a) {
   return a == PLAN_ALGO_PUSHB || a == PLAN_ALGO_PULLB;
 }
 
-/* The copy that moves the block between me and peer p (p may be me). */
-static int addBlockCopy(planSchedule *s, const planArgs *a, const planLayout *l, int pull, int p,
-                        int lane, int batch) {
-  int from = pull ? p : a->rank, to = pull ? a->rank : p;
-  return planAddCopy(s, lane, l->src(a, from, to), l->dst(a, from, to), a->chunkBytes, batch);
+/* The block I copy with peer p (p may be me), and the one p copies with me. */
+static planBlock mine(const planArgs *a, int pull, int p) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  if (p == a->rank && a->inPlace) return (planBlock){0, 0, 0};
+  return pull ? ci->block(a, p, a->rank) : ci->block(a, a->rank, p);
+}
+static planBlock theirs(const planArgs *a, int pull, int p) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  return pull ? ci->block(a, a->rank, p) : ci->block(a, p, a->rank);
 }
 
-static int needSelfCopy(const planArgs *a) {
-  return !(a->coll == PLAN_COLL_ALLGATHER && a->inPlace);
+static int addBlockCopy(planSchedule *s, const planArgs *a, int pull, int p, int lane, int batch) {
+  planBlock b = mine(a, pull, p);
+  int from = pull ? p : a->rank, to = pull ? a->rank : p;
+  if (!b.bytes) return 0;
+  return planAddCopy(s, lane, (planLoc){from, PLAN_BUF_SEND, b.srcOff},
+                     (planLoc){to, PLAN_BUF_RECV, b.dstOff}, b.bytes, batch);
+}
+
+/* Handshakes with peer at distance d (1..n-1): ENTRY/EXIT steps of lane. */
+static int entrySignals(planSchedule *s, const planArgs *a, int pull) {
+  int n = a->nranks, r = a->rank, rc = 0;
+  for (int d = 1; d < n && !rc; d++)
+    if (theirs(a, pull, (r + d) % n).bytes)
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  return rc;
+}
+static int exitWaits(planSchedule *s, const planArgs *a, int pull) {
+  int n = a->nranks, r = a->rank, rc = 0;
+  for (int d = 1; d < n && !rc; d++)
+    if (theirs(a, pull, (r + d) % n).bytes)
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  return rc;
 }
 
 /* The lane of the self copy: 0, or a side lane past the peer lanes. */
-static int selfLane(const planArgs *a, int peerLanes) {
-  return a->nranks > 1 && a->chunkBytes >= PLAN_SIDE_LANE_BYTES ? peerLanes : 0;
+static int selfLane(const planArgs *a, size_t bytes, int peerLanes) {
+  return a->nranks > 1 && bytes >= PLAN_SIDE_LANE_BYTES ? peerLanes : 0;
 }
 
-static int buildOneLane(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
+static int buildOneLane(const planArgs *a, planAlgo algo, planSchedule *s) {
   int n = a->nranks, r = a->rank, pull = isPull(algo), batch = isBatch(algo);
-  int self = needSelfCopy(a), side = self ? selfLane(a, 1) : 0, rc = 0;
+  size_t selfBytes = mine(a, pull, r).bytes;
+  int side = selfBytes ? selfLane(a, selfBytes, 1) : 0, rc = 0;
   /* Round 0. On a side lane the self copy starts at once; on lane 0 it
    * overlaps the entry handshake with single copies and joins the batch in
    * batch form. */
   s->round = 0;
   if (side) rc = planAddJoin(s, side, 0);
-  if (!rc && side) rc = addBlockCopy(s, a, l, pull, r, side, 0);
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  if (!rc && self && !side && !batch) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  if (!rc && side) rc = addBlockCopy(s, a, pull, r, side, 0);
+  if (!rc) rc = entrySignals(s, a, pull);
+  if (!rc && !side && !batch) rc = addBlockCopy(s, a, pull, r, 0, 0);
   s->round = 1;
   for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  if (!rc && self && !side && batch) rc = addBlockCopy(s, a, l, pull, r, 0, 1);
-  for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, l, pull, (r + d) % n, 0, batch);
+    if (mine(a, pull, (r + d) % n).bytes)
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  if (!rc && !side && batch) rc = addBlockCopy(s, a, pull, r, 0, 1);
+  for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, pull, (r + d) % n, 0, batch);
   for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+    if (mine(a, pull, (r + d) % n).bytes)
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
   s->round = 2;
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  if (!rc) rc = exitWaits(s, a, pull);
   if (!rc && side) rc = planAddJoin(s, 0, side);
   return rc;
 }
 
-static int buildPerPeer(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
+static int buildPerPeer(const planArgs *a, planAlgo algo, planSchedule *s) {
   int n = a->nranks, r = a->rank, pull = isPull(algo);
   int rc = 0;
   s->round = 0;
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  for (int d = 2; d < n && !rc; d++) rc = planAddJoin(s, d - 1, 0);
+  rc = entrySignals(s, a, pull);
+  /* Lane d-1 serves the peer at distance d, if I copy with it. */
+  for (int d = 2; d < n && !rc; d++)
+    if (mine(a, pull, (r + d) % n).bytes) rc = planAddJoin(s, d - 1, 0);
   /* The self copy stays on lane 0 here: with one lane per peer a side lane
    * makes nranks concurrent copies per GPU, more than its copy engines
    * (measured at 1 GB on 4 H200s: pushn 2265 us with it on lane 0, 3230 us
    * on a side lane). */
-  if (!rc && needSelfCopy(a)) rc = addBlockCopy(s, a, l, pull, r, 0, 0);
+  if (!rc) rc = addBlockCopy(s, a, pull, r, 0, 0);
   s->round = 1;
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n, lane = d - 1;
+    if (!mine(a, pull, p).bytes) continue;
     rc = planAddSync(s, PLAN_STEP_WAIT, lane, p, PLAN_PHASE_ENTRY);
-    if (!rc) rc = addBlockCopy(s, a, l, pull, p, lane, 0);
+    if (!rc) rc = addBlockCopy(s, a, pull, p, lane, 0);
     if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, lane, p, PLAN_PHASE_EXIT);
   }
   s->round = 2;
-  for (int d = 2; d < n && !rc; d++) rc = planAddJoin(s, 0, d - 1);
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  for (int d = 2; d < n && !rc; d++)
+    if (mine(a, pull, (r + d) % n).bytes) rc = planAddJoin(s, 0, d - 1);
+  if (!rc) rc = exitWaits(s, a, pull);
   return rc;
 }
 
-int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo,
-                    planSchedule *s) {
+int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s) {
   planScheduleReset(s, args, algo);
-  /* Nothing moves: no copy and no handshake (every rank sees the same count). */
-  if (args->chunkBytes == 0) return 0;
-  return isPerPeer(algo) ? buildPerPeer(args, layout, algo, s)
-                         : buildOneLane(args, layout, algo, s);
+  return isPerPeer(algo) ? buildPerPeer(args, algo, s) : buildOneLane(args, algo, s);
 }
 
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
-  const planLayout *layout =
-      args->coll == PLAN_COLL_ALLGATHER ? &planAllGatherLayout : &planAlltoAllLayout;
-  if ((unsigned)algo >= PLAN_NUM_ALGOS || args->nranks < 1 || args->rank < 0 ||
-      args->rank >= args->nranks)
+  if ((unsigned)args->coll >= PLAN_NUM_COLLS || (unsigned)algo >= PLAN_NUM_ALGOS ||
+      args->nranks < 1 || args->rank < 0 || args->rank >= args->nranks ||
+      !(planCollOf(args->coll)->algos & PLAN_ALGO_BIT(algo)) ||
+      (planCollOf(args->coll)->vector && !args->vec) ||
+      (planCollOf(args->coll)->rooted && (args->root < 0 || args->root >= args->nranks)))
     return -1;
-  if (planIsStaged(algo)) return planBuildStaged(args, layout, algo, s);
-  return planBuildDirect(args, layout, algo, s);
+  if (planIsStaged(algo)) return planBuildStaged(args, algo, s);
+  if (planCollOf(args->coll)->reduces) return planBuildReduce(args, s);
+  return planBuildDirect(args, algo, s);
 }

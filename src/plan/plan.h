@@ -35,7 +35,32 @@
 
 #include <stddef.h>
 
-typedef enum { PLAN_COLL_ALLGATHER = 0, PLAN_COLL_ALLTOALL = 1, PLAN_NUM_COLLS = 2 } planColl;
+/*
+ * Collectives: one X-macro list makes the enum and the table (coll.c). Each
+ * row (coll_<name>.c) says everything the library needs about a collective:
+ * buffer sizes, the in-place rule, and either the block that travels from
+ * rank `from` to rank `to` (movement) or the part of the sum that lands on
+ * each rank (reductions). Nothing outside src/plan names a collective.
+ */
+#define PLAN_COLL_LIST(X)                                                                          \
+  X(ALLGATHER, allgather)                                                                          \
+  X(ALLTOALL, alltoall)                                                                            \
+  X(ALLREDUCE, allreduce)                                                                          \
+  X(REDUCESCATTER, reducescatter)                                                                  \
+  X(BROADCAST, broadcast)                                                                          \
+  X(REDUCE, reduce)                                                                                \
+  X(GATHER, gather)                                                                                \
+  X(SCATTER, scatter)                                                                              \
+  X(ALLGATHERV, allgatherv)                                                                        \
+  X(REDUCESCATTERV, reducescatterv)                                                                \
+  X(ALLTOALLV, alltoallv)
+
+typedef enum {
+#define PLAN_COLL_ENUM_(id, name) PLAN_COLL_##id,
+  PLAN_COLL_LIST(PLAN_COLL_ENUM_)
+#undef PLAN_COLL_ENUM_
+      PLAN_NUM_COLLS
+} planColl;
 
 /* Algorithms. Direction (push: write into peers; pull: read from peers) times
  * issue form (one lane; one lane per peer; one batch command on one lane). */
@@ -53,14 +78,25 @@ typedef enum {
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
  * listed before this one (an event edge between streams). */
+/* REDUCE: dst = srcs[0] op srcs[1] op ... (the schedule's srcs list, in
+ * rank order), `bytes` of the schedule's element type; runs on the lane like
+ * a copy (a kernel on the CUDA executor, C on the host executor). */
 typedef enum {
   PLAN_STEP_COPY = 0,
   PLAN_STEP_SIGNAL = 1,
   PLAN_STEP_WAIT = 2,
-  PLAN_STEP_JOIN = 3
+  PLAN_STEP_JOIN = 3,
+  PLAN_STEP_REDUCE = 4
 } planStepKind;
-/* STAGE: the rank's library-owned staging slot of this operation (staged.c). */
-typedef enum { PLAN_BUF_SEND = 0, PLAN_BUF_RECV = 1, PLAN_BUF_STAGE = 2 } planBuf;
+/* STAGE: the rank's library-owned staging slot of this operation (staged.c),
+ * which peers write. SCRATCH: the rank's library-owned scratch buffer, which
+ * only the rank itself touches (reduce.c). */
+typedef enum {
+  PLAN_BUF_SEND = 0,
+  PLAN_BUF_RECV = 1,
+  PLAN_BUF_STAGE = 2,
+  PLAN_BUF_SCRATCH = 3
+} planBuf;
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". */
 typedef enum {
@@ -90,6 +126,8 @@ typedef struct {
   planPhase phase;
   /* JOIN */
   int from;
+  /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
+  int src0, nsrc;
 } planStep;
 
 typedef struct {
@@ -101,24 +139,90 @@ typedef struct {
   int round;                     /* builders: the round of the steps added next */
   unsigned long long stageIndex; /* staged algorithms: slot = stageIndex % stageSlots */
   int stageSlots;
+  int dtype, redop; /* REDUCE steps: dmacclDataType_t and dmacclRedOp_t numbers */
+  size_t elemSize;
   int nsteps, cap;
   planStep *steps;
+  int nsrcs, srcCap; /* REDUCE sources */
+  planLoc *srcs;
 } planSchedule;
+
+/* Lanes a schedule may use: one per peer, plus two for pipelined reductions. */
+#define PLAN_MAX_LANES(n) ((n) > 1 ? (n) + 2 : 1)
 
 /* Self copies from this size on get a lane of their own (direct.c). */
 #define PLAN_SIDE_LANE_BYTES ((size_t)1 << 20)
 
-/* Arguments of one rank's call, as the planner needs them. */
+/*
+ * Arguments of one rank's call, as the planner needs them. Counts are in
+ * elements of elemSize bytes. V forms: vec[r] is rank r's arrays, each of
+ * nranks entries, back to back (PLAN_VEC_* below); the forms whose arrays are
+ * the same on every rank (AllGatherV, ReduceScatterV) read only vec[rank].
+ */
 typedef struct {
   planColl coll;
   int rank, nranks;
-  size_t chunkBytes; /* AllGather: sendcount*size; AlltoAll: count*size (one block) */
-  int inPlace;       /* AllGather only: sendbuff is recvbuff's own block */
+  size_t count;    /* the call's count (sendcount, recvcount, count) */
+  size_t elemSize; /* bytes of one element */
+  int dtype, redop;
+  int root;
+  int inPlace; /* the call's buffers are in its collective's in-place form */
+  const size_t *const *vec;
+  size_t scratchBytes; /* reductions: the rank's scratch buffer (bytes) */
   /* Staged algorithms only: slots per rank (>= 2) and the 1-based index of
    * this operation among the staged ones (same on every rank). */
   int stageSlots;
   unsigned long long stageIndex;
 } planArgs;
+
+/* The arrays of a V form: AlltoAllv has four, the others the first two. */
+enum { PLAN_VEC_COUNTS = 0, PLAN_VEC_DISPLS = 1, PLAN_VEC_RCOUNTS = 2, PLAN_VEC_RDISPLS = 3 };
+#define PLAN_VEC_ARRAYS 4
+static inline const size_t *planVec(const planArgs *a, int r, int which) {
+  return a->vec[r] + (size_t)which * (size_t)a->nranks;
+}
+
+/* A byte range that travels (movement) or is reduced (reductions). */
+typedef struct {
+  size_t srcOff, dstOff, bytes; /* bytes 0: nothing */
+} planBlock;
+
+typedef struct {
+  const char *name;     /* "allgather": the selection grammar's name */
+  const char *call;     /* "dmacclAllGather": for messages */
+  const char *countArg; /* the count argument's name ("sendcount") */
+  int reduces;          /* takes an op; built by reduce.c */
+  int rooted;           /* takes a root */
+  int vector;           /* takes arrays (planArgs.vec) */
+  int peerArrays;       /* the layout needs every rank's arrays: never staged */
+  unsigned algos;       /* algorithms it accepts (bit planAlgo) */
+  /* Bytes of rank's send and receive buffers (0: unused on that rank). */
+  size_t (*sendBytes)(const planArgs *a, int rank);
+  size_t (*recvBytes)(const planArgs *a, int rank);
+  /* In place: 1 when the collective has an in-place form on rank; then
+   * sendbuff - recvbuff == *delta bytes is that form. */
+  int (*inPlace)(const planArgs *a, int rank, long long *delta);
+  /* The selection size (nccl-tests' size), the same on every rank. */
+  size_t (*size)(const planArgs *a);
+  /* Movement: the block rank `from` sends to rank `to` (from's send buffer
+   * to to's receive buffer). NULL for reductions. */
+  planBlock (*block)(const planArgs *a, int from, int to);
+  /* Reductions: the part of the result that lands on rank t: every rank's
+   * send[srcOff, srcOff+bytes) reduced into t's recv at dstOff. oneShot:
+   * the staged form, which may give every rank the whole result. */
+  planBlock (*target)(const planArgs *a, int t, int oneShot);
+  /* Reductions: every rank's part is then copied to every peer (AllReduce). */
+  int shareResult;
+} planCollInfo;
+
+/* The rows, by collective (coll.c); every row is planColl_<name> of coll_*.c. */
+extern const planCollInfo *const planColls[PLAN_NUM_COLLS];
+static inline const planCollInfo *planCollOf(planColl c) {
+  return planColls[c];
+}
+/* Staging bytes the collective needs on its busiest rank (SIZE_MAX: it
+ * cannot be staged). */
+size_t planStageNeed(const planArgs *a);
 
 /* Staged algorithms (staged.c): instead of an entry handshake, every rank
  * pushes its blocks into library-owned staging slots of its peers, raises
@@ -131,6 +235,8 @@ int planIsStaged(planAlgo a);
  * arguments the algorithm cannot take (a staged algorithm without slots). */
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s);
 void planScheduleFree(planSchedule *s);
+/* Makes s the empty schedule of args (no steps; keeps its memory). */
+void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
 
 /* Checks the schedules of one operation, s[r] being rank r's (n ranks), for
  * the queue-safety rules above, the lane structure (lanes > 0 open with a
@@ -140,16 +246,22 @@ void planScheduleFree(planSchedule *s);
 int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
+#define PLAN_ALGO_BIT(a) (1u << (a))
+#define PLAN_ALGOS_ALL ((1u << PLAN_NUM_ALGOS) - 1)
 const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);
+/* The direct algorithm a collective runs when it cannot be staged. */
+planAlgo planFallbackAlgo(planColl c);
 /* Returns 0 and sets *out, or -1 for an unknown name. */
 int planAlgoParse(const char *name, size_t len, planAlgo *out);
 int planCollParse(const char *name, size_t len, planColl *out);
 
 /*
  * Selection table: for each collective, size ranges [lo, hi) of the
- * collective's size (nccl-tests' size: AllGather = nranks*chunk bytes,
- * AlltoAll = nranks*block bytes) mapped to an algorithm. Grammar:
+ * collective's size (its row's size(): nccl-tests' size, e.g. AllGather =
+ * nranks*chunk bytes, AlltoAll = nranks*block bytes, AllReduce = count
+ * bytes) mapped to an algorithm the collective takes (its row's algos).
+ * Grammar:
  *   table  := entry (';' entry)*
  *   entry  := coll ':' ranged (',' ranged)*
  *   ranged := [size '-' (size | 'inf') ':'] algo

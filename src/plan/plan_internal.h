@@ -1,30 +1,25 @@
-/* Internal to the planning layer: step constructors and per-collective
- * block layouts. */
+/* Internal to the planning layer: step constructors, the builders, and what
+ * the collective rows share. */
 #ifndef DMACCL_PLAN_INTERNAL_H_
 #define DMACCL_PLAN_INTERNAL_H_
 
 #include "plan.h"
 
-void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
 int planAddCopy(planSchedule *s, int lane, planLoc src, planLoc dst, size_t bytes, int batch);
 int planAddSync(planSchedule *s, planStepKind kind, int lane, int peer, planPhase phase);
 /* Lane `lane` waits for every step of lane `from` added so far. */
 int planAddJoin(planSchedule *s, int lane, int from);
+/* dst = srcs[0] op ... op srcs[n-1] over `bytes` (the schedule's type and op). */
+int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc dst, size_t bytes);
 
-/*
- * Block layout of a collective: where the block that travels from rank
- * `from` to rank `to` is read and where it is written. A direct algorithm
- * (direct.c) is the same for every collective given these two hooks.
- */
-typedef struct {
-  planLoc (*src)(const planArgs *a, int from, int to);
-  planLoc (*dst)(const planArgs *a, int from, int to);
-} planLayout;
+/* Bytes spanned by the blocks of a V form: max(displs[i] + counts[i]) over
+ * the non-empty ones, times elemSize. */
+size_t planExtent(const size_t *counts, const size_t *displs, int n, size_t elemSize);
 
-extern const planLayout planAllGatherLayout;
-extern const planLayout planAlltoAllLayout;
-
-int planBuildDirect(const planArgs *args, const planLayout *layout, planAlgo algo, planSchedule *s);
-int planBuildStaged(const planArgs *args, const planLayout *layout, planAlgo algo, planSchedule *s);
+/* The builders: movement collectives (direct.c, staged.c), reductions
+ * (reduce.c, staged.c). */
+int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s);
+int planBuildStaged(const planArgs *args, planAlgo algo, planSchedule *s);
+int planBuildReduce(const planArgs *args, planSchedule *s);
 
 #endif

@@ -7,6 +7,7 @@
 
 void planScheduleFree(planSchedule *s) {
   free(s->steps);
+  free(s->srcs);
   memset(s, 0, sizeof(*s));
 }
 
@@ -20,7 +21,11 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->round = 0;
   s->stageIndex = args->stageIndex;
   s->stageSlots = args->stageSlots;
+  s->dtype = args->dtype;
+  s->redop = args->redop;
+  s->elemSize = args->elemSize;
   s->nsteps = 0;
+  s->nsrcs = 0;
 }
 
 static planStep *push(planSchedule *s) {
@@ -76,5 +81,29 @@ int planAddJoin(planSchedule *s, int lane, int from) {
   st->from = from;
   useLane(s, lane);
   useLane(s, from);
+  return 0;
+}
+
+int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc dst,
+                  size_t bytes) {
+  if (s->nsrcs + n > s->srcCap) {
+    int cap = s->srcCap ? 2 * s->srcCap : 16;
+    while (cap < s->nsrcs + n) cap *= 2;
+    planLoc *m = realloc(s->srcs, (size_t)cap * sizeof(*m));
+    if (!m) return -1;
+    s->srcs = m;
+    s->srcCap = cap;
+  }
+  planStep *st = push(s);
+  if (!st) return -1;
+  st->kind = PLAN_STEP_REDUCE;
+  st->lane = lane;
+  st->dst = dst;
+  st->bytes = bytes;
+  st->src0 = s->nsrcs;
+  st->nsrc = n;
+  memcpy(&s->srcs[s->nsrcs], srcs, (size_t)n * sizeof(*srcs));
+  s->nsrcs += n;
+  useLane(s, lane);
   return 0;
 }

@@ -3,7 +3,7 @@
  * to an algorithm. The built-in defaults are written in the same grammar that
  * DMACCL_ALGO and dmacclConfig_t.algorithm use, and go through the same parser.
  */
-#include "plan.h"
+#include "plan_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,17 +22,48 @@
  * becomes one 2D command across processes, which wins while blocks are small.
  */
 const char planDefaultTune[] =
-    "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n";
+    "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n"
+    /* Not yet measured on GPUs: the movement collectives as AllGather, the
+     * reductions staged (one-shot) up to 1 MB. */
+    "* broadcast:0-8M:stage,8M-inf:pushb;gather:0-8M:stage,8M-inf:pushb\n"
+    "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
+    "* allreduce:0-1M:stage,1M-inf:pull1;reducescatter:0-1M:stage,1M-inf:pull1\n"
+    "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};
-static const char *const collNames[PLAN_NUM_COLLS] = {"allgather", "alltoall"};
 
 const char *planAlgoName(planAlgo a) {
   return (unsigned)a < PLAN_NUM_ALGOS ? algoNames[a] : "unknown";
 }
 const char *planCollName(planColl c) {
-  return (unsigned)c < PLAN_NUM_COLLS ? collNames[c] : "unknown";
+  return (unsigned)c < PLAN_NUM_COLLS ? planCollOf(c)->name : "unknown";
+}
+
+planAlgo planFallbackAlgo(planColl c) {
+  unsigned m = planCollOf(c)->algos;
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++)
+    if ((m & PLAN_ALGO_BIT(a)) && !planIsStaged((planAlgo)a)) return (planAlgo)a;
+  return PLAN_ALGO_PUSH1;
+}
+
+/* "push1 pushn ..." : the algorithms of mask, for messages. */
+static const char *algoList(unsigned mask, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int a = 0; a < PLAN_NUM_ALGOS && used + 1 < len; a++)
+    if (mask & PLAN_ALGO_BIT(a))
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "", algoNames[a]);
+  return buf;
+}
+
+static const char *collList(char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int c = 0; c < PLAN_NUM_COLLS && used + 1 < len; c++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " " : "",
+                             planCollOf((planColl)c)->name);
+  return buf;
 }
 
 static int matchName(const char *name, size_t len, const char *cand) {
@@ -48,7 +79,7 @@ int planAlgoParse(const char *name, size_t len, planAlgo *out) {
 
 int planCollParse(const char *name, size_t len, planColl *out) {
   for (int i = 0; i < PLAN_NUM_COLLS; i++)
-    if (matchName(name, len, collNames[i])) return *out = (planColl)i, 0;
+    if (matchName(name, len, planCollOf((planColl)i)->name)) return *out = (planColl)i, 0;
   return -1;
 }
 
@@ -145,6 +176,11 @@ static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char
     PARSE_FAIL(
         "unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d batch)",
         (int)nameLen, name);
+  if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(r.algo))) {
+    char known[128];
+    PARSE_FAIL("%s does not take algorithm '%.*s' (it takes: %s)", planCollName(c), (int)nameLen,
+               name, algoList(planCollOf(c)->algos, known, sizeof(known)));
+  }
   if (insertRange(t, c, r))
     PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
   return 0;
@@ -173,8 +209,11 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
       planColl c;
       size_t clen;
       const char *cname = trimmed(entry, colon, &clen);
-      if (planCollParse(cname, clen, &c))
-        PARSE_FAIL("unknown collective '%.*s' (known: allgather alltoall)", (int)clen, cname);
+      if (planCollParse(cname, clen, &c)) {
+        char known[256];
+        PARSE_FAIL("unknown collective '%.*s' (known: %s)", (int)clen, cname,
+                   collList(known, sizeof(known)));
+      }
       const char *q = colon + 1, *qend = entry + len;
       if (q == qend) PARSE_FAIL("collective '%.*s' has no algorithm", (int)clen, cname);
       while (q < qend) {
@@ -281,7 +320,7 @@ void planTableDefaults(planTable *t, int nranks) {
   memset(t, 0, sizeof(*t));
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
     t->nranges[c] = 1;
-    t->ranges[c][0] = (planRange){0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0};
+    t->ranges[c][0] = (planRange){0, SIZE_MAX, planFallbackAlgo((planColl)c), PLAN_FROM_BUILTIN, 0};
   }
   t->origin = PLAN_FROM_BUILTIN;
   /* The built-in text is tested to parse (test_select). */
@@ -298,5 +337,5 @@ planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRa
   }
   /* Only SIZE_MAX itself can miss a [lo, inf) range. */
   if (why) *why = NULL;
-  return t->nranges[coll] ? t->ranges[coll][t->nranges[coll] - 1].algo : PLAN_ALGO_PUSH1;
+  return t->nranges[coll] ? t->ranges[coll][t->nranges[coll] - 1].algo : planFallbackAlgo(coll);
 }

@@ -7,12 +7,19 @@
  * rank owns stageSlots staging slots that only the library touches, so a
  * sender never waits for its peer's stream. Rank r, one lane:
  *
- *   copies    r's block for every rank p, itself included, into p's slot at
- *             block r (one batch command; in rank order for stage2d, so that
- *             a strided mapping makes it one 2D copy)
+ *   copies    movement: r's block for every rank p, itself included, into
+ *             p's slot where it will lie in p's receive buffer (the slot
+ *             mirrors the receive buffer); reductions: r's contribution to
+ *             every peer p's result into p's slot at position r (one batch
+ *             command; in rank order for stage2d, so that a strided mapping
+ *             makes it one 2D copy)
  *   DATA      SIGNAL(DATA) to every peer, ordered after the copies
  *   wait      WAIT(DATA) from every peer
- *   out       one local copy: r's whole slot into its receive buffer
+ *   out       movement: local copies of the slot's filled ranges into the
+ *             receive buffer (one for contiguous blocks); reductions: one
+ *             REDUCE of the slot's n positions (r's own from its send
+ *             buffer) into the receive buffer. AllReduce takes the one-shot
+ *             form: every rank reduces the whole count.
  *
  * Rounds (plan.h): the copies and DATA signals are round 0, the DATA waits
  * and the out copy round 1.
@@ -27,35 +34,103 @@
  *
  * The sender's send buffer is released when its copies complete (the rank's
  * own completion), and the receiver's buffer is written only by its own
- * out copy: no peer ever touches a user buffer.
+ * out step: no peer ever touches a user buffer. A rank raises DATA to and
+ * waits for DATA from every peer, even one it shares no block with, so that
+ * the argument above holds for every collective.
  */
 #include "plan_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 
 int planIsStaged(planAlgo a) {
   return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D;
 }
 
-int planBuildStaged(const planArgs *a, const planLayout *l, planAlgo algo, planSchedule *s) {
+/* The block rank `from` puts into rank `to`'s slot: src in from's send
+ * buffer, dst in to's slot. */
+static planBlock stagedBlock(const planArgs *a, int from, int to) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  if (!ci->reduces) return ci->block(a, from, to);
+  planBlock t = ci->target(a, to, 1);
+  return (planBlock){t.srcOff, (size_t)from * t.bytes, t.bytes};
+}
+
+/* The out copies of a movement collective: the filled ranges of my slot,
+ * merged where they touch, in order of their place in the receive buffer. */
+static int addOutCopies(planSchedule *s, const planArgs *a) {
+  int n = a->nranks, r = a->rank, rc = 0;
+  int *order = malloc((size_t)n * sizeof(int));
+  if (!order) return -1;
+  int k = 0;
+  for (int f = 0; f < n; f++) {
+    planBlock b = stagedBlock(a, f, r);
+    if (!b.bytes) continue;
+    int j = k++;
+    for (; j > 0 && stagedBlock(a, order[j - 1], r).dstOff > b.dstOff; j--) order[j] = order[j - 1];
+    order[j] = f;
+  }
+  for (int i = 0; i < k && !rc;) {
+    planBlock b = stagedBlock(a, order[i], r);
+    size_t lo = b.dstOff, hi = b.dstOff + b.bytes;
+    for (i++; i < k; i++) {
+      planBlock c = stagedBlock(a, order[i], r);
+      if (c.dstOff != hi) break;
+      hi += c.bytes;
+    }
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_STAGE, lo}, (planLoc){r, PLAN_BUF_RECV, lo},
+                     hi - lo, 0);
+  }
+  free(order);
+  return rc;
+}
+
+/* A reduction's out step: my slot's positions (mine from my send buffer). */
+static int addOutReduce(planSchedule *s, const planArgs *a) {
+  int n = a->nranks, r = a->rank;
+  planBlock t = planCollOf(a->coll)->target(a, r, 1);
+  if (!t.bytes) return 0;
+  planLoc *src = malloc((size_t)n * sizeof(*src));
+  if (!src) return -1;
+  for (int i = 0; i < n; i++)
+    src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
+                    : (planLoc){r, PLAN_BUF_STAGE, (size_t)i * t.bytes};
+  int rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
+  free(src);
+  return rc;
+}
+
+int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
+  const planCollInfo *ci = planCollOf(a->coll);
   planScheduleReset(s, a, algo);
-  if (a->chunkBytes == 0) return 0; /* nothing moves: no copy and no signal */
-  if (a->stageSlots < 2 || a->stageIndex == 0) return -1;
+  /* Nothing moves anywhere (the size is the same on every rank): no copy
+   * and no signal. */
+  if (ci->size(a) == 0) return 0;
+  if (a->stageSlots < 2 || a->stageIndex == 0 || ci->peerArrays) return -1;
   int n = a->nranks, r = a->rank, rc = 0;
   int inRankOrder = algo == PLAN_ALGO_STAGE2D;
+  /* One rank: no staging at all; a reduction of one rank is its input. */
+  if (n == 1 && ci->reduces) {
+    planBlock t = ci->target(a, 0, 1);
+    if (a->inPlace || !t.bytes) return 0;
+    return planAddCopy(s, 0, (planLoc){0, PLAN_BUF_SEND, t.srcOff},
+                       (planLoc){0, PLAN_BUF_RECV, t.dstOff}, t.bytes, 0);
+  }
   s->round = 0;
-  /* Rotated order (peer r+1 first, self last) unless the rows must be in rank order. */
+  /* Rotated order (peer r+1 first, self last) unless the rows must be in
+   * rank order. A reduction reads its own part from its send buffer. */
   for (int i = 0; i < n && !rc; i++) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
-    planLoc src = l->src(a, r, p);
-    planLoc dst = {p, PLAN_BUF_STAGE, (size_t)r * a->chunkBytes};
-    rc = planAddCopy(s, 0, src, dst, a->chunkBytes, inRankOrder ? 2 : 1);
+    planBlock b = stagedBlock(a, r, p);
+    if (!b.bytes || (ci->reduces && p == r)) continue;
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
+                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
   }
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_DATA);
   s->round = 1;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_DATA);
-  if (!rc)
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_STAGE, 0}, (planLoc){r, PLAN_BUF_RECV, 0},
-                     (size_t)n * a->chunkBytes, 0);
+  if (!rc) rc = ci->reduces ? addOutReduce(s, a) : addOutCopies(s, a);
   return rc;
 }

@@ -23,12 +23,14 @@ static const char *originName(const planRange *r, char *buf, size_t len) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]\n"
-          "  -n N   ranks of the communicator (default: the number of GPUs, else 4)\n"
-          "  -o C   with -s: the collective to explain (default allgather)\n"
-          "  -s S   a collective size as nccl-tests counts it (AllGather: output bytes;\n"
-          "         AlltoAll: bytes each rank sends), e.g. 64K: which algorithm runs, and why\n");
+  fprintf(
+      f,
+      "usage: dmaccl-info [-n NRANKS] [-o COLLECTIVE] [-s SIZE]\n"
+      "  -n N   ranks of the communicator (default: the number of GPUs, else 4)\n"
+      "  -o C   with -s: the collective to explain (allgather, allreduce, ...; default allgather)\n"
+      "  -s S   a collective size as nccl-tests counts it (AllGather: output bytes; AllReduce: "
+      "bytes;\n"
+      "         AlltoAll: bytes each rank sends), e.g. 64K: which algorithm runs, and why\n");
 }
 
 int main(int argc, char **argv) {
@@ -53,7 +55,9 @@ int main(int argc, char **argv) {
       nranks = (int)n;
     } else if (strcmp(a, "-o") == 0) {
       if (planCollParse(v, strlen(v), &coll)) {
-        fprintf(stderr, "dmaccl-info: -o %s is not allgather or alltoall\n", v);
+        fprintf(stderr,
+                "dmaccl-info: -o %s is not a collective (allgather, alltoall, allreduce, ...)\n",
+                v);
         return 2;
       }
     } else if (strcmp(a, "-s") == 0) {
@@ -100,24 +104,38 @@ int main(int argc, char **argv) {
     }
   char sb[32];
   printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s;\n"
-         "# larger ones, and calls under CUDA graph capture, run push1\n",
+         "# larger ones, and calls under CUDA graph capture, run the collective's direct one\n",
          planSizeString(c.stageBytes, sb, sizeof(sb)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
-    size_t chunk = size / (size_t)nranks;
-    planAlgo eager = coreChooseAlgo(&c, coll, chunk, 0, NULL);
-    planAlgo graph = coreChooseAlgo(&c, coll, chunk, 1, NULL);
+    /* Arguments of that size: one-byte elements, equal counts in the V forms. */
+    static size_t vec[CORE_MAX_RANKS][PLAN_VEC_ARRAYS * CORE_MAX_RANKS];
+    const size_t *rows[CORE_MAX_RANKS];
+    planArgs a = {.coll = coll, .nranks = nranks, .count = 1, .elemSize = 1, .vec = rows};
+    size_t unit = 0, count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      for (int r = 0; r < nranks; r++) {
+        rows[r] = vec[r];
+        for (int i = 0; i < nranks; i++)
+          for (int k = 0; k < PLAN_VEC_ARRAYS; k++)
+            vec[r][(size_t)k * nranks + i] = k % 2 ? (size_t)i * a.count : a.count;
+      }
+      if (pass == 0) unit = planCollOf(coll)->size(&a), count = unit ? size / unit : 0;
+      a.count = count;
+    }
+    planAlgo eager = coreChooseAlgo(&c, &a, 0, NULL);
+    planAlgo graph = coreChooseAlgo(&c, &a, 1, NULL);
     char lo[32], hi[32], org[64];
-    printf("\n%s of %zu bytes on %d ranks (%zu bytes per block): %s\n", planCollName(coll), size,
-           nranks, chunk, planAlgoName(eager));
+    printf("\n%s of %zu bytes on %d ranks (count %zu bytes): %s\n", planCollName(coll), size,
+           nranks, count, planAlgoName(eager));
     if (why)
       printf("  table: %s, from range %s-%s (%s)\n", planAlgoName(table),
              planSizeString(why->lo, lo, sizeof(lo)), planSizeString(why->hi, hi, sizeof(hi)),
              originName(why, org, sizeof(org)));
     if (eager != table)
-      printf("  %s does not fit one staging slot (%zu > DMACCL_STAGE_BYTES): push1 instead\n",
-             planAlgoName(table), (size_t)nranks * chunk);
+      printf("  %s needs %zu bytes of staging slot (> DMACCL_STAGE_BYTES): %s instead\n",
+             planAlgoName(table), planStageNeed(&a), planAlgoName(eager));
     if (graph != eager) printf("  under CUDA graph capture: %s\n", planAlgoName(graph));
   }
   return 0;
