@@ -6,8 +6,10 @@
  * operations rather than a compiler's or CUDA's intrinsics. The rules are
  * those of dmacclRedOp_t (include/dmaccl.h): rank order, integers wrap in
  * their own width, fp16/bf16/fp8 accumulate in float and round once to
- * nearest even, fp8 saturates to its largest finite value. NaN results are
- * the type's canonical quiet NaN with the sign of the float NaN.
+ * nearest even, fp8 saturates to its largest finite value. NaN results of
+ * the small types are their canonical positive quiet NaN (x86 and NVIDIA
+ * GPUs make NaNs of different signs and payloads; float and double results
+ * that are NaN may differ in those bits between executors).
  *
  * Both compilers must not contract or widen float operations (the build
  * passes -ffp-contract=off to gcc and -fmad=false to nvcc); there is no
@@ -74,7 +76,7 @@ RM_HD uint32_t rmFloatToSmall(float x, int E, int M, int hasInf, int satfinite) 
       hasInf ? ((expMax - 1u) << M) | ((1u << M) - 1u) : (expMax << M) | ((1u << M) - 2u);
   uint32_t nan = hasInf ? (expMax << M) | (1u << (M - 1)) : (expMax << M) | ((1u << M) - 1u);
   uint32_t inf = hasInf && !satfinite ? expMax << M : maxFinite;
-  if (a > 0x7f800000u) return signBit | nan;
+  if (a > 0x7f800000u) return nan;
   if (a == 0x7f800000u) return signBit | inf;
   int bias = (1 << (E - 1)) - 1, emin = 1 - bias;
   int e = (int)(a >> 23) - 127;
@@ -108,7 +110,7 @@ RM_HD float rmBf16ToFloat(uint16_t b) {
 }
 RM_HD uint16_t rmFloatToBf16(float x) {
   uint32_t u = rmFloatToBits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) & 0x8000u) | 0x7fc0u;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
   u += 0x7fffu + ((u >> 16) & 1u); /* to nearest even; overflow becomes inf */
   return (uint16_t)(u >> 16);
 }

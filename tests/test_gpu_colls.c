@@ -1,0 +1,321 @@
+/*
+ * Every collective on the CUDA executor against the host executor, byte for
+ * byte (the host executor's schedules are checked by test_plan and its
+ * results against the header's contract by test_colls): ranks r on GPU
+ * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
+ * selection and with the direct algorithms forced, and captured into one
+ * CUDA graph then replayed twice on new data; random inputs, poisoned
+ * outputs (the whole receive allocation, gaps and a guard included).
+ * Arg: a collective name to run only that one.
+ */
+#include "gpu_common.h"
+#include "dmaccl.h"
+#include "plan.h"
+
+#include <limits.h>
+
+#define MAXN 4
+#define GUARD 256
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      TEST_FAIL("%s: %s", #x, cudaGetErrorString(e_));                                             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+#define DK(x)                                                                                      \
+  do {                                                                                             \
+    dmacclResult_t e_ = (x);                                                                       \
+    if (e_ != dmacclSuccess) {                                                                     \
+      TEST_FAIL("%s: %s", #x, dmacclCommGetLastError(NULL));                                       \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+typedef struct {
+  planColl coll;
+  int n, root, inPlace;
+  size_t count;
+  dmacclDataType_t type;
+  dmacclRedOp_t op;
+  size_t vec[MAXN][PLAN_VEC_ARRAYS * MAXN];
+  const size_t *rows[MAXN];
+  planArgs a[MAXN];
+  size_t sendB[MAXN], recvB[MAXN], span[MAXN];
+  long long lo[MAXN], delta[MAXN];
+} caseT;
+
+static dmacclComm_t hostComms[MAXN], gpuComms[2][MAXN];
+static cudaStream_t streams[MAXN];
+static int ngpu;
+
+static size_t tsize(dmacclDataType_t t) {
+  static const size_t sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return sz[t];
+}
+
+/* Uneven arrays: rank i's count is count*(i+1)/n, some zero, gaps of 3. */
+static void setup(caseT *c) {
+  int n = c->n;
+  memset(c->vec, 0, sizeof(c->vec));
+  for (int r = 0; r < n; r++) c->rows[r] = c->vec[r];
+  if (planCollOf(c->coll)->vector) {
+    for (int r = 0; r < n; r++) {
+      size_t at = 0, rat = 0;
+      for (int j = 0; j < n; j++) {
+        size_t cnt = (j == 1 ? 0 : c->count * (size_t)(j + 1) / (size_t)n);
+        size_t sc = (c->count * (size_t)((r + j) % n + 1)) / (size_t)n; /* r sends to j */
+        size_t rc = (c->count * (size_t)((j + r) % n + 1)) / (size_t)n; /* j sends to r */
+        if (planCollOf(c->coll)->peerArrays) {
+          c->vec[r][j] = sc, c->vec[r][n + j] = at, at += sc + 3;
+          c->vec[r][2 * n + j] = rc, c->vec[r][3 * n + j] = rat, rat += rc + 3;
+        } else {
+          c->vec[r][j] = cnt, c->vec[r][n + j] = at, at += cnt + 3;
+        }
+      }
+    }
+  }
+  const planCollInfo *ci = planCollOf(c->coll);
+  for (int r = 0; r < n; r++) {
+    c->a[r] = (planArgs){.coll = c->coll,
+                         .rank = r,
+                         .nranks = n,
+                         .count = c->count,
+                         .elemSize = tsize(c->type),
+                         .root = c->root,
+                         .vec = c->rows};
+    c->sendB[r] = ci->sendBytes(&c->a[r], r);
+    c->recvB[r] = ci->recvBytes(&c->a[r], r);
+    long long d = 0;
+    int ip = c->inPlace && ci->inPlace(&c->a[r], r, &d) && c->sendB[r] && c->recvB[r];
+    c->delta[r] = ip ? d : LLONG_MIN;
+    c->lo[r] = ip && d < 0 ? d : 0;
+    long long hi =
+        ip ? (d + (long long)c->sendB[r] > (long long)c->recvB[r] ? d + (long long)c->sendB[r]
+                                                                  : (long long)c->recvB[r])
+           : (long long)c->recvB[r];
+    c->span[r] = (size_t)(hi - c->lo[r]) + GUARD + (ip ? 0 : c->sendB[r] + GUARD);
+  }
+}
+
+/* Send and receive pointers in one allocation of span bytes. */
+static void place(const caseT *c, int r, unsigned char *base, void **send, void **recv) {
+  unsigned char *rv = base - c->lo[r];
+  *recv = rv;
+  *send = c->delta[r] != LLONG_MIN ? rv + c->delta[r] : base + (c->span[r] - c->sendB[r] - GUARD);
+}
+
+static dmacclResult_t issue(const caseT *c, int r, const void *s, void *d, dmacclComm_t comm,
+                            cudaStream_t st) {
+  const size_t *v = c->vec[r];
+  int n = c->n;
+  switch (c->coll) {
+  case PLAN_COLL_ALLGATHER: return dmacclAllGather(s, d, c->count, c->type, comm, st);
+  case PLAN_COLL_ALLTOALL: return dmacclAlltoAll(s, d, c->count, c->type, comm, st);
+  case PLAN_COLL_ALLREDUCE: return dmacclAllReduce(s, d, c->count, c->type, c->op, comm, st);
+  case PLAN_COLL_REDUCESCATTER:
+    return dmacclReduceScatter(s, d, c->count, c->type, c->op, comm, st);
+  case PLAN_COLL_BROADCAST: return dmacclBroadcast(s, d, c->count, c->type, c->root, comm, st);
+  case PLAN_COLL_REDUCE: return dmacclReduce(s, d, c->count, c->type, c->op, c->root, comm, st);
+  case PLAN_COLL_GATHER: return dmacclGather(s, d, c->count, c->type, c->root, comm, st);
+  case PLAN_COLL_SCATTER: return dmacclScatter(s, d, c->count, c->type, c->root, comm, st);
+  case PLAN_COLL_ALLGATHERV: return dmacclAllGatherV(s, d, v, v + n, c->type, comm, st);
+  case PLAN_COLL_REDUCESCATTERV:
+    return dmacclReduceScatterV(s, d, v, v + n, c->type, c->op, comm, st);
+  case PLAN_COLL_ALLTOALLV:
+    return dmacclAlltoAllv(s, v, v + n, d, v + 2 * n, v + 3 * n, c->type, comm, st);
+  default: return dmacclInvalidArgument;
+  }
+}
+
+/* Rank r's allocation before the call: poisoned, its send part random
+ * (float and double with moderate exponents: no inf or NaN in the sums). */
+static void inputs(const caseT *c, int r, unsigned char *buf, uint64_t seed) {
+  void *s, *d;
+  memset(buf, 0xA5, c->span[r]);
+  place(c, r, buf, &s, &d);
+  testFillRandom(s, c->sendB[r], seed + (uint64_t)r);
+  if (c->type == dmacclFloat32 || c->type == dmacclFloat64)
+    for (size_t i = tsize(c->type) - 1; i < c->sendB[r]; i += tsize(c->type))
+      ((unsigned char *)s)[i] = 0x3f ^ (((unsigned char *)s)[i] & 0x80);
+}
+
+/* The host executor's result for the inputs of seed, in hb. */
+static int runHost(const caseT *c, unsigned char **hb, uint64_t seed) {
+  void *s[MAXN], *d[MAXN];
+  for (int r = 0; r < c->n; r++) {
+    inputs(c, r, hb[r], seed);
+    place(c, r, hb[r], &s[r], &d[r]);
+  }
+  DK(dmacclGroupStart());
+  for (int r = 0; r < c->n; r++) DK(issue(c, r, s[r], d[r], hostComms[r], NULL));
+  DK(dmacclGroupEnd());
+  for (int r = 0; r < c->n; r++) DK(dmacclCommSynchronize(hostComms[r]));
+  return 0;
+}
+
+/* The same inputs on the devices. */
+static int upload(const caseT *c, unsigned char **db, uint64_t seed) {
+  for (int r = 0; r < c->n; r++) {
+    unsigned char *in = malloc(c->span[r]);
+    inputs(c, r, in, seed);
+    cudaError_t e = cudaMemcpy(db[r], in, c->span[r], cudaMemcpyHostToDevice);
+    free(in);
+    CK(e);
+  }
+  /* A copy from pageable memory may return before its DMA lands, and the
+   * test's streams do not wait for the legacy stream: wait here. */
+  for (int g = 0; g < ngpu && g < c->n; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaDeviceSynchronize());
+  }
+  return 0;
+}
+
+static int compare(const caseT *c, unsigned char **want, unsigned char **db, const char *how) {
+  unsigned char *got = malloc(c->span[0] > 1 ? c->span[0] : 1);
+  for (int r = 0; r < c->n; r++) {
+    got = realloc(got, c->span[r]);
+    CK(cudaMemcpy(got, db[r], c->span[r], cudaMemcpyDeviceToHost));
+    long long d = testFirstDiff(got, want[r], c->span[r]);
+    if (d >= 0) {
+      TEST_FAIL("%s %s n=%d count=%zu type %d op %d root %d inPlace %d (%s): rank %d byte %lld "
+                "(of %zu) is 0x%02x, host executor 0x%02x",
+                planCollName(c->coll), how, c->n, c->count, (int)c->type, (int)c->op, c->root,
+                c->inPlace, how, r, d + c->lo[r], c->span[r], got[d], want[r][d]);
+      free(got);
+      return 1;
+    }
+  }
+  free(got);
+  return 0;
+}
+
+static int runCase(caseT *c, uint64_t seed) {
+  setup(c);
+  int n = c->n, rc = 0;
+  unsigned char *hb[MAXN], *db[MAXN];
+  void *s[MAXN], *d[MAXN];
+  for (int r = 0; r < n; r++) {
+    hb[r] = malloc(c->span[r]);
+    CK(cudaSetDevice(r % ngpu));
+    CK(cudaMalloc((void **)&db[r], c->span[r]));
+    place(c, r, db[r], &s[r], &d[r]);
+  }
+  /* Eager, built-in selection (k=0) and the direct forms forced (k=1). */
+  for (int k = 0; k < 2 && !rc; k++) {
+    if ((rc = runHost(c, hb, seed + (uint64_t)k)) || (rc = upload(c, db, seed + (uint64_t)k)))
+      break;
+    DK(dmacclGroupStart());
+    for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[k][r], streams[r]));
+    DK(dmacclGroupEnd());
+    for (int r = 0; r < n; r++) {
+      CK(cudaSetDevice(r % ngpu));
+      CK(cudaStreamSynchronize(streams[r]));
+      DK(dmacclCommSynchronize(gpuComms[k][r]));
+    }
+    rc = compare(c, hb, db, k ? "eager, direct forms" : "eager");
+  }
+  /* One graph for every rank: streams forked from rank 0's capture. */
+  if (!rc) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    cudaEvent_t fork, join[MAXN];
+    CK(cudaSetDevice(0));
+    CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CK(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeGlobal));
+    CK(cudaEventRecord(fork, streams[0]));
+    for (int r = 1; r < n; r++) CK(cudaStreamWaitEvent(streams[r], fork, 0));
+    DK(dmacclGroupStart());
+    for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[0][r], streams[r]));
+    DK(dmacclGroupEnd());
+    for (int r = 1; r < n; r++) {
+      CK(cudaSetDevice(r % ngpu));
+      CK(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming));
+      CK(cudaEventRecord(join[r], streams[r]));
+      CK(cudaSetDevice(0));
+      CK(cudaStreamWaitEvent(streams[0], join[r], 0));
+    }
+    CK(cudaStreamEndCapture(streams[0], &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 2 && !rc; rep++) {
+      uint64_t sd = seed + 100 + (uint64_t)rep;
+      if ((rc = runHost(c, hb, sd)) || (rc = upload(c, db, sd))) break;
+      CK(cudaSetDevice(0));
+      CK(cudaGraphLaunch(ge, streams[0]));
+      CK(cudaStreamSynchronize(streams[0]));
+      rc = compare(c, hb, db, "graph replay");
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaEventDestroy(fork);
+    for (int r = 1; r < n; r++) cudaEventDestroy(join[r]);
+  }
+  for (int r = 0; r < n; r++) {
+    free(hb[r]);
+    cudaFree(db[r]);
+  }
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  ngpu = gpuCountOrSkip(1, "test_gpu_colls");
+  static const char *direct =
+      "allgather:push1;alltoall:pushn;broadcast:pull1;gather:pushb;scatter:pulln;"
+      "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"
+      "reducescatterv:pull1;reduce:pull1";
+  struct {
+    dmacclDataType_t t;
+    dmacclRedOp_t op;
+  } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
+              {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
+  const size_t counts[] = {1, 1000, 300001};
+  int cases = 0, rc = 0;
+  for (int nn = 2; nn <= 3 && !rc; nn++) {
+    int n = nn == 3 && ngpu >= 3 ? ngpu < MAXN ? ngpu : MAXN : nn;
+    int devs[MAXN];
+    for (int r = 0; r < n; r++) devs[r] = r % ngpu;
+    dmacclConfig_t hc = DMACCL_CONFIG_INITIALIZER, gc = DMACCL_CONFIG_INITIALIZER;
+    hc.executor = dmacclExecutorHost;
+    gc.executor = dmacclExecutorCuda;
+    DK(dmacclCommInitAll(hostComms, n, NULL, &hc));
+    DK(dmacclCommInitAll(gpuComms[0], n, devs, &gc));
+    gc.algorithm = direct;
+    DK(dmacclCommInitAll(gpuComms[1], n, devs, &gc));
+    for (int r = 0; r < n; r++) {
+      CK(cudaSetDevice(devs[r]));
+      CK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+    }
+    for (int coll = 0; coll < PLAN_NUM_COLLS && !rc; coll++) {
+      if (only && strcmp(only, planCollName((planColl)coll))) continue;
+      int reduces = planCollOf((planColl)coll)->reduces;
+      for (size_t ti = 0; ti < sizeof(tops) / sizeof(tops[0]) && !rc; ti++) {
+        if (!reduces && ti > 1) break; /* movement: two types are enough */
+        for (size_t ci = 0; ci < 3 && !rc; ci++)
+          for (int inPlace = 0; inPlace <= 1 && !rc; inPlace++) {
+            caseT c = {.coll = (planColl)coll,
+                       .n = n,
+                       .root = n - 1,
+                       .inPlace = inPlace,
+                       .count = counts[ci],
+                       .type = tops[ti].t,
+                       .op = tops[ti].op};
+            rc = runCase(&c, 7919u * (uint64_t)(cases + 1));
+            cases++;
+          }
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      dmacclCommDestroy(hostComms[r]);
+      dmacclCommDestroy(gpuComms[0][r]);
+      dmacclCommDestroy(gpuComms[1][r]);
+      cudaStreamDestroy(streams[r]);
+    }
+  }
+  printf("  %d cases (x2 eager, x2 graph replays) match the host executor on %d GPU(s)\n", cases,
+         ngpu);
+  printf(rc ? "FAILED\n" : "all passed\n");
+  return rc;
+}

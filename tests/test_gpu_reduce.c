@@ -1,0 +1,155 @@
+/*
+ * The reduction kernel against the host executor's arithmetic, bit for bit:
+ * every type and op it takes, 1-8 inputs, counts from 1 to 1M+3, aligned and
+ * misaligned pointers, 1 and 8 CTAs, the output poisoned with a guard after
+ * it; and a launch captured into a CUDA graph, replayed on new inputs.
+ * Inputs are random bit patterns, except that float and double keep
+ * moderate exponents (no NaN: x86 and GPUs make NaNs with different bits)
+ * and no small type is NaN.
+ */
+#include "gpu_common.h"
+#include "../src/base/reduce.h"
+#include "../src/base/reduce_math.h"
+#include "../src/exec/cuda_reduce.h"
+
+#define GUARD 64
+#define CUDA_OK(x)                                                                                 \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      TEST_FAIL("%s: %s", #x, cudaGetErrorString(e_));                                             \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static size_t tsize(dmacclDataType_t t) {
+  static const size_t sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return sz[t];
+}
+
+/* Random elements of type t without NaN (floats: exponents near 0). */
+static void fill(void *p, size_t count, dmacclDataType_t t, uint64_t seed) {
+  dataFillRandom(p, count * tsize(t), seed);
+  unsigned char *b = p;
+  for (size_t i = 0; i < count; i++) {
+    switch (t) {
+    case dmacclFloat32: {
+      uint32_t u;
+      memcpy(&u, b + 4 * i, 4);
+      u = (u & 0x807fffffu) | ((uint32_t)(120 + u % 16) << 23);
+      memcpy(b + 4 * i, &u, 4);
+    } break;
+    case dmacclFloat64: {
+      uint64_t u;
+      memcpy(&u, b + 8 * i, 8);
+      u = (u & 0x800fffffffffffffull) | ((uint64_t)(1016 + u % 16) << 52);
+      memcpy(b + 8 * i, &u, 8);
+    } break;
+    case dmacclFloat16:
+    case dmacclBfloat16: {
+      uint16_t u;
+      memcpy(&u, b + 2 * i, 2);
+      float f = t == dmacclFloat16 ? rmHalfToFloat(u) : rmBf16ToFloat(u);
+      if (f != f) u &= 0x3fffu; /* NaN pattern: a finite one */
+      memcpy(b + 2 * i, &u, 2);
+    } break;
+    case dmacclFloat8e4m3:
+      if ((b[i] & 0x7f) == 0x7f) b[i] &= 0x3f;
+      break;
+    case dmacclFloat8e5m2:
+      if ((b[i] & 0x7c) == 0x7c && (b[i] & 3)) b[i] &= 0x3f;
+      break;
+    default: break;
+    }
+  }
+}
+
+static int runCase(dmacclDataType_t t, dmacclRedOp_t op, int n, size_t count, size_t mis, int ctas,
+                   void *dev[8], void *devDst, unsigned char *host[8], unsigned char *want,
+                   unsigned char *got, uint64_t seed) {
+  size_t es = tsize(t), bytes = count * es;
+  const void *hs[8], *ds[8];
+  for (int k = 0; k < n; k++) {
+    fill(host[k], count, t, seed + (uint64_t)k);
+    CUDA_OK(cudaMemcpy((char *)dev[k] + mis * (k % 2), host[k], bytes, cudaMemcpyHostToDevice));
+    hs[k] = host[k];
+    ds[k] = (char *)dev[k] + mis * (k % 2);
+  }
+  memset(want, 0xA5, bytes + GUARD);
+  baseReduceHost(want, hs, n, count, t, op);
+  CUDA_OK(cudaMemset(devDst, 0xA5, bytes + GUARD + 16));
+  void *dst = (char *)devDst + mis;
+  CUDA_OK(execCudaReduce(dst, ds, n, count, t, op, ctas, 0));
+  CUDA_OK(cudaMemcpy(got, dst, bytes + GUARD, cudaMemcpyDeviceToHost));
+  long long d = testFirstDiff(got, want, bytes + GUARD);
+  if (d >= 0) {
+    TEST_FAIL("type %d op %s n %d count %zu misalign %zu ctas %d: byte %lld is 0x%02x, host 0x%02x",
+              (int)t, baseRedOpName(op), n, count, mis, ctas, d, got[d], want[d]);
+    return 1;
+  }
+  return 0;
+}
+
+int main(void) {
+  gpuCountOrSkip(1, "test_gpu_reduce");
+  const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
+  const size_t maxBytes = ((1u << 20) + 3) * 8 + 256;
+  void *dev[8], *devDst;
+  unsigned char *host[8], *want = malloc(maxBytes), *got = malloc(maxBytes);
+  for (int k = 0; k < 8; k++) {
+    if (cudaMalloc(&dev[k], maxBytes) != cudaSuccess) return 1;
+    host[k] = malloc(maxBytes);
+  }
+  if (cudaMalloc(&devDst, maxBytes) != cudaSuccess) return 1;
+  int cases = 0, rc = 0;
+  uint64_t seed = 1;
+  for (int t = 0; t < dmacclNumTypes && !rc; t++)
+    for (int op = 0; op < dmacclNumOps && !rc; op++) {
+      if (!baseRedOpSupported((dmacclDataType_t)t, (dmacclRedOp_t)op)) continue;
+      const int ns[] = {1, 2, 3, 8};
+      for (int ni = 0; ni < 4 && !rc; ni++)
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !rc; ci++) {
+          if (counts[ci] > 70000 && ni != 1) continue; /* the large count with 2 inputs */
+          size_t mis = (ci + (size_t)ni) % 3 == 0 ? tsize((dmacclDataType_t)t) : 0;
+          if (tsize((dmacclDataType_t)t) == 1 && ci == 2) mis = 3;
+          rc = runCase((dmacclDataType_t)t, (dmacclRedOp_t)op, ns[ni], counts[ci], mis,
+                       ci % 2 ? 1 : 8, dev, devDst, host, want, got, seed++);
+          cases++;
+        }
+    }
+  printf("  %d kernel cases compared with the host\n", cases);
+  /* Graph capture: the pointers travel in the parameters; replay twice on new data. */
+  if (!rc) {
+    cudaStream_t st;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    size_t count = 4099;
+    const void *ds[3] = {dev[0], dev[1], dev[2]};
+    if (cudaStreamCreate(&st) != cudaSuccess ||
+        cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal) != cudaSuccess ||
+        execCudaReduce(devDst, ds, 3, count, dmacclBfloat16, dmacclSum, 4, st) != cudaSuccess ||
+        cudaStreamEndCapture(st, &g) != cudaSuccess ||
+        cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
+      TEST_FAIL("graph capture of the reduction failed");
+      rc = 1;
+    }
+    for (int rep = 0; rep < 2 && !rc; rep++) {
+      const void *hs[3] = {host[0], host[1], host[2]};
+      for (int k = 0; k < 3; k++) {
+        fill(host[k], count, dmacclBfloat16, 1000u + (uint64_t)(rep * 3 + k));
+        cudaMemcpy(dev[k], host[k], count * 2, cudaMemcpyHostToDevice);
+      }
+      baseReduceHost(want, hs, 3, count, dmacclBfloat16, dmacclSum);
+      cudaGraphLaunch(ge, st);
+      cudaStreamSynchronize(st);
+      cudaMemcpy(got, devDst, count * 2, cudaMemcpyDeviceToHost);
+      if (memcmp(got, want, count * 2)) {
+        TEST_FAIL("graph replay %d differs from the host", rep);
+        rc = 1;
+      }
+    }
+    if (!rc) printf("  graph replays match\n");
+  }
+  printf(rc ? "FAILED\n" : "all passed\n");
+  return rc;
+}
