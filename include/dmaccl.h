@@ -86,7 +86,9 @@ typedef enum {
  * width with wrap-around; float and double in their own precision; fp16,
  * bf16 and fp8 in float, rounded once at the end to nearest even (fp8
  * saturates to its largest finite value); Avg divides the float or double
- * sum by nranks before that rounding.
+ * sum by nranks before that rounding. A NaN result of fp16, bf16 or fp8 is
+ * the type's positive quiet NaN; float and double NaNs may differ in sign
+ * and payload between executors (CPUs and GPUs make different NaNs).
  */
 typedef enum {
   dmacclSum = 0,

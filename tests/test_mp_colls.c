@@ -1,0 +1,188 @@
+/*
+ * Every collective with ranks as processes: the board carries the V forms'
+ * arrays and the ranks' calls are compared there. Host executor (CI: buffers
+ * from dmacclMemAlloc, shared memory) and, when GPUs are present, the CUDA
+ * executor (rank r on GPU r % GPUs, cudaMalloc buffers reached by CUDA IPC,
+ * one stream per rank). Every rank regenerates every rank's inputs from the
+ * seed and checks its whole receive allocation (gaps and guard included)
+ * against tools/common/colls.c's reference. Both the built-in selection and
+ * the direct forms; several collectives in one group.
+ * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
+ */
+#include "harness.h"
+#include "mp.h"
+#include "common/colls.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GUARD 128
+#define MAXN 4
+
+typedef struct {
+  int gpu;          /* CUDA executor */
+  const char *algo; /* NULL: built-in selection */
+} mpArg;
+
+static const char *direct = "allgather:pull1;alltoall:pushn;broadcast:pushb;gather:pulln;"
+                            "scatter:push1;allgatherv:pushn;alltoallv:push1;allreduce:pull1;"
+                            "reducescatter:pull1;reducescatterv:pull1;reduce:pull1";
+
+/* Rank r's inputs of one case (sanitized for the reductions). */
+static void makeSend(void *buf, size_t count, dmacclDataType_t t, uint64_t seed, int r) {
+  testFillRandom(buf, count * collTypeSize(t), seed * 131u + (uint64_t)r);
+  collSanitize(t, buf, count);
+}
+
+/* One collective on this rank: buffers of span bytes (device or shared
+ * memory); recv at base, send after it, or in place at the row's delta. */
+static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStream_t st, collId c,
+                   dmacclDataType_t t, dmacclRedOp_t op, const collShape *s, int inPlace,
+                   uint64_t seed, char *dev, size_t devBytes) {
+  size_t es = collTypeSize(t);
+  size_t sc = collSendCount(c, s, rank), rcn = collRecvCount(c, s, rank);
+  long long delta = 0;
+  int ip = inPlace && collInPlace(c, s, rank, &delta) && sc && rcn;
+  size_t lo = ip && delta < 0 ? (size_t)(-delta) * es : 0;
+  size_t recvOff = lo, sendOff = ip ? (size_t)((long long)recvOff + delta * (long long)es)
+                                    : lo + rcn * es + GUARD;
+  size_t span =
+      (ip ? (sendOff + sc * es > recvOff + rcn * es ? sendOff + sc * es : recvOff + rcn * es)
+          : sendOff + sc * es) +
+      GUARD;
+  RANK_CHECK(span <= devBytes);
+  unsigned char *host = malloc(span), *want = malloc(span);
+  memset(host, 0xA5, span);
+  makeSend(host + sendOff, sc, t, seed, rank);
+  /* Everyone's inputs, for the reference. */
+  void *sends[MAXN];
+  for (int r = 0; r < n; r++) {
+    size_t k = collSendCount(c, s, r);
+    sends[r] = k ? malloc(k * es) : NULL;
+    if (k) makeSend(sends[r], k, t, seed, r);
+  }
+  memcpy(want, host, span);
+  RANK_CHECK(collReference(c, s, rank, t, op, (const void *const *)sends, want + recvOff) == 0);
+  if (a->gpu) {
+    RANK_CHECK(cudaMemcpy(dev, host, span, cudaMemcpyHostToDevice) == cudaSuccess);
+    RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  } else {
+    memcpy(dev, host, span);
+  }
+  dmacclResult_t rc = collIssue(c, s, rank, sc ? dev + sendOff : NULL, rcn ? dev + recvOff : NULL,
+                                t, op, comm, a->gpu ? st : NULL, NULL);
+  if (rc != dmacclSuccess)
+    fprintf(stderr, "rank %d: %s: %s\n", rank, collTable[c].call, dmacclCommGetLastError(comm));
+  RANK_CHECK(rc == dmacclSuccess);
+  if (a->gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  if (a->gpu)
+    RANK_CHECK(cudaMemcpy(host, dev, span, cudaMemcpyDeviceToHost) == cudaSuccess);
+  else
+    memcpy(host, dev, span);
+  long long d = testFirstDiff(host, want, span);
+  if (d >= 0)
+    fprintf(stderr,
+            "rank %d of %d (%s, %s): %s type %s op %s count %zu root %d in place %d: byte %lld "
+            "(receive buffer at %zu) is 0x%02x, expected 0x%02x\n",
+            rank, n, a->gpu ? "cuda" : "host", a->algo ? "direct forms" : "built-in",
+            collTable[c].name, collTypeName(t), collOpName(op), s->count, s->root, ip, d, recvOff,
+            host[d], want[d]);
+  for (int r = 0; r < n; r++) free(sends[r]);
+  free(host), free(want);
+  return d >= 0;
+}
+
+static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  const mpArg *a = arg;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = a->gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cfg.algorithm = a->algo;
+  cudaStream_t st = NULL;
+  int ngpu = 0;
+  if (a->gpu) {
+    RANK_CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+    RANK_CHECK(cudaSetDevice(rank % ngpu) == cudaSuccess);
+    RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  size_t devBytes = (size_t)8 << 20;
+  char *dev = NULL;
+  if (a->gpu)
+    RANK_CHECK(cudaMalloc((void **)&dev, devBytes) == cudaSuccess);
+  else
+    RANK_CHECK(dmacclMemAlloc(comm, devBytes, (void **)&dev) == dmacclSuccess);
+  const struct {
+    dmacclDataType_t t;
+    dmacclRedOp_t op;
+  } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg}, {dmacclInt64, dmacclMax}};
+  const size_t counts[] = {0, 5, 3001, 100003};
+  uint64_t seed = 1;
+  collVArrays va;
+  for (int c = 0; c < COLL_NUM; c++)
+    for (size_t ti = 0; ti < 3; ti++) {
+      if (!(collTable[c].flags & COLL_REDUCES) && ti > 0) break;
+      for (size_t k = 0; k < 4; k++)
+        for (int inPlace = 0; inPlace <= 1; inPlace++) {
+          collShape s = {.nranks = n, .count = counts[k], .root = (int)(seed % (uint64_t)n)};
+          if (collTable[c].flags & COLL_VECTOR) collRandomV(&s, &va, n, counts[k], seed);
+          if (oneCase(rank, n, comm, a, st, (collId)c, tops[ti].t, tops[ti].op, &s, inPlace, seed++,
+                      dev, devBytes))
+            return 1;
+        }
+    }
+  if (a->gpu)
+    cudaFree(dev);
+  else
+    RANK_CHECK(dmacclMemFree(comm, dev) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int run(int gpu) {
+  const int nr[] = {1, 2, 3, 4};
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < 2; k++) {
+      mpArg a = {gpu, k ? direct : NULL};
+      int failed = mpRun(nr[i], body, &a, 300, 0);
+      if (failed) {
+        TEST_FAIL("%s, %d ranks, %s: %d rank(s) failed", gpu ? "cuda" : "host", nr[i],
+                  k ? "direct forms" : "built-in selection", failed);
+        return 1;
+      }
+    }
+  return 0;
+}
+
+static int testHost(void) {
+  return run(0);
+}
+
+/* GPUs: counted in a child, so that this process touches no CUDA before forking. */
+static int gpusPresent(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int k = 0;
+    _exit(cudaGetDeviceCount(&k) == cudaSuccess && k > 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static int testCuda(void) {
+  if (!gpusPresent()) {
+    printf("test_mp_colls gpu: SKIPPED: no GPU\n");
+    exit(TEST_SKIP_CODE);
+  }
+  return run(1);
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  if (!only || strcmp(only, "gpu")) RUN(testHost);
+  if (only && !strcmp(only, "gpu")) RUN(testCuda);
+  TEST_EXIT();
+}
