@@ -586,7 +586,7 @@ static void makeVec(planColl coll, int n, size_t count, uint32_t *rnd, vecStore 
   if (!planCollOf(coll)->vector) return;
   size_t span = 2 * count + 1;
   if (!planCollOf(coll)->peerArrays) {
-    size_t c[MAXR], d[MAXR];
+    size_t c[MAXR] = {0}, d[MAXR] = {0};
     for (int i = 0; i < n; i++) c[i] = stageRand(rnd) % 4 == 0 ? 0 : stageRand(rnd) % span;
     randomDispls(c, d, n, rnd);
     for (int r = 0; r < n; r++) {

@@ -21,6 +21,12 @@ size_t planExtent(const size_t *counts, const size_t *displs, int n, size_t elem
   return end * elemSize;
 }
 
+size_t planTotal(const size_t *counts, int n, size_t elemSize) {
+  size_t s = 0;
+  for (int i = 0; i < n; i++) s += counts[i] * elemSize;
+  return s;
+}
+
 size_t planStageNeed(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (ci->peerArrays) return SIZE_MAX;

@@ -43,33 +43,23 @@ const planCollInfo planColl_allgather = {
     .block = agBlock,
 };
 
-/* AllGatherV: the arrays of this rank (the same on every rank). */
-static const size_t *counts(const planArgs *a) {
-  return planVec(a, a->rank, PLAN_VEC_COUNTS);
-}
-static const size_t *displs(const planArgs *a) {
-  return planVec(a, a->rank, PLAN_VEC_DISPLS);
-}
-
 static size_t agvSend(const planArgs *a, int r) {
-  return counts(a)[r] * a->elemSize;
+  return planCounts(a)[r] * a->elemSize;
 }
 static size_t agvRecv(const planArgs *a, int r) {
   (void)r;
-  return planExtent(counts(a), displs(a), a->nranks, a->elemSize);
+  return planExtent(planCounts(a), planDispls(a), a->nranks, a->elemSize);
 }
 static int agvInPlace(const planArgs *a, int r, long long *delta) {
-  *delta = (long long)(displs(a)[r] * a->elemSize);
+  *delta = (long long)(planDispls(a)[r] * a->elemSize);
   return 1;
 }
 static size_t agvSize(const planArgs *a) {
-  size_t s = 0;
-  for (int i = 0; i < a->nranks; i++) s += counts(a)[i] * a->elemSize;
-  return s;
+  return planTotal(planCounts(a), a->nranks, a->elemSize);
 }
 static planBlock agvBlock(const planArgs *a, int from, int to) {
   (void)to;
-  return (planBlock){0, displs(a)[from] * a->elemSize, counts(a)[from] * a->elemSize};
+  return (planBlock){0, planDispls(a)[from] * a->elemSize, planCounts(a)[from] * a->elemSize};
 }
 
 const planCollInfo planColl_allgatherv = {

@@ -53,10 +53,7 @@ static size_t a2avRecv(const planArgs *a, int r) {
                     a->elemSize);
 }
 static size_t a2avSize(const planArgs *a) {
-  size_t s = 0;
-  const size_t *c = planVec(a, a->rank, PLAN_VEC_COUNTS);
-  for (int i = 0; i < a->nranks; i++) s += c[i] * a->elemSize;
-  return s;
+  return planTotal(planVec(a, a->rank, PLAN_VEC_COUNTS), a->nranks, a->elemSize);
 }
 static planBlock a2avBlock(const planArgs *a, int from, int to) {
   return (planBlock){planVec(a, from, PLAN_VEC_DISPLS)[to] * a->elemSize,

@@ -86,31 +86,23 @@ const planCollInfo planColl_reducescatter = {
     .target = rsTarget,
 };
 
-static const size_t *counts(const planArgs *a) {
-  return planVec(a, a->rank, PLAN_VEC_COUNTS);
-}
-static const size_t *displs(const planArgs *a) {
-  return planVec(a, a->rank, PLAN_VEC_DISPLS);
-}
 static size_t rsvSend(const planArgs *a, int r) {
   (void)r;
-  return planExtent(counts(a), displs(a), a->nranks, a->elemSize);
+  return planExtent(planCounts(a), planDispls(a), a->nranks, a->elemSize);
 }
 static size_t rsvRecv(const planArgs *a, int r) {
-  return counts(a)[r] * a->elemSize;
+  return planCounts(a)[r] * a->elemSize;
 }
 static int rsvInPlace(const planArgs *a, int r, long long *delta) {
-  *delta = -(long long)(displs(a)[r] * a->elemSize);
+  *delta = -(long long)(planDispls(a)[r] * a->elemSize);
   return 1;
 }
 static size_t rsvSize(const planArgs *a) {
-  size_t s = 0;
-  for (int i = 0; i < a->nranks; i++) s += counts(a)[i] * a->elemSize;
-  return s;
+  return planTotal(planCounts(a), a->nranks, a->elemSize);
 }
 static planBlock rsvTarget(const planArgs *a, int t, int oneShot) {
   (void)oneShot;
-  return (planBlock){displs(a)[t] * a->elemSize, 0, counts(a)[t] * a->elemSize};
+  return (planBlock){planDispls(a)[t] * a->elemSize, 0, planCounts(a)[t] * a->elemSize};
 }
 
 const planCollInfo planColl_reducescatterv = {

@@ -15,6 +15,15 @@ int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc
 /* Bytes spanned by the blocks of a V form: max(displs[i] + counts[i]) over
  * the non-empty ones, times elemSize. */
 size_t planExtent(const size_t *counts, const size_t *displs, int n, size_t elemSize);
+/* Bytes of all the blocks of a V form: sum(counts) * elemSize. */
+size_t planTotal(const size_t *counts, int n, size_t elemSize);
+/* The arrays of the V forms that are the same on every rank (this rank's). */
+static inline const size_t *planCounts(const planArgs *a) {
+  return planVec(a, a->rank, PLAN_VEC_COUNTS);
+}
+static inline const size_t *planDispls(const planArgs *a) {
+  return planVec(a, a->rank, PLAN_VEC_DISPLS);
+}
 
 /* The builders: movement collectives (direct.c, staged.c), reductions
  * (reduce.c, staged.c). */
