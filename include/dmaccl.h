@@ -407,7 +407,8 @@ dmacclResult_t dmacclReduceScatterV(const void *sendbuff, void *recvbuff, const 
  * elements from rank j at recvbuff + rdispls[j]*size. sendcounts[j] on rank
  * i must equal recvcounts[i] on rank j (checked when the operation is
  * launched: a mismatch copies nothing and dmacclCommSynchronize reports it).
- * The receive blocks must not overlap. Not in place.
+ * The receive blocks must not overlap; send blocks may (one block sent to
+ * several ranks). Not in place.
  */
 dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
                                const size_t sdispls[], void *recvbuff, const size_t recvcounts[],

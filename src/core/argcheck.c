@@ -13,11 +13,11 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
   return alen && blen && pa < pb + blen && pb < pa + alen;
 }
 
-/* One array of a V form: present, every block's end representable, and no
- * two non-empty blocks overlapping. */
+/* One array of a V form: present, every block's end representable, and
+ * (written blocks: noOverlap) no two non-empty blocks overlapping. */
 static dmacclResult_t checkArray(dmacclComm_t comm, const char *call, const size_t *counts,
                                  const size_t *displs, const char *countName, const char *displName,
-                                 size_t tsize) {
+                                 size_t tsize, int noOverlap) {
   int n = comm->nranks;
   if (!counts)
     return coreError(comm, dmacclInvalidArgument, "%s: %s is NULL (it needs %d entries)", call,
@@ -32,6 +32,7 @@ static dmacclResult_t checkArray(dmacclComm_t comm, const char *call, const size
                        "%s: %s[%d] = %zu with %s[%d] = %zu runs past the largest buffer (%zu "
                        "elements of %zu bytes)",
                        call, displName, i, displs[i], countName, i, counts[i], limit, tsize);
+  if (!noOverlap) return dmacclSuccess;
   /* Overlap: sort the non-empty blocks by displacement (n is small). */
   int *order = malloc((size_t)n * sizeof(int)), k = 0;
   if (!order) return coreError(comm, dmacclSystemError, "%s: out of memory", call);
@@ -64,13 +65,14 @@ static dmacclResult_t checkArrays(coreOp *op, const char *call, size_t tsize) {
   const size_t *v = op->vec;
   dmacclResult_t rc;
   if (ci->peerArrays) {
-    rc = checkArray(comm, call, v, v + n, "sendcounts", "sdispls", tsize);
+    /* Send blocks may overlap (a block sent to several ranks); receive blocks not. */
+    rc = checkArray(comm, call, v, v + n, "sendcounts", "sdispls", tsize, 0);
     if (rc == dmacclSuccess)
       rc = checkArray(comm, call, v + 2 * (size_t)n, v + 3 * (size_t)n, "recvcounts", "rdispls",
-                      tsize);
+                      tsize, 1);
     return rc;
   }
-  return checkArray(comm, call, v, v + n, "counts", "displs", tsize);
+  return checkArray(comm, call, v, v + n, "counts", "displs", tsize, 1);
 }
 
 static dmacclResult_t checkBuf(dmacclComm_t comm, const void *buf, size_t bytes, const char *call,
