@@ -41,8 +41,8 @@ static int untouchedAndUsable(void) {
     testFillRandom(check, sizeof(check), 55 + (uint64_t)r);
     ASSERT_TRUE(memcmp(check, sendb[r], sizeof(check)) == 0);
   }
-  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLGATHER, dmacclFloat32, 1001, 0, 31337), 0);
-  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLTOALL, dmacclFloat32, 1001, 0, 31338), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, COLL_ALLGATHER, dmacclFloat32, 1001, 0, 31337), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, COLL_ALLTOALL, dmacclFloat32, 1001, 0, 31338), 0);
   return 0;
 }
 

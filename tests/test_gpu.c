@@ -7,7 +7,10 @@
  * share it, with two GPUs 3 and 4 ranks mix shared and separate GPUs. Graph
  * capture: one graph per rank where ranks have GPUs of their own, one graph
  * for all ranks (which ranks sharing a GPU need), and the refusal of
- * separate graphs for ranks that share a GPU. Skipped without a GPU.
+ * separate graphs for ranks that share a GPU. Every collective of the
+ * table (tools/common/colls.h) on 2-4 ranks, eagerly and captured into one
+ * graph replayed twice with new data (testEveryCollective). Skipped without
+ * a GPU.
  */
 #include "collcheck.h"
 #include "gpu_common.h"
@@ -45,8 +48,8 @@ static int runSet(int n) {
       size_t count = sizes[s].count;
       if (s == sizeof(sizes) / sizeof(sizes[0]) - 1)
         count = count * 4 / (size_t)n / (n > 2 && ngpu < n ? 4 : 1);
-      for (int coll = 0; coll < 2 && !bad; coll++)
-        for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER) && !bad; inPlace++) {
+      for (int coll = COLL_ALLGATHER; coll <= COLL_ALLTOALL && !bad; coll++)
+        for (int inPlace = 0; inPlace <= (coll == COLL_ALLGATHER) && !bad; inPlace++) {
           long long w = ccRun(&env, comms, n, coll, sizes[s].type, count, inPlace,
                               1000 * s + 10 * coll + inPlace);
           printf("  n=%d on %d GPU(s) %-7s %-9s %-10zu elems of %zu B inplace=%d: %s\n", n,
@@ -236,7 +239,7 @@ static int graphCase(int n, int joint) {
     }
   }
   /* Eager calls still work after the replays. */
-  ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLTOALL, dmacclFloat32, 3001, 0, 42), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, n, COLL_ALLTOALL, dmacclFloat32, 3001, 0, 42), 0);
   for (int r = 0; r < n; r++) {
     cudaSetDevice(env.dev[r]);
     if (exec[r]) cudaGraphExecDestroy(exec[r]);
@@ -290,7 +293,7 @@ static int testGraphRefused(void) {
     ASSERT_EQ_INT(cudaMemcpy(host, agOut[r], sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
     for (size_t i = 0; i < sizeof(host); i++) ASSERT_EQ_INT(host[i], CC_POISON);
   }
-  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLGATHER, dmacclFloat32, 3001, 0, 41), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, COLL_ALLGATHER, dmacclFloat32, 3001, 0, 41), 0);
   for (int r = 0; r < N; r++)
     cudaFree(ag[r]), cudaFree(agOut[r]), cudaFree(aa[r]), cudaFree(aaOut[r]);
   ccEnvFini(&env, N);
@@ -363,6 +366,177 @@ static int testTwoCommsOneStream(void) {
   return 0;
 }
 
+/* --- every collective of the table ------------------------------------------ */
+
+typedef struct {
+  dmacclDataType_t type;
+  dmacclRedOp_t op; /* for the reducing collectives */
+} typeOp;
+static const typeOp typeOps[] = {{dmacclFloat32, dmacclSum},
+                                 {dmacclBfloat16, dmacclAvg},
+                                 {dmacclInt8, dmacclMax},
+                                 {dmacclFloat8e5m2, dmacclProd},
+                                 {dmacclFloat64, dmacclMin}};
+#define NTYPEOPS ((int)(sizeof(typeOps) / sizeof(typeOps[0])))
+
+/* Every collective eagerly on n ranks with algo: the type/op pairs above,
+ * counts 1 and odd (and ~1-8 MB for the first two pairs), in and out of
+ * place, roots 0 and last, some persistent (started twice), some with NULL
+ * for the buffers a rank does not use. */
+static int collsEager(int n, const char *algo) {
+  dmacclComm_t comms[CC_MAXR];
+  if (ccInitAlgo(comms, n, 1, algo) != dmacclSuccess) {
+    TEST_FAIL("init n=%d %s", n, algo);
+    return 1;
+  }
+  ccEnv env;
+  ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
+  const size_t counts[] = {1, 3001, 262147};
+  int runs = 0, bad = 0, broken = 0;
+  uint64_t seed = 9000;
+  for (int c = 0; c < COLL_NUM && !broken; c++)
+    for (int t = 0; t < NTYPEOPS && !broken; t++)
+      for (int k = 0; k < (t < 2 ? 3 : 2) && !broken; k++)
+        for (int ip = 0; ip <= !!(collTable[c].flags & COLL_IN_PLACE) && !broken; ip++) {
+          ccCase cs = {.coll = (collId)c,
+                       .type = typeOps[t].type,
+                       .op = typeOps[t].op,
+                       .count = counts[k],
+                       .root = (k + ip) % 2 ? n - 1 : 0,
+                       .inPlace = ip,
+                       .persistent = (t + k) % 3 == 0,
+                       .nullUnused = (t + ip) % 2,
+                       .seed = seed++};
+          long long w = ccRunCase(&env, comms, n, &cs);
+          runs++;
+          if (w != 0) {
+            char d[256];
+            ccDescribe(&cs, n, d, sizeof(d));
+            TEST_FAIL("%s (algorithm %s): %s", d, algo, w < 0 ? "a call failed" : "wrong bytes");
+            bad++;
+            broken = w < 0; /* ranks may wait for each other: stop using these */
+          }
+        }
+  printf("  n=%d on %d GPU(s), %-5s: %d collectives, %d wrong\n", n, n < ngpu ? n : ngpu, algo,
+         runs, bad);
+  ccEnvFini(&env, n);
+  for (int r = 0; r < n; r++) broken ? dmacclCommAbort(comms[r]) : dmacclCommDestroy(comms[r]);
+  return bad ? 1 : 0;
+}
+
+/* Every collective (two cases each, one in place where defined, some
+ * persistent) captured into one CUDA graph: rank 0's stream begins the
+ * capture and the other ranks' streams join it through events (ranks that
+ * share a GPU need one graph). The graph is replayed twice with new data;
+ * then the same cases run eagerly. */
+static int collsGraph(int n) {
+  enum { K = 2 * COLL_NUM };
+  dmacclComm_t comms[CC_MAXR];
+  ASSERT_EQ_INT(ccInitAlgo(comms, n, 1, "auto"), dmacclSuccess);
+  ccEnv env;
+  ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
+  ccCase cases[K];
+  ccOp *ops[K] = {0};
+  for (int c = 0; c < COLL_NUM; c++) {
+    const typeOp *a = &typeOps[c % NTYPEOPS], *b = &typeOps[(c + 2) % NTYPEOPS];
+    cases[2 * c] = (ccCase){.coll = (collId)c,
+                            .type = a->type,
+                            .op = a->op,
+                            .count = 4099 + (size_t)c,
+                            .root = n - 1,
+                            .seed = 700u + (uint64_t)c};
+    cases[2 * c + 1] = (ccCase){.coll = (collId)c,
+                                .type = b->type,
+                                .op = b->op,
+                                .count = 1001,
+                                .root = c % n,
+                                .inPlace = 1,
+                                .persistent = c % 2,
+                                .seed = 800u + (uint64_t)c};
+  }
+  int bad = 0;
+  for (int i = 0; i < K && !bad; i++) {
+    ops[i] = ccOpNew(&env, n, &cases[i]);
+    bad = !ops[i] || ccOpFill(ops[i], cases[i].seed) != 0;
+    for (int r = 0; r < n && !bad; r++) bad = ccOpInit(ops[i], comms, r) != dmacclSuccess;
+  }
+  ASSERT_EQ_INT(bad, 0);
+  /* capture (nothing may allocate on the GPU meanwhile; check failures
+   * only once the capture has ended) */
+  cudaEvent_t ev[CC_MAXR];
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(env.dev[r]);
+    ASSERT_EQ_INT(cudaEventCreateWithFlags(&ev[r], cudaEventDisableTiming), cudaSuccess);
+  }
+  cudaSetDevice(env.dev[0]);
+  ASSERT_EQ_INT(cudaStreamBeginCapture(env.stream[0], cudaStreamCaptureModeThreadLocal),
+                cudaSuccess);
+  int failed = cudaEventRecord(ev[0], env.stream[0]) != cudaSuccess;
+  for (int r = 1; r < n; r++) {
+    cudaSetDevice(env.dev[r]);
+    failed |= cudaStreamWaitEvent(env.stream[r], ev[0], 0) != cudaSuccess;
+  }
+  failed |= dmacclGroupStart() != dmacclSuccess;
+  for (int i = 0; i < K; i++)
+    for (int r = 0; r < n; r++) failed |= ccOpIssue(ops[i], comms, r) != dmacclSuccess;
+  dmacclResult_t issued = dmacclGroupEnd();
+  for (int r = 1; r < n; r++) {
+    cudaSetDevice(env.dev[r]);
+    failed |= cudaEventRecord(ev[r], env.stream[r]) != cudaSuccess;
+    cudaSetDevice(env.dev[0]);
+    failed |= cudaStreamWaitEvent(env.stream[0], ev[r], 0) != cudaSuccess;
+  }
+  cudaGraph_t graph = NULL;
+  cudaSetDevice(env.dev[0]);
+  cudaError_t ended = cudaStreamEndCapture(env.stream[0], &graph);
+  ASSERT_EQ_INT(ended, cudaSuccess);
+  ASSERT_EQ_INT(failed, 0);
+  if (issued != dmacclSuccess) TEST_FAIL("group end: %s", dmacclCommGetLastError(NULL));
+  ASSERT_EQ_INT(issued, dmacclSuccess);
+  cudaGraphExec_t exec = NULL;
+  ASSERT_EQ_INT(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int rep = 1; rep <= 2; rep++) {
+    for (int i = 0; i < K; i++) ASSERT_EQ_INT(ccOpFill(ops[i], cases[i].seed + 1000u * rep), 0);
+    cudaSetDevice(env.dev[0]);
+    ASSERT_EQ_INT(cudaGraphLaunch(exec, env.stream[0]), cudaSuccess);
+    ASSERT_EQ_INT(cudaStreamSynchronize(env.stream[0]), cudaSuccess);
+    for (int i = 0; i < K; i++) {
+      long long w = ccOpCheck(ops[i]);
+      if (w != 0) {
+        char d[256];
+        ccDescribe(&cases[i], n, d, sizeof(d));
+        TEST_FAIL("graph replay %d: %s: %lld wrong bytes", rep, d, w);
+        bad++;
+      }
+    }
+  }
+  printf("  n=%d on %d GPU(s): %d collectives in one graph, replayed twice: %s\n", n,
+         n < ngpu ? n : ngpu, K, bad ? "WRONG" : "ok");
+  cudaSetDevice(env.dev[0]);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(env.dev[r]);
+    cudaEventDestroy(ev[r]);
+  }
+  for (int i = 0; i < K; i++) ccOpFree(ops[i]);
+  /* eagerly, all in one group */
+  if (!bad) ASSERT_EQ_INT(ccRunGroup(&env, comms, n, cases, K), 0);
+  ccEnvFini(&env, n);
+  for (int r = 0; r < n; r++) dmacclCommDestroy(comms[r]);
+  return bad ? 1 : 0;
+}
+
+static int testEveryCollective(void) {
+  int bad = 0;
+  for (int n = 2; n <= 4; n++) {
+    bad += collsEager(n, "auto");
+    bad += collsEager(n, "pull1"); /* reductions' pipelined form, movement's pull form */
+    bad += collsGraph(n);
+  }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL; /* run only the tests whose name has this */
   ngpu = gpuCountOrSkip(1, "test_gpu");
@@ -375,5 +549,6 @@ int main(int argc, char **argv) {
   RUN_IF(testThreeRanks);
   RUN_IF(testFourRanks);
   RUN_IF(testAllGpus);
+  RUN_IF(testEveryCollective);
   TEST_EXIT();
 }

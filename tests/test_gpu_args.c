@@ -40,8 +40,8 @@ static int untouchedAndUsable(void) {
         return 1;
       }
   }
-  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLGATHER, dmacclFloat32, 3001, 0, 99), 0);
-  ASSERT_EQ_INT(ccRun(&env, comms, N, CC_ALLTOALL, dmacclFloat32, 3001, 0, 98), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, COLL_ALLGATHER, dmacclFloat32, 3001, 0, 99), 0);
+  ASSERT_EQ_INT(ccRun(&env, comms, N, COLL_ALLTOALL, dmacclFloat32, 3001, 0, 98), 0);
   return 0;
 }
 

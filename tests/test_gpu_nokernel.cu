@@ -5,7 +5,9 @@
  * (one tiny kernel of this test) shows that CUPTI does record kernels here.
  * Two sets: ranks on GPUs of their own (when there are 2 or more), and 2
  * ranks sharing GPU 0, whose copies must all be device-local (no
- * peer-to-peer copy record).
+ * peer-to-peer copy record). Then every collective of the table with every
+ * algorithm it takes: movement-only ones launch no kernel, reducing ones
+ * only the reduction kernel (a name containing dmacclReduce).
  */
 #include <cupti.h>
 
@@ -13,6 +15,8 @@
 #include "gpu_common.h"
 
 static int nKernels, nCopies, nPeerCopies, nMemsets;
+static int nReduceKernels;    /* kernels whose name contains dmacclReduce */
+static char otherKernel[256]; /* the name of the last other kernel */
 
 static void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
   *size = 1 << 20;
@@ -25,7 +29,15 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: nKernels++; break;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const char *name = ((CUpti_ActivityKernel10 *)rec)->name;
+      nKernels++;
+      if (name && strstr(name, "dmacclReduce"))
+        nReduceKernels++;
+      else
+        snprintf(otherKernel, sizeof(otherKernel), "%s", name ? name : "(no name)");
+      break;
+    }
     case CUPTI_ACTIVITY_KIND_MEMCPY: nCopies++; break;
     case CUPTI_ACTIVITY_KIND_MEMCPY2: nCopies++, nPeerCopies++; break; /* peer to peer */
     case CUPTI_ACTIVITY_KIND_MEMSET: nMemsets++; break;
@@ -37,7 +49,8 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
 
 static void resetCounts(void) {
   cuptiActivityFlushAll(1);
-  nKernels = nCopies = nPeerCopies = nMemsets = 0;
+  nKernels = nCopies = nPeerCopies = nMemsets = nReduceKernels = 0;
+  otherKernel[0] = 0;
 }
 
 __global__ void touch(int *p) {
@@ -61,8 +74,8 @@ static int runSet(int n, const int *devs, int shared) {
   const size_t count = 1 << 18; /* 1 MB of floats per block */
   for (int a = 0; a < CC_NALGOS; a++) {
     dmacclComm_t comms[CC_MAXR];
-    char sel[96];
-    snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", ccAlgos[a], ccAlgos[a]);
+    char sel[512];
+    ccAlgoTable(ccAlgos[a], sel, sizeof(sel));
     dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
     cfg.executor = dmacclExecutorCuda;
     cfg.algorithm = sel;
@@ -108,6 +121,68 @@ static int runSet(int n, const int *devs, int shared) {
   return 0;
 }
 
+/* Every collective of the table on n ranks on devs, with every algorithm it
+ * takes and the built-in selection: movement-only ones launch no kernel
+ * (and no memset); reducing ones only kernels named dmacclReduce (at least
+ * one: n > 1). Each result is checked too. shared: no peer-to-peer copy. */
+static int runColls(int n, const int *devs, int shared) {
+  for (int a = 0; a <= CC_NALGOS; a++) {
+    const char *algo = a < CC_NALGOS ? ccAlgos[a] : "auto";
+    char sel[512];
+    ccAlgoTable(algo, sel, sizeof(sel));
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorCuda;
+    cfg.algorithm = a < CC_NALGOS ? sel : NULL;
+    dmacclComm_t comms[CC_MAXR];
+    ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
+    ccEnv env;
+    ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
+    for (int c = 0; c < COLL_NUM; c++) {
+      if (a < CC_NALGOS && !ccAlgoTakes((collId)c, algo)) continue;
+      int reduces = (collTable[c].flags & COLL_REDUCES) != 0;
+      ccCase cs;
+      memset(&cs, 0, sizeof(cs));
+      cs.coll = (collId)c;
+      cs.type = reduces ? dmacclBfloat16 : dmacclFloat32;
+      cs.op = dmacclSum;
+      cs.count = 1 << 16;
+      cs.root = n - 1;
+      cs.seed = 40u + (uint64_t)c;
+      ccOp *op = ccOpNew(&env, n, &cs);
+      ASSERT_TRUE(op != NULL);
+      ASSERT_EQ_INT(ccOpFill(op, cs.seed), 0);
+      for (int r = 0; r < n; r++) {
+        cudaSetDevice(devs[r]);
+        ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      resetCounts();
+      ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+      for (int r = 0; r < n; r++) ASSERT_EQ_INT(ccOpIssue(op, comms, r), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+      ASSERT_EQ_INT(ccWait(&env, comms, n), dmacclSuccess);
+      cuptiActivityFlushAll(1);
+      printf("%-7s %-14s: %d kernels (%d dmacclReduce), %d copies (%d peer to peer), %d memsets "
+             "on %d ranks%s\n",
+             algo, collTable[c].name, nKernels, nReduceKernels, nCopies, nPeerCopies, nMemsets, n,
+             shared ? " sharing GPU 0" : " on GPUs of their own");
+      if (nKernels != nReduceKernels) printf("  another kernel: %s\n", otherKernel);
+      ASSERT_EQ_INT(nKernels - nReduceKernels, 0);
+      if (reduces) {
+        ASSERT_TRUE(nReduceKernels >= 1);
+      } else {
+        ASSERT_EQ_INT(nKernels, 0);
+        ASSERT_EQ_INT(nMemsets, 0);
+      }
+      if (shared) ASSERT_EQ_INT(nPeerCopies, 0);
+      ASSERT_EQ_INT(ccOpCheck(op), 0);
+      ccOpFree(op);
+    }
+    ccEnvFini(&env, n);
+    for (int r = 0; r < n; r++) dmacclCommDestroy(comms[r]);
+  }
+  return 0;
+}
+
 int main(void) {
   int ndev = gpuCountOrSkip(1, "test_gpu_nokernel");
   CUPTI_OK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
@@ -131,5 +206,8 @@ int main(void) {
   int own[4] = {0, 1, 2, 3}, same[2] = {0, 0};
   if (ndev >= 2 && runSet(ndev < 4 ? ndev : 4, own, 0)) return 1;
   if (runSet(2, same, 1)) return 1;
+  int three[3] = {0, 1 % ndev, 2 % ndev}, same3[3] = {0, 0, 0};
+  if (ndev >= 2 && runColls(ndev < 3 ? 2 : 3, three, 0)) return 1;
+  if (runColls(3, same3, 1)) return 1;
   TEST_EXIT();
 }

@@ -28,8 +28,8 @@ static int testAllTypesRanksAlgos(void) {
       ASSERT_EQ_INT(makeComms(comms, n, ccAlgos[a]), 0);
       ccEnvInit(&env, 0, comms, n);
       for (int t = 0; t < dmacclNumTypes; t++)
-        for (int coll = 0; coll < 2; coll++)
-          for (int inPlace = 0; inPlace <= (coll == CC_ALLGATHER); inPlace++)
+        for (int coll = COLL_ALLGATHER; coll <= COLL_ALLTOALL; coll++)
+          for (int inPlace = 0; inPlace <= (coll == COLL_ALLGATHER); inPlace++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
               long long wrong =
                   ccRun(&env, comms, n, coll, (dmacclDataType_t)t, counts[c], inPlace, seed++);
@@ -55,9 +55,9 @@ static int testLarge(void) {
     int n = 5;
     ASSERT_EQ_INT(makeComms(comms, n, ccAlgos[a]), 0);
     ccEnvInit(&env, 0, comms, n);
-    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclFloat32, 300007, 0, 77), 0);
-    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLGATHER, dmacclBfloat16, 300007, 1, 78), 0);
-    ASSERT_EQ_INT(ccRun(&env, comms, n, CC_ALLTOALL, dmacclInt8, 300007, 0, 79), 0);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, COLL_ALLGATHER, dmacclFloat32, 300007, 0, 77), 0);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, COLL_ALLGATHER, dmacclBfloat16, 300007, 1, 78), 0);
+    ASSERT_EQ_INT(ccRun(&env, comms, n, COLL_ALLTOALL, dmacclInt8, 300007, 0, 79), 0);
     destroyAll(comms, n);
   }
   return 0;

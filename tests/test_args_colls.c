@@ -1,0 +1,401 @@
+/*
+ * Bad input to the collectives of 0.2 on the host executor: NULL count and
+ * displacement arrays, blocks that overlap or run past the largest buffer,
+ * roots out of range, ops out of range or undefined for the type, datatypes
+ * out of range, send and receive buffers that overlap other than in the
+ * in-place form, counts whose bytes overflow. Each returns
+ * dmacclInvalidArgument with a message naming the argument (on the comm and
+ * on the thread), writes nothing, and the communicator still runs correct
+ * collectives afterwards; the Init forms likewise (no request made). Also
+ * AlltoAllv whose counts disagree between ranks (found at launch:
+ * synchronize fails once, nothing written), a failing call inside a group
+ * (not recorded, the group still runs), and algorithms a collective does not
+ * take.
+ */
+#include "collcheck.h"
+#include "harness.h"
+
+#include <stdint.h>
+
+#define N 4
+#define COUNT 64
+#define BYTES (COUNT * N * 8)
+static dmacclComm_t comms[N];
+static ccEnv env;
+static unsigned char *sendb[N], *recvb[N];
+static size_t counts[N], displs[N], zeros[N];
+
+static void poison(void) {
+  for (int r = 0; r < N; r++) {
+    testFillRandom(sendb[r], BYTES, 55 + (uint64_t)r);
+    memset(recvb[r], CC_POISON, BYTES);
+  }
+}
+
+/* Nothing was written, and collectives of every kind still work. */
+static int untouchedAndUsable(void) {
+  unsigned char check[BYTES];
+  for (int r = 0; r < N; r++) {
+    for (size_t i = 0; i < BYTES; i++)
+      if (recvb[r][i] != CC_POISON) {
+        TEST_FAIL("rank %d recvbuff byte %zu written by a failed call", r, i);
+        return 1;
+      }
+    testFillRandom(check, sizeof(check), 55 + (uint64_t)r);
+    ASSERT_TRUE(memcmp(check, sendb[r], sizeof(check)) == 0);
+  }
+  const ccCase cases[] = {
+      {COLL_ALLREDUCE, dmacclFloat32, dmacclSum, 1001, 0, 0, 0, 0, 31337, NULL},
+      {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 100, 0, 0, 0, 0, 31338, NULL},
+      {COLL_REDUCE, dmacclBfloat16, dmacclMax, 77, 3, 1, 0, 0, 31339, NULL},
+      {COLL_REDUCESCATTERV, dmacclInt8, dmacclProd, 50, 0, 0, 0, 0, 31340, NULL},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    ASSERT_EQ_INT(ccRunCase(&env, comms, N, &cases[i]), 0);
+  return 0;
+}
+
+static void evenLayout(void) {
+  for (int r = 0; r < N; r++) counts[r] = 4, displs[r] = 4 * (size_t)r, zeros[r] = 0;
+}
+
+static int testNullArrays(void) {
+  poison();
+  evenLayout();
+  float *s = (float *)sendb[1], *d = (float *)recvb[1];
+  dmacclComm_t c = comms[1];
+  EXPECT_ERR(dmacclAllGatherV(s, d, NULL, displs, dmacclFloat32, c, NULL), dmacclInvalidArgument, c,
+             "dmacclAllGatherV: counts is NULL");
+  EXPECT_ERR(dmacclAllGatherV(s, d, counts, NULL, dmacclFloat32, c, NULL), dmacclInvalidArgument, c,
+             "displs is NULL");
+  EXPECT_ERR(dmacclReduceScatterV(s, d, NULL, displs, dmacclFloat32, dmacclSum, c, NULL),
+             dmacclInvalidArgument, c, "dmacclReduceScatterV: counts is NULL");
+  EXPECT_ERR(dmacclReduceScatterV(s, d, counts, NULL, dmacclFloat32, dmacclSum, c, NULL),
+             dmacclInvalidArgument, c, "displs is NULL");
+  EXPECT_ERR(dmacclAlltoAllv(s, NULL, displs, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "sendcounts is NULL");
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, NULL, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "sdispls is NULL");
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, NULL, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "recvcounts is NULL");
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, counts, NULL, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "rdispls is NULL");
+  /* NULL arrays are wrong even when nothing would move */
+  EXPECT_ERR(dmacclAllGatherV(NULL, NULL, NULL, zeros, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "counts is NULL");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclAllGatherVInit(s, d, NULL, displs, dmacclFloat32, c, &req),
+             dmacclInvalidArgument, c, "counts is NULL");
+  EXPECT_ERR(dmacclAlltoAllvInit(s, counts, displs, d, counts, NULL, dmacclFloat32, c, &req),
+             dmacclInvalidArgument, c, "rdispls is NULL");
+  EXPECT_ERR(dmacclReduceScatterVInit(s, d, counts, NULL, dmacclFloat32, dmacclSum, c, &req),
+             dmacclInvalidArgument, c, "displs is NULL");
+  ASSERT_TRUE(req == NULL);
+  return untouchedAndUsable();
+}
+
+static int testOverlappingBlocks(void) {
+  poison();
+  size_t cnt[N] = {4, 4, 4, 4}, dis[N] = {0, 4, 6, 12}; /* blocks 1 and 2 overlap */
+  float *s = (float *)sendb[2], *d = (float *)recvb[2];
+  dmacclComm_t c = comms[2];
+  EXPECT_ERR(dmacclAllGatherV(s, d, cnt, dis, dmacclFloat32, c, NULL), dmacclInvalidArgument, c,
+             "blocks 1 ([4, 8)) and 2 ([6, 10)) overlap (displs and counts");
+  EXPECT_ERR(dmacclReduceScatterV(s, d, cnt, dis, dmacclFloat32, dmacclMin, c, NULL),
+             dmacclInvalidArgument, c, "overlap (displs and counts");
+  evenLayout();
+  /* receive blocks out of order that still overlap: 3 ([0, 4)) and 0 ([2, 6)) */
+  size_t rdis[N] = {2, 8, 12, 0};
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, counts, rdis, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "overlap (rdispls and recvcounts");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclAllGatherVInit(s, d, cnt, dis, dmacclFloat32, c, &req), dmacclInvalidArgument, c,
+             "overlap");
+  ASSERT_TRUE(req == NULL);
+  return untouchedAndUsable();
+}
+
+static int testBlocksPastTheEnd(void) {
+  poison();
+  evenLayout();
+  float *s = (float *)sendb[0], *d = (float *)recvb[0];
+  dmacclComm_t c = comms[0];
+  size_t dis[N] = {0, 4, SIZE_MAX - 2, 12};
+  EXPECT_ERR(dmacclAllGatherV(s, d, counts, dis, dmacclFloat32, c, NULL), dmacclInvalidArgument, c,
+             "displs[2] = 18446744073709551613 with counts[2] = 4 runs past");
+  size_t cnt[N] = {4, SIZE_MAX / 2, 4, 4};
+  EXPECT_ERR(dmacclReduceScatterV(s, d, cnt, displs, dmacclFloat32, dmacclSum, c, NULL),
+             dmacclInvalidArgument, c, "counts[1] = 9223372036854775807 runs past");
+  /* fits in elements but not in bytes */
+  size_t near[N] = {0, 4, (SIZE_MAX / 8) - 1, 12};
+  EXPECT_ERR(dmacclAllGatherV(s, d, counts, near, dmacclFloat64, c, NULL), dmacclInvalidArgument, c,
+             "displs[2]");
+  size_t sdis[N] = {0, 4, 8, SIZE_MAX};
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, sdis, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "sdispls[3]");
+  EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, cnt, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "recvcounts[1]");
+  return untouchedAndUsable();
+}
+
+static int testRootOutOfRange(void) {
+  poison();
+  const int roots[] = {-1, N, 1000};
+  const char *msg[] = {"root -1 is not a rank (0 to 3)", "root 4 is not a rank", "root 1000"};
+  for (int i = 0; i < 3; i++) {
+    int root = roots[i];
+    dmacclComm_t c = comms[3];
+    void *s = sendb[3], *d = recvb[3];
+    EXPECT_ERR(dmacclBroadcast(s, d, COUNT, dmacclFloat32, root, c, NULL), dmacclInvalidArgument, c,
+               msg[i]);
+    EXPECT_ERR(dmacclReduce(s, d, COUNT, dmacclFloat32, dmacclSum, root, c, NULL),
+               dmacclInvalidArgument, c, msg[i]);
+    EXPECT_ERR(dmacclGather(s, d, COUNT / N, dmacclFloat32, root, c, NULL), dmacclInvalidArgument,
+               c, msg[i]);
+    EXPECT_ERR(dmacclScatter(s, d, COUNT / N, dmacclFloat32, root, c, NULL), dmacclInvalidArgument,
+               c, msg[i]);
+    dmacclRequest_t req = NULL;
+    EXPECT_ERR(dmacclBroadcastInit(s, d, COUNT, dmacclFloat32, root, c, &req),
+               dmacclInvalidArgument, c, msg[i]);
+    EXPECT_ERR(dmacclReduceInit(s, d, COUNT, dmacclFloat32, dmacclMax, root, c, &req),
+               dmacclInvalidArgument, c, msg[i]);
+    EXPECT_ERR(dmacclGatherInit(s, d, 1, dmacclFloat32, root, c, &req), dmacclInvalidArgument, c,
+               msg[i]);
+    EXPECT_ERR(dmacclScatterInit(s, d, 1, dmacclFloat32, root, c, &req), dmacclInvalidArgument, c,
+               msg[i]);
+    ASSERT_TRUE(req == NULL);
+  }
+  return untouchedAndUsable();
+}
+
+static int testBadOp(void) {
+  poison();
+  evenLayout();
+  dmacclComm_t c = comms[1];
+  void *s = sendb[1], *d = recvb[1];
+  EXPECT_ERR(dmacclAllReduce(s, d, COUNT, dmacclFloat32, (dmacclRedOp_t)5, c, NULL),
+             dmacclInvalidArgument, c, "op 5 is not a dmacclRedOp_t");
+  EXPECT_ERR(dmacclAllReduce(s, d, COUNT, dmacclFloat32, (dmacclRedOp_t)-1, c, NULL),
+             dmacclInvalidArgument, c, "op -1");
+  EXPECT_ERR(dmacclReduceScatter(s, d, COUNT / N, dmacclInt32, (dmacclRedOp_t)7, c, NULL),
+             dmacclInvalidArgument, c, "op 7");
+  EXPECT_ERR(dmacclReduce(s, d, COUNT, dmacclInt32, (dmacclRedOp_t)99, 0, c, NULL),
+             dmacclInvalidArgument, c, "op 99");
+  EXPECT_ERR(dmacclReduceScatterV(s, d, counts, displs, dmacclUint8, dmacclNumOps, c, NULL),
+             dmacclInvalidArgument, c, "op 5");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclAllReduceInit(s, d, COUNT, dmacclFloat32, (dmacclRedOp_t)9, c, &req),
+             dmacclInvalidArgument, c, "op 9");
+  /* Avg needs a floating-point type */
+  const dmacclDataType_t ints[] = {dmacclInt8,   dmacclUint8, dmacclInt32,
+                                   dmacclUint32, dmacclInt64, dmacclUint64};
+  for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+    char want[96];
+    snprintf(want, sizeof(want), "op avg is not defined for datatype %s", collTypeName(ints[i]));
+    EXPECT_ERR(dmacclAllReduce(s, d, COUNT, ints[i], dmacclAvg, c, NULL), dmacclInvalidArgument, c,
+               want);
+    EXPECT_ERR(dmacclReduce(s, d, COUNT, ints[i], dmacclAvg, 2, c, NULL), dmacclInvalidArgument, c,
+               want);
+    EXPECT_ERR(dmacclReduceScatter(s, d, 2, ints[i], dmacclAvg, c, NULL), dmacclInvalidArgument, c,
+               want);
+    EXPECT_ERR(dmacclReduceScatterV(s, d, counts, displs, ints[i], dmacclAvg, c, NULL),
+               dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclReduceScatterVInit(s, d, counts, displs, ints[i], dmacclAvg, c, &req),
+               dmacclInvalidArgument, c, want);
+  }
+  ASSERT_TRUE(req == NULL);
+  return untouchedAndUsable();
+}
+
+static int testBadDatatype(void) {
+  poison();
+  evenLayout();
+  dmacclComm_t c = comms[0];
+  void *s = sendb[0], *d = recvb[0];
+  const int bad[] = {dmacclNumTypes, -1, 200};
+  for (int i = 0; i < 3; i++) {
+    dmacclDataType_t t = (dmacclDataType_t)bad[i];
+    char want[64];
+    snprintf(want, sizeof(want), "datatype %d is not a dmacclDataType_t", bad[i]);
+    EXPECT_ERR(dmacclAllReduce(s, d, 8, t, dmacclSum, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclReduceScatter(s, d, 2, t, dmacclSum, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclBroadcast(s, d, 8, t, 0, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclReduce(s, d, 8, t, dmacclSum, 0, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclGather(s, d, 2, t, 0, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclScatter(s, d, 2, t, 0, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclAllGatherV(s, d, counts, displs, t, c, NULL), dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclReduceScatterV(s, d, counts, displs, t, dmacclSum, c, NULL),
+               dmacclInvalidArgument, c, want);
+    EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, counts, displs, t, c, NULL),
+               dmacclInvalidArgument, c, want);
+    dmacclRequest_t req = NULL;
+    EXPECT_ERR(dmacclAlltoAllvInit(s, counts, displs, d, counts, displs, t, c, &req),
+               dmacclInvalidArgument, c, want);
+    ASSERT_TRUE(req == NULL);
+  }
+  return untouchedAndUsable();
+}
+
+/* Overlapping buffers other than the in-place form (each rank's own form). */
+static int testNotInPlace(void) {
+  poison();
+  evenLayout();
+  float *s = (float *)sendb[1], *d = (float *)recvb[1];
+  dmacclComm_t c = comms[1]; /* rank 1 */
+  const char *notForm = "is not the in-place form";
+  /* AllReduce: in place is send == recv */
+  EXPECT_ERR(dmacclAllReduce(d + 1, d, 8, dmacclFloat32, dmacclSum, c, NULL), dmacclInvalidArgument,
+             c, "which needs sendbuff == recvbuff + 0 bytes (rank 1)");
+  /* ReduceScatter: recv == send + rank*recvcount; here recv == send */
+  EXPECT_ERR(dmacclReduceScatter(d, d, 8, dmacclFloat32, dmacclSum, c, NULL), dmacclInvalidArgument,
+             c, "which needs sendbuff == recvbuff - 32 bytes (rank 1)");
+  /* Broadcast and Reduce at the root (rank 1): send == recv */
+  EXPECT_ERR(dmacclBroadcast(d, d + 4, 8, dmacclFloat32, 1, c, NULL), dmacclInvalidArgument, c,
+             notForm);
+  EXPECT_ERR(dmacclReduce(d + 4, d, 8, dmacclFloat32, dmacclMax, 1, c, NULL), dmacclInvalidArgument,
+             c, notForm);
+  /* Gather at the root: send == recv + root*count */
+  EXPECT_ERR(dmacclGather(d, d, 8, dmacclFloat32, 1, c, NULL), dmacclInvalidArgument, c,
+             "which needs sendbuff == recvbuff + 32 bytes (rank 1)");
+  /* Scatter at the root: recv == send + root*count */
+  EXPECT_ERR(dmacclScatter(d, d + 1, 8, dmacclFloat32, 1, c, NULL), dmacclInvalidArgument, c,
+             "which needs sendbuff == recvbuff - 32 bytes (rank 1)");
+  /* AllGatherV: send == recv + displs[rank] (4 elements) */
+  EXPECT_ERR(dmacclAllGatherV(d + 5, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "which needs sendbuff == recvbuff + 16 bytes (rank 1)");
+  /* ReduceScatterV: recv == send + displs[rank] */
+  EXPECT_ERR(dmacclReduceScatterV(d, d + 3, counts, displs, dmacclFloat32, dmacclSum, c, NULL),
+             dmacclInvalidArgument, c, "which needs sendbuff == recvbuff - 16 bytes (rank 1)");
+  /* AlltoAllv has no in-place form */
+  EXPECT_ERR(dmacclAlltoAllv(d, counts, displs, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "dmacclAlltoAllv does not run in place");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclAllReduceInit(d + 2, d, 8, dmacclFloat32, dmacclSum, c, &req),
+             dmacclInvalidArgument, c, notForm);
+  ASSERT_TRUE(req == NULL);
+  (void)s;
+  return untouchedAndUsable();
+}
+
+static int testCountOverflow(void) {
+  poison();
+  dmacclComm_t c = comms[2];
+  void *s = sendb[2], *d = recvb[2];
+  size_t half = SIZE_MAX / 2, quarter = SIZE_MAX / 4;
+  EXPECT_ERR(dmacclAllReduce(s, d, half, dmacclInt32, dmacclSum, c, NULL), dmacclInvalidArgument, c,
+             "count 9223372036854775807 of int32 (4 bytes each) times 4 ranks overflows");
+  EXPECT_ERR(dmacclReduceScatter(s, d, quarter, dmacclUint8, dmacclSum, c, NULL),
+             dmacclInvalidArgument, c, "recvcount 4611686018427387903 of uint8");
+  EXPECT_ERR(dmacclBroadcast(s, d, quarter, dmacclUint8, 0, c, NULL), dmacclInvalidArgument, c,
+             "overflows");
+  EXPECT_ERR(dmacclReduce(s, d, half, dmacclFloat16, dmacclSum, 1, c, NULL), dmacclInvalidArgument,
+             c, "overflows");
+  EXPECT_ERR(dmacclGather(s, d, quarter, dmacclInt8, 0, c, NULL), dmacclInvalidArgument, c,
+             "overflows");
+  EXPECT_ERR(dmacclScatter(s, d, SIZE_MAX / 8, dmacclFloat64, 0, c, NULL), dmacclInvalidArgument, c,
+             "overflows");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclReduceInit(s, d, half, dmacclFloat64, dmacclSum, 0, c, &req),
+             dmacclInvalidArgument, c, "overflows");
+  ASSERT_TRUE(req == NULL);
+  return untouchedAndUsable();
+}
+
+/* AlltoAllv whose counts disagree: rank 0 sends 3 elements to rank 1, which
+ * expects 2. Every call returns success; the launch finds the disagreement,
+ * copies nothing, and each rank's synchronize reports it once. */
+static int testAlltoallvDisagree(void) {
+  poison();
+  size_t sc[N][N], sd[N][N], rc[N][N], rd[N][N];
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) {
+      sc[i][j] = rc[i][j] = 2;
+      sd[i][j] = rd[i][j] = 2 * (size_t)j;
+    }
+  sc[0][1] = 3, sd[0][2] = 5, sd[0][3] = 7; /* rank 1's recvcounts[0] stays 2 */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclAlltoAllv(sendb[r], sc[r], sd[r], recvb[r], rc[r], rd[r], dmacclFloat32,
+                                  comms[r], NULL),
+                  dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclInvalidUsage);
+    ASSERT_CONTAINS(dmacclCommGetLastError(comms[r]), "rank 0's sendcounts[1] is 3 but rank 1's "
+                                                      "recvcounts[0] is 2");
+  }
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  return untouchedAndUsable();
+}
+
+/* A call that fails inside a group is not recorded; the group still issues
+ * the others, which run correctly. */
+static int testFailInGroup(void) {
+  ccCase cs = {COLL_ALLREDUCE, dmacclFloat16, dmacclAvg, 501, 0, 0, 0, 0, 808, NULL};
+  ccOp *op = ccOpNew(&env, N, &cs);
+  ASSERT_TRUE(op != NULL);
+  ASSERT_EQ_INT(ccOpFill(op, 808), 0);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  EXPECT_ERR(
+      dmacclAllReduce(sendb[0], recvb[0], 8, dmacclFloat16, (dmacclRedOp_t)6, comms[0], NULL),
+      dmacclInvalidArgument, comms[0], "op 6");
+  EXPECT_ERR(dmacclBroadcast(sendb[2], recvb[2], 8, dmacclFloat16, -3, comms[2], NULL),
+             dmacclInvalidArgument, comms[2], "root -3");
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(ccOpIssue(op, comms, r), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(ccWait(&env, comms, N), dmacclSuccess);
+  ASSERT_EQ_INT(ccOpCheck(op), 0);
+  ccOpFree(op);
+  return 0;
+}
+
+/* An algorithm a collective does not take fails the communicator's creation
+ * with a message naming it; nothing is created. */
+static int testAlgorithmRefused(void) {
+  const char *bad[][2] = {
+      {"allreduce:push1", "push1"},          {"reducescatter:pullb", "pullb"},
+      {"alltoallv:stage", "stage"},          {"alltoallv:pull1", "pull1"},
+      {"reducescatterv:stage2d", "stage2d"}, {"reduce:0-1K:stage,1K-inf:pushn", "pushn"},
+      {"allreducex:stage", "allreducex"}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    dmacclComm_t c[2] = {NULL, NULL};
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorHost;
+    cfg.algorithm = bad[i][0];
+    EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL, bad[i][1]);
+    ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "config->algorithm");
+    ASSERT_TRUE(c[0] == NULL && c[1] == NULL);
+  }
+  return 0;
+}
+
+int main(void) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  if (dmacclCommInitAll(comms, N, NULL, &cfg) != dmacclSuccess) {
+    fprintf(stderr, "init: %s\n", dmacclCommGetLastError(NULL));
+    return 1;
+  }
+  ccEnvInit(&env, 0, comms, N);
+  for (int r = 0; r < N; r++) {
+    sendb[r] = malloc(BYTES);
+    recvb[r] = malloc(BYTES);
+  }
+  RUN(testNullArrays);
+  RUN(testOverlappingBlocks);
+  RUN(testBlocksPastTheEnd);
+  RUN(testRootOutOfRange);
+  RUN(testBadOp);
+  RUN(testBadDatatype);
+  RUN(testNotInPlace);
+  RUN(testCountOverflow);
+  RUN(testAlltoallvDisagree);
+  RUN(testFailInGroup);
+  RUN(testAlgorithmRefused);
+  for (int r = 0; r < N; r++) {
+    free(sendb[r]);
+    free(recvb[r]);
+    dmacclCommDestroy(comms[r]);
+  }
+  TEST_EXIT();
+}
