@@ -54,7 +54,7 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.nalgos, 2);
   ASSERT_TRUE(strcmp(a.algos[1], "pulln") == 0);
   ASSERT_EQ_INT(a.executor, PERF_EXEC_HOST);
-  ASSERT_EQ_INT(a.colls, PERF_ALLTOALL);
+  ASSERT_EQ_INT(a.colls, PERF_COLL(COLL_ALLTOALL));
   ASSERT_EQ_INT(a.baseline, 0);
   ASSERT_EQ_INT(parse(&a, err, "-p 4 -b 1K"), 0);
   ASSERT_EQ_INT(a.procs, 4);
@@ -71,7 +71,24 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.blocking, 1);
   ASSERT_EQ_INT(a.average, PERF_AVG_RANK0);
   ASSERT_EQ_INT(a.cycles, 0);
-  ASSERT_EQ_INT(a.colls, PERF_ALLGATHER | PERF_ALLTOALL); /* a reduction op changes nothing */
+  /* nccl-tests' -o is the op: it sets the op, not the collectives */
+  ASSERT_EQ_INT(a.colls, PERF_COLL(COLL_ALLGATHER) | PERF_COLL(COLL_ALLTOALL));
+  ASSERT_EQ_INT(a.op, dmacclSum);
+  ASSERT_EQ_INT(parse(&a, err, "-o max"), 0);
+  ASSERT_EQ_INT(a.op, dmacclMax);
+  /* every collective by name, lists, all; --op and --root */
+  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,reducescatterv,alltoallv --op avg --root 3"), 0);
+  ASSERT_EQ_INT(a.colls, PERF_COLL(COLL_ALLREDUCE) | PERF_COLL(COLL_REDUCESCATTERV) |
+                             PERF_COLL(COLL_ALLTOALLV));
+  ASSERT_EQ_INT(a.op, dmacclAvg);
+  ASSERT_EQ_INT(a.root, 3);
+  ASSERT_EQ_INT(parse(&a, err, "-o all"), 0);
+  ASSERT_EQ_INT(a.colls, PERF_ALL_COLLS);
+  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,sendrecv"), -1);
+  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,"), -1);
+  ASSERT_EQ_INT(parse(&a, err, "--op xor"), -1);
+  ASSERT_CONTAINS(err, "--op");
+  ASSERT_EQ_INT(parse(&a, err, "--root -1"), -1);
   /* baselines and extra measurements */
   ASSERT_EQ_INT(parse(&a, err, "--baseline nccl,nccl-ce --breakdown --energy --in-place 0"), 0);
   ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL | PERF_BASE_NCCL_CE);
@@ -174,18 +191,28 @@ static int testStepping(void) {
 
 static int testArithmetic(void) {
   /* 1 GB in 2473 us on 4 ranks: NCCL's row in BASELINE.md, 326 GB/s busbw. */
-  double bus = perfBusBw((size_t)1 << 30, 2473.0, 4);
+  double bus = perfBusBw(COLL_ALLGATHER, (size_t)1 << 30, 2473.0, 4);
   ASSERT_TRUE(bus > 325.0 && bus < 326.0);
   ASSERT_TRUE(perfAlgBw(1000, 1.0) == 1.0); /* 1000 B in 1 us = 1 GB/s */
-  ASSERT_EQ_INT(perfCount(1024, 4, 4), 64);
-  ASSERT_EQ_INT(perfCount(1000, 3, 4), 83);
+  collShape sh;
+  collVArrays va;
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1024, 4, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1000, 3, 0, 4, &sh, &va), 83);
+  ASSERT_EQ_INT(perfShape(COLL_ALLREDUCE, 1000, 3, 0, 4, &sh, &va), 250);
+  ASSERT_EQ_INT(perfShape(COLL_REDUCESCATTER, 1024, 4, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHERV, 1024, 4, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(sh.counts[3], 64);
+  ASSERT_EQ_INT(sh.displs[3], 192);
   size_t v;
   ASSERT_EQ_INT(perfParseSize("64MB", &v), 0);
   ASSERT_EQ_INT(v, 64 << 20);
   /* 8 ranks: busbw = algbw * 7/8 */
-  ASSERT_TRUE(fabs(perfBusBw(8000, 1.0, 8) - 7.0) < 1e-12);
-  ASSERT_TRUE(perfBusBw(1024, 0.0, 4) == 0.0); /* no division by zero */
-  ASSERT_TRUE(perfBusBw(1024, 1.0, 1) == 0.0); /* one rank moves nothing between GPUs */
+  ASSERT_TRUE(fabs(perfBusBw(COLL_ALLTOALL, 8000, 1.0, 8) - 7.0) < 1e-12);
+  /* AllReduce: 2(n-1)/n; Broadcast: 1 */
+  ASSERT_TRUE(fabs(perfBusBw(COLL_ALLREDUCE, 8000, 1.0, 8) - 14.0) < 1e-12);
+  ASSERT_TRUE(fabs(perfBusBw(COLL_BROADCAST, 8000, 1.0, 8) - 8.0) < 1e-12);
+  ASSERT_TRUE(perfBusBw(COLL_ALLGATHER, 1024, 0.0, 4) == 0.0); /* no division by zero */
+  ASSERT_TRUE(perfBusBw(COLL_ALLGATHER, 1024, 1.0, 1) == 0.0); /* one rank moves nothing */
   return 0;
 }
 

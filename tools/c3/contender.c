@@ -92,8 +92,11 @@ int c3ContenderIssue(c3Contender *c, int coll, size_t count) {
   if (c->spec.kind != C3_DMACCL) {
     cudaStream_t s[1] = {c->stream};
     void *send[1] = {c->send}, *recv[1] = {c->recv};
-    return ncclBaseIssue(c->nccl, coll == C3_ALLGATHER ? PERF_ALLGATHER : PERF_ALLTOALL, send, recv,
-                         count, dmacclBfloat16, s);
+    int nranks = 0;
+    cudaGetDeviceCount(&nranks); /* unused by AllGather and AlltoAll */
+    collShape sh = {.nranks = nranks, .count = count};
+    return ncclBaseIssue(c->nccl, coll == C3_ALLGATHER ? COLL_ALLGATHER : COLL_ALLTOALL, &sh, send,
+                         recv, dmacclBfloat16, dmacclSum, s);
   }
   dmacclResult_t rc =
       coll == C3_ALLGATHER

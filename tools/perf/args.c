@@ -74,23 +74,30 @@ void perfUsage(FILE *f) {
       "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
       "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
       "            stage stage2d, or all (default: auto,all)\n"
-      "  -o LIST   collectives: allgather, alltoall or all (default all); nccl-tests' reduction\n"
-      "            ops (sum prod min max avg mulsum) are accepted and ignored\n"
+      "  -o LIST   collectives, comma separated: allgather alltoall allreduce reducescatter\n"
+      "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv, or all\n"
+      "            (default allgather,alltoall); a reduction op name (nccl-tests' -o) sets --op\n"
+      "  --op OP   sum prod max min avg: the reducing collectives' op (default sum)\n"
+      "  --root R  the rooted collectives' root (default 0)\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
       "  --baseline LIST  nccl (NCCL's SM kernels), nccl-ce (NCCL's copy-engine path: CTA policy\n"
       "            ZERO, ncclMemAlloc buffers in symmetric windows), comma separated, or none\n"
       "            (default nccl); needs NCCL at build time and GPUs\n"
-      "  --in-place 0|1   also time AllGather in place (default 1)\n"
+      "  --in-place 0|1   also time the in-place form of collectives that have one (default 1)\n"
       "  --breakdown      per size, where one operation's time goes: control, schedule, copy,\n"
       "            sync (CUPTI; a second pass after the timed sweep)\n"
       "  --energy         energy per operation and average power of all GPUs (NVML)\n"
-      "  --persistent     dmaccl rows use persistent collectives: dmacclAllGatherInit /\n"
-      "            dmacclAlltoAllInit once per size, then dmacclStart per operation\n"
+      "  --persistent     dmaccl rows use persistent collectives: dmaccl<Collective>Init once\n"
+      "            per size, then dmacclStart per operation\n"
       "  --tune-out FILE  write a tuning file (DMACCL_TUNE_FILE): per collective and size, the\n"
       "            fastest dmaccl algorithm measured (dmaccl-tune: default dmaccl-tune.txt)\n"
       "  -h        this help\n"
-      "Sizes follow nccl-tests: AllGather = total output bytes, AlltoAll = bytes each\n"
-      "rank sends. busbw = algbw * (n-1)/n. speedup = best baseline's time / dmaccl's.\n");
+      "Sizes and busbw follow nccl-tests: AllGather(V) = output bytes, ReduceScatter(V) = input\n"
+      "bytes, AlltoAll(v) = bytes each rank sends, AllReduce/Broadcast/Reduce = count bytes,\n"
+      "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce), 1 (Broadcast,\n"
+      "Reduce), (n-1)/n (the others). The V forms run with equal counts. NCCL has no V forms:\n"
+      "their baseline is vLLM's emulation (grouped Broadcast / Reduce; grouped Send/Recv for\n"
+      "AlltoAllv). speedup = best baseline's time / dmaccl's.\n");
 }
 
 /* Adds one algorithm name unless it is already listed. */
@@ -173,20 +180,31 @@ static int parseBaselines(perfArgs *a, const char *v, char *err, size_t errlen) 
   return 0;
 }
 
+/* A comma list of collective names or "all"; a reduction op name (nccl-tests'
+ * -o means the op) sets the op instead. */
 static int parseColls(perfArgs *a, const char *v) {
-  static const char *redops[] = {"sum", "prod", "min", "max", "avg", "mulsum"};
-  if (strcasecmp(v, "allgather") == 0)
-    a->colls = PERF_ALLGATHER;
-  else if (strcasecmp(v, "alltoall") == 0)
-    a->colls = PERF_ALLTOALL;
-  else if (strcasecmp(v, "all") == 0 || strcasecmp(v, "allgather,alltoall") == 0 ||
-           strcasecmp(v, "alltoall,allgather") == 0)
-    a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
-  else {
-    for (size_t i = 0; i < sizeof(redops) / sizeof(redops[0]); i++)
-      if (strcasecmp(v, redops[i]) == 0) return 0; /* nccl-tests' -o: nothing to reduce */
-    return -1;
+  for (int op = 0; op < dmacclNumOps; op++)
+    if (strcasecmp(v, collOpName((dmacclRedOp_t)op)) == 0) return a->op = (dmacclRedOp_t)op, 0;
+  unsigned colls = 0;
+  for (const char *p = v; *p;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    char name[32];
+    if (len == 0 || len >= sizeof(name)) return -1;
+    memcpy(name, p, len);
+    name[len] = 0;
+    if (strcasecmp(name, "all") == 0) {
+      colls |= PERF_ALL_COLLS;
+    } else {
+      int id = collByName(name);
+      if (id < 0) return -1;
+      colls |= PERF_COLL(id);
+    }
+    if (c && !c[1]) return -1; /* a trailing comma */
+    p = c ? c + 1 : p + len;
   }
+  if (!colls) return -1;
+  a->colls = colls;
   return 0;
 }
 
@@ -202,7 +220,8 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   a->cycles = 1;
   a->inPlace = 1;
   a->type = dmacclFloat32;
-  a->colls = PERF_ALLGATHER | PERF_ALLTOALL;
+  a->colls = PERF_COLL(COLL_ALLGATHER) | PERF_COLL(COLL_ALLTOALL);
+  a->op = dmacclSum;
   a->baseline = PERF_BASE_NCCL;
   addAlgos(a, "auto,all", err, errlen);
 #ifdef PERF_TUNE_TOOL
@@ -229,7 +248,8 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       continue;
     }
     int isLong = strncmp(o, "--", 2) == 0;
-    if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out")) {
+    if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out") &&
+        strcmp(o, "--op") && strcmp(o, "--root")) {
       snprintf(err, errlen, "unknown option '%s' (see -h)", o);
       return -1;
     }
@@ -253,6 +273,23 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
         return -1;
       }
       snprintf(a->tuneOut, sizeof(a->tuneOut), "%s", v);
+      continue;
+    }
+    if (strcmp(o, "--op") == 0) {
+      bad = 1;
+      for (int op = 0; op < dmacclNumOps; op++)
+        if (strcasecmp(v, collOpName((dmacclRedOp_t)op)) == 0) a->op = (dmacclRedOp_t)op, bad = 0;
+      if (bad) {
+        snprintf(err, errlen, "bad value '%s' for --op (sum prod max min avg)", v);
+        return -1;
+      }
+      continue;
+    }
+    if (strcmp(o, "--root") == 0) {
+      if (parseInt(v, 0, 255, &a->root)) {
+        snprintf(err, errlen, "bad value '%s' for --root (a rank)", v);
+        return -1;
+      }
       continue;
     }
     if (strcmp(o, "--in-place") == 0) {
@@ -361,14 +398,34 @@ int perfNumSizes(const perfArgs *a) {
   return n;
 }
 
-size_t perfCount(size_t bytes, int nranks, size_t typeSize) {
-  return bytes / typeSize / (size_t)nranks;
+void perfShapeOf(collId c, size_t count, int nranks, int root, collShape *s, collVArrays *v) {
+  *s = (collShape){.nranks = nranks, .count = count, .root = root};
+  if (!(collTable[c].flags & COLL_VECTOR)) return;
+  for (int i = 0; i < nranks; i++) {
+    v->counts[i] = count, v->displs[i] = (size_t)i * count;
+    for (int j = 0; j < nranks; j++) {
+      size_t k = (size_t)i * (size_t)nranks + (size_t)j;
+      v->sendcounts[k] = v->recvcounts[k] = count;
+      v->sdispls[k] = v->rdispls[k] = (size_t)j * count;
+    }
+  }
+  s->counts = v->counts, s->displs = v->displs;
+  s->sendcounts = v->sendcounts, s->sdispls = v->sdispls;
+  s->recvcounts = v->recvcounts, s->rdispls = v->rdispls;
+}
+
+size_t perfShape(collId c, size_t bytes, int nranks, int root, size_t typeSize, collShape *s,
+                 collVArrays *v) {
+  perfShapeOf(c, 1, nranks, root, s, v); /* the size of one element per block */
+  size_t unit = collSizeBytes(c, s, 0, typeSize), count = unit ? bytes / unit : 0;
+  perfShapeOf(c, count, nranks, root, s, v);
+  return count;
 }
 
 double perfAlgBw(size_t bytes, double us) {
   return us > 0 ? (double)bytes / us / 1e3 : 0;
 }
 
-double perfBusBw(size_t bytes, double us, int nranks) {
-  return perfAlgBw(bytes, us) * (double)(nranks - 1) / (double)nranks;
+double perfBusBw(collId c, size_t bytes, double us, int nranks) {
+  return perfAlgBw(bytes, us) * collBusBwFactor(c, nranks);
 }

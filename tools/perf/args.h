@@ -5,12 +5,15 @@
 #define DMACCL_PERF_ARGS_H_
 
 #include "dmaccl.h"
+#include "common/colls.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
 #define PERF_MAX_ALGOS 16
-enum { PERF_ALLGATHER = 1, PERF_ALLTOALL = 2 };
+/* -o bits: 1u << collId (tools/common/colls.h) */
+#define PERF_COLL(c) (1u << (c))
+#define PERF_ALL_COLLS ((1u << COLL_NUM) - 1u)
 enum { PERF_EXEC_AUTO = 0, PERF_EXEC_CUDA = 1, PERF_EXEC_HOST = 2 };
 /* --baseline bits */
 enum { PERF_BASE_NCCL = 1, PERF_BASE_NCCL_CE = 2 };
@@ -29,12 +32,14 @@ typedef struct {
   int average;    /* -a: PERF_AVG_* */
   int cycles;     /* -N: sweeps; 0 = until interrupted */
   char json[512]; /* -J: JSON output file, "" = none */
-  int inPlace;    /* --in-place: also time the in-place form (AllGather) */
+  int inPlace;    /* --in-place: also time the in-place form (collectives that have one) */
   int breakdown;  /* --breakdown */
   int energy;     /* --energy */
   dmacclDataType_t type;
   int executor;
-  int colls;                      /* PERF_ALLGATHER | PERF_ALLTOALL */
+  unsigned colls;                 /* PERF_COLL(collId) bits */
+  dmacclRedOp_t op;               /* --op: the reducing collectives' op */
+  int root;                       /* --root: the rooted collectives' root */
   char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
   int baseline;      /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
@@ -53,11 +58,16 @@ size_t perfTypeSize(dmacclDataType_t t);
 size_t perfNextSize(const perfArgs *a, size_t cur);
 /* Number of sizes the sweep visits. */
 int perfNumSizes(const perfArgs *a);
-/* Element count for a size (nccl-tests: AllGather size = output bytes,
- * AlltoAll size = bytes each rank sends), and the size actually moved. */
-size_t perfCount(size_t bytes, int nranks, size_t typeSize);
-/* algbw = bytes / time; busbw = algbw * (n-1)/n (both collectives), GB/s. */
+/* The arguments of collective c with count elements per block (the V forms
+ * with equal counts, blocks in rank order); arrays in v. */
+void perfShapeOf(collId c, size_t count, int nranks, int root, collShape *s, collVArrays *v);
+/* The arguments of collective c at nccl-tests' size `bytes` (rounded down
+ * to whole elements; the V forms with equal counts, blocks in rank order):
+ * fills s (arrays in v) and returns the count. */
+size_t perfShape(collId c, size_t bytes, int nranks, int root, size_t typeSize, collShape *s,
+                 collVArrays *v);
+/* algbw = bytes / time; busbw = algbw * nccl-tests' factor of c, GB/s. */
 double perfAlgBw(size_t bytes, double us);
-double perfBusBw(size_t bytes, double us, int nranks);
+double perfBusBw(collId c, size_t bytes, double us, int nranks);
 
 #endif

@@ -172,13 +172,48 @@ int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, ch
 #endif
 }
 
-int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
-                  dmacclDataType_t type, const cudaStream_t *streams) {
+/* One rank's part of collective c (V forms: vLLM's grouped emulation). */
+static ncclResult_t issueOne(ncclComm_t comm, int c, const collShape *s, void *send, void *recv,
+                             ncclDataType_t t, ncclRedOp_t op, size_t ts, cudaStream_t st) {
+  int me = 0, n = s->nranks;
+  ncclCommUserRank(comm, &me);
+  size_t count = s->count;
+  ncclResult_t r = ncclSuccess;
+  switch (c) {
+  case COLL_ALLGATHER: return ncclAllGather(send, recv, count, t, comm, st);
+  case COLL_ALLTOALL: return ncclAlltoAll(send, recv, count, t, comm, st);
+  case COLL_ALLREDUCE: return ncclAllReduce(send, recv, count, t, op, comm, st);
+  case COLL_REDUCESCATTER: return ncclReduceScatter(send, recv, count, t, op, comm, st);
+  case COLL_BROADCAST: return ncclBroadcast(send, recv, count, t, s->root, comm, st);
+  case COLL_REDUCE: return ncclReduce(send, recv, count, t, op, s->root, comm, st);
+  case COLL_GATHER: return ncclGather(send, recv, count, t, s->root, comm, st);
+  case COLL_SCATTER: return ncclScatter(send, recv, count, t, s->root, comm, st);
+  case COLL_ALLGATHERV:
+    for (int j = 0; j < n && r == ncclSuccess; j++)
+      r = ncclBroadcast(send, (char *)recv + s->displs[j] * ts, s->counts[j], t, j, comm, st);
+    return r;
+  case COLL_REDUCESCATTERV:
+    for (int j = 0; j < n && r == ncclSuccess; j++)
+      r = ncclReduce((char *)send + s->displs[j] * ts, recv, s->counts[j], t, op, j, comm, st);
+    return r;
+  case COLL_ALLTOALLV:
+    for (int j = 0; j < n && r == ncclSuccess; j++) {
+      size_t k = (size_t)me * (size_t)n + (size_t)j;
+      r = ncclSend((char *)send + s->sdispls[k] * ts, s->sendcounts[k], t, j, comm, st);
+      if (r == ncclSuccess)
+        r = ncclRecv((char *)recv + s->rdispls[k] * ts, s->recvcounts[k], t, j, comm, st);
+    }
+    return r;
+  default: return ncclInvalidArgument;
+  }
+}
+
+int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
+                  dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams) {
   ncclResult_t r = ncclGroupStart();
   for (int i = 0; i < b->n && r == ncclSuccess; i++)
-    r = coll == PERF_ALLGATHER
-            ? ncclAllGather(send[i], recv[i], count, toNccl(type), b->comms[i], streams[i])
-            : ncclAlltoAll(send[i], recv[i], count, toNccl(type), b->comms[i], streams[i]);
+    r = issueOne(b->comms[i], coll, s, send[i], recv[i], toNccl(type), (ncclRedOp_t)op,
+                 collTypeSize(type), streams[i]);
   ncclResult_t e = ncclGroupEnd();
   if (r == ncclSuccess) r = e;
   if (r != ncclSuccess) fprintf(stderr, "nccl: %s\n", ncclGetErrorString(r));
@@ -234,9 +269,9 @@ int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, ch
   snprintf(err, errlen, "built without NCCL");
   return -1;
 }
-int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
-                  dmacclDataType_t type, const cudaStream_t *streams) {
-  (void)b, (void)coll, (void)send, (void)recv, (void)count, (void)type, (void)streams;
+int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
+                  dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams) {
+  (void)b, (void)coll, (void)s, (void)send, (void)recv, (void)type, (void)op, (void)streams;
   return -1;
 }
 const char *ncclBaseVersion(ncclBase *b) {

@@ -5,6 +5,7 @@
 #define DMACCL_PERF_BASELINE_NCCL_H_
 
 #include "dmaccl.h"
+#include "common/colls.h"
 
 #include <stddef.h>
 
@@ -26,10 +27,11 @@ ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, int maxCT
  * ncclBaseFini. What NCCL's copy-engine collectives need. */
 int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
                          size_t errlen);
-/* Issues one collective on every rank, grouped (coll: PERF_ALLGATHER or
- * PERF_ALLTOALL). 0 on success. */
-int ncclBaseIssue(ncclBase *b, int coll, void *const *send, void *const *recv, size_t count,
-                  dmacclDataType_t type, const cudaStream_t *streams);
+/* Issues collective coll (a collId) on every local rank, grouped; the V
+ * forms as vLLM emulates them (grouped Broadcast, Reduce, Send/Recv). 0 on
+ * success. */
+int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
+                  dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams);
 const char *ncclBaseVersion(ncclBase *b);
 void ncclBaseFini(ncclBase *b);
 

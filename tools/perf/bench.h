@@ -86,6 +86,7 @@ typedef struct {
   void *send[MAXR], *recv[MAXR];
   unsigned char *pool[MAXR]; /* host copy of each rank's send data */
   unsigned char *scratch;    /* host buffer for checking */
+  unsigned char *want;       /* the expected output (tools/common/colls.c's reference) */
   size_t tsize;
   contender cs[PERF_MAX_ALGOS + 2];
   int nc;
@@ -108,6 +109,10 @@ void perfShare(bench *b, double mine, perfStat *out);
 /* Sum of one value per process over all processes. */
 double perfSum(bench *b, double mine);
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace);
+/* 1 when contender c runs collective coll: a dmaccl algorithm the collective
+ * takes, NCCL, or NCCL's copy-engine path where NCCL has one (AllGather,
+ * AlltoAll). */
+int perfTakes(const bench *b, const contender *c, int coll);
 void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, then -n operations (or -G launches of a graph of

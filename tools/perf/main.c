@@ -32,10 +32,13 @@
 static int setupBuffers(bench *b) {
   size_t maxBytes = b->args.maxBytes;
   if (b->gpu) b->scratch = malloc(maxBytes);
+  if (!(b->want = malloc(maxBytes))) return -1;
   for (int r = 0; r < b->n; r++) {
     b->pool[r] = malloc(maxBytes);
     if (!b->pool[r] || (b->gpu && !b->scratch)) return -1;
     dataFillRandom(b->pool[r], maxBytes, 1234 + (uint64_t)r);
+    /* finite, non-zero floats: every reduction's result is defined to the bit */
+    collSanitize(b->args.type, b->pool[r], maxBytes / b->tsize);
   }
   for (int l = 0; l < b->nlocal; l++) {
     int r = b->first + l;
@@ -58,8 +61,16 @@ static int makeDmaccl(bench *b, contender *c, const char *algo) {
   memset(c, 0, sizeof(*c));
   snprintf(c->name, sizeof(c->name), "%s", algo);
   c->kind = KIND_DMACCL;
-  char sel[96];
-  snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", algo, algo);
+  char sel[512];
+  /* the algorithm for every collective that takes it (perfTakes) */
+  size_t used = 0;
+  sel[0] = 0;
+  for (int k = 0; k < COLL_NUM; k++) {
+    snprintf(c->name, sizeof(c->name), "%s", algo);
+    if (perfTakes(b, c, k) && used + 40 < sizeof(sel))
+      used += (size_t)snprintf(sel + used, sizeof(sel) - used, "%s%s:%s", used ? ";" : "",
+                               collTable[k].name, algo);
+  }
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = b->gpu ? dmacclExecutorCuda : dmacclExecutorHost;
   cfg.algorithm = strcmp(algo, "auto") == 0 ? NULL : sel;
@@ -155,14 +166,17 @@ static perfRow *newRow(bench *b) {
 
 /* One size: every contender, out of place then in place; -1 on error. */
 static int runSize(bench *b, int cycle, int coll, size_t size, int *failures) {
-  size_t count = perfCount(size, b->n, b->tsize);
-  size_t bytes = count * b->tsize * (size_t)b->n;
+  collShape sh;
+  collVArrays va;
+  size_t count = perfShape((collId)coll, size, b->n, b->args.root, b->tsize, &sh, &va);
+  size_t bytes = collSizeBytes((collId)coll, &sh, 0, b->tsize);
   size_t first = b->nrows;
-  int places = coll == PERF_ALLGATHER && b->args.inPlace ? 2 : 1;
+  int places = (collTable[coll].flags & COLL_IN_PLACE) && b->args.inPlace ? 2 : 1;
   for (int ip = 0; ip < places; ip++) {
     size_t firstOfPlace = b->nrows;
     for (int i = 0; i < b->nc; i++) {
       contender *c = &b->cs[i];
+      if (!perfTakes(b, c, coll)) continue; /* an algorithm this collective does not take */
       cudaGraphExec_t graphs[MAXR] = {0};
       perfRow *r = newRow(b);
       if (!r) return -1;
@@ -247,6 +261,10 @@ static int benchMain(bench *b) {
   b->gpu = ndev > 0 && b->args.executor != PERF_EXEC_HOST;
   b->print = b->first == 0;
   if (!b->mp) b->n = b->nlocal = b->args.nranks ? b->args.nranks : (b->gpu ? ndev : 4);
+  if (b->args.root >= b->n) {
+    fprintf(stderr, "dmaccl-perf: --root %d but only %d ranks\n", b->args.root, b->n);
+    return 2;
+  }
   if (b->n > MAXR) {
     fprintf(stderr, "dmaccl-perf: %d ranks but at most %d\n", b->n, MAXR);
     return 2;
@@ -306,13 +324,13 @@ static int benchMain(bench *b) {
   for (int cycle = 0; b->args.cycles == 0 || cycle < b->args.cycles; cycle++) {
     size_t cycleFirst = b->nrows;
     if (b->print && b->args.cycles != 1) printf("# cycle %d\n", cycle);
-    for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
-      if (!(b->args.colls & coll)) continue;
+    for (int coll = 0; coll < COLL_NUM; coll++) {
+      if (!(b->args.colls & PERF_COLL(coll))) continue;
       int k = 0;
       for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size)) {
         if (b->print && !tty)
-          fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n",
-                  coll == PERF_ALLGATHER ? "allgather" : "alltoall", size, ++k, nsizes);
+          fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n", collTable[coll].name, size, ++k,
+                  nsizes);
         if (runSize(b, cycle, coll, size, &failures)) return 1;
       }
     }

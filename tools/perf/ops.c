@@ -47,10 +47,27 @@ double perfSum(bench *b, double mine) {
   return s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
 }
 
-/* In place (AllGather): this rank's block of its own output is the input. */
-static void *sendOf(bench *b, contender *c, int l, size_t count, int inPlace) {
-  if (!inPlace) return c->send[l];
-  return (char *)c->recv[l] + (size_t)(b->first + l) * count * b->tsize;
+/* The arguments of coll at count elements per block (the V forms: equal counts). */
+static void shapeOf(bench *b, int coll, size_t count, collShape *s, collVArrays *v) {
+  perfShapeOf((collId)coll, count, b->n, b->args.root, s, v);
+}
+
+/* Local rank l's buffers of one operation. Out of place: the contender's
+ * send and recv. In place, one buffer: the input lies at the collective's
+ * in-place offset from the output (a negative offset puts the input at the
+ * buffer's start and the output after it). *base: where the buffer starts. */
+static void bufsOf(bench *b, contender *c, int l, int coll, const collShape *s, int inPlace,
+                   void **send, void **recv, char **base) {
+  long long delta = 0;
+  int rank = b->first + l;
+  *base = c->recv[l];
+  if (!inPlace || !collInPlace((collId)coll, s, rank, &delta)) {
+    *send = c->send[l], *recv = c->recv[l];
+    return;
+  }
+  long long off = delta * (long long)b->tsize;
+  *recv = *base + (off < 0 ? -off : 0);
+  *send = (char *)*recv + off;
 }
 
 void perfFreeRequests(bench *b, contender *c) {
@@ -58,39 +75,43 @@ void perfFreeRequests(bench *b, contender *c) {
     if (c->req[r]) dmacclRequestFree(c->req[r]), c->req[r] = NULL;
 }
 
-/* --persistent: the requests for this row, made once (Init is local). */
-static dmacclResult_t requestsFor(bench *b, contender *c, int coll, size_t count, int inPlace,
-                                  void **send) {
-  if (c->req[0] && c->reqColl == coll && c->reqCount == count && c->reqInPlace == inPlace)
-    return dmacclSuccess;
-  perfFreeRequests(b, c);
-  dmacclResult_t rc = dmacclSuccess;
-  for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++)
-    rc =
-        coll == PERF_ALLGATHER
-            ? dmacclAllGatherInit(send[r], c->recv[r], count, b->args.type, c->comms[r], &c->req[r])
-            : dmacclAlltoAllInit(send[r], c->recv[r], count, b->args.type, c->comms[r], &c->req[r]);
-  c->reqColl = coll, c->reqCount = count, c->reqInPlace = inPlace;
-  if (rc != dmacclSuccess) perfFreeRequests(b, c);
-  return rc;
+int perfTakes(const bench *b, const contender *c, int coll) {
+  if (c->kind == KIND_NCCL_CE) return coll == COLL_ALLGATHER || coll == COLL_ALLTOALL;
+  if (c->kind != KIND_DMACCL || strcmp(c->name, "auto") == 0) return 1;
+  planColl pc;
+  planAlgo pa;
+  (void)b;
+  return planCollParse(collTable[coll].name, strlen(collTable[coll].name), &pc) == 0 &&
+         planAlgoParse(c->name, strlen(c->name), &pa) == 0 &&
+         (planCollOf(pc)->algos & PLAN_ALGO_BIT(pa));
 }
 
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace) {
-  void *send[MAXR];
-  for (int l = 0; l < b->nlocal; l++) send[l] = sendOf(b, c, l, count, inPlace);
+  void *send[MAXR], *recv[MAXR];
+  char *base;
+  collShape s;
+  collVArrays v;
+  shapeOf(b, coll, count, &s, &v);
+  for (int l = 0; l < b->nlocal; l++) bufsOf(b, c, l, coll, &s, inPlace, &send[l], &recv[l], &base);
   if (c->kind != KIND_DMACCL)
-    return ncclBaseIssue(c->nccl, coll, send, c->recv, count, b->args.type, b->streams);
-  dmacclResult_t rc =
-      b->args.persistent ? requestsFor(b, c, coll, count, inPlace, send) : dmacclSuccess;
+    return ncclBaseIssue(c->nccl, coll, &s, send, recv, b->args.type, b->args.op, b->streams);
+  dmacclResult_t rc = dmacclSuccess;
+  /* --persistent: the requests of this row, made once (Init is local) */
+  if (b->args.persistent &&
+      !(c->req[0] && c->reqColl == coll && c->reqCount == count && c->reqInPlace == inPlace)) {
+    perfFreeRequests(b, c);
+    for (int l = 0; l < b->nlocal && rc == dmacclSuccess; l++)
+      rc = collIssue((collId)coll, &s, b->first + l, send[l], recv[l], b->args.type, b->args.op,
+                     c->comms[l], NULL, &c->req[l]);
+    c->reqColl = coll, c->reqCount = count, c->reqInPlace = inPlace;
+    if (rc != dmacclSuccess) perfFreeRequests(b, c);
+  }
   dmacclGroupStart();
-  for (int r = 0; r < b->nlocal && rc == dmacclSuccess; r++) {
-    cudaStream_t s = b->gpu ? b->streams[r] : NULL;
-    if (b->args.persistent)
-      rc = dmacclStart(c->req[r], s);
-    else
-      rc = coll == PERF_ALLGATHER
-               ? dmacclAllGather(send[r], c->recv[r], count, b->args.type, c->comms[r], s)
-               : dmacclAlltoAll(send[r], c->recv[r], count, b->args.type, c->comms[r], s);
+  for (int l = 0; l < b->nlocal && rc == dmacclSuccess; l++) {
+    cudaStream_t st = b->gpu ? b->streams[l] : NULL;
+    rc = b->args.persistent ? dmacclStart(c->req[l], st)
+                            : collIssue((collId)coll, &s, b->first + l, send[l], recv[l],
+                                        b->args.type, b->args.op, c->comms[l], st, NULL);
   }
   dmacclResult_t e = dmacclGroupEnd();
   if (rc == dmacclSuccess) rc = e;
@@ -219,48 +240,74 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
   return 0;
 }
 
-static int poison(bench *b, contender *c, int coll, size_t count, int inPlace) {
-  size_t chunk = count * b->tsize, total = chunk * (size_t)b->n;
-  for (int l = 0; l < b->nlocal; l++) {
-    int rank = b->first + l;
-    if (b->gpu) {
-      CUDA_CHECK(cudaSetDevice(b->devs[l]));
-      CUDA_CHECK(cudaMemset(c->recv[l], POISON, total));
-      if (inPlace && coll == PERF_ALLGATHER)
-        CUDA_CHECK(cudaMemcpy((char *)c->recv[l] + (size_t)rank * chunk, b->pool[rank], chunk,
-                              cudaMemcpyHostToDevice));
-      CUDA_CHECK(cudaDeviceSynchronize());
-    } else {
-      memset(c->recv[l], POISON, total);
-      if (inPlace && coll == PERF_ALLGATHER)
-        memcpy((char *)c->recv[l] + (size_t)rank * chunk, b->pool[rank], chunk);
-    }
+/* Poisons local rank l's buffer and puts its input in place (in place). */
+static int poison(bench *b, contender *c, int l, int coll, const collShape *s, int inPlace,
+                  size_t span) {
+  void *send, *recv;
+  char *base;
+  int rank = b->first + l;
+  bufsOf(b, c, l, coll, s, inPlace, &send, &recv, &base);
+  size_t in = collSendCount((collId)coll, s, rank) * b->tsize;
+  int same = send != c->send[l];
+  if (b->gpu) {
+    CUDA_CHECK(cudaSetDevice(b->devs[l]));
+    CUDA_CHECK(cudaMemset(base, POISON, span));
+    if (same && in) CUDA_CHECK(cudaMemcpy(send, b->pool[rank], in, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  } else {
+    memset(base, POISON, span);
+    if (same && in) memcpy(send, b->pool[rank], in);
   }
   return 0;
 }
 
 long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
                     cudaGraphExec_t *graphs) {
-  size_t chunk = count * b->tsize, total = chunk * (size_t)b->n;
+  collShape s;
+  collVArrays v;
+  shapeOf(b, coll, count, &s, &v);
   long long wrong = 0;
+  const void *sends[MAXR];
+  for (int r = 0; r < b->n; r++) sends[r] = b->pool[r];
   perfTrace(b, "check", c, count);
   for (int k = 0; k < b->args.check; k++) {
-    if (poison(b, c, coll, count, inPlace)) return -1;
+    size_t span[MAXR];
+    for (int l = 0; l < b->nlocal; l++) {
+      int rank = b->first + l;
+      void *send, *recv;
+      char *base;
+      bufsOf(b, c, l, coll, &s, inPlace, &send, &recv, &base);
+      size_t in = send != c->send[l] ? (size_t)((char *)send - base) +
+                                           collSendCount((collId)coll, &s, rank) * b->tsize
+                                     : 0;
+      size_t out = (size_t)((char *)recv - base) + collRecvCount((collId)coll, &s, rank) * b->tsize;
+      span[l] = in > out ? in : out;
+      if (poison(b, c, l, coll, &s, inPlace, span[l])) return -1;
+    }
     perfBarrier(b); /* nobody writes into a peer still poisoning */
     if ((graphs ? launchGraphs(b, graphs) : perfIssue(b, c, coll, count, inPlace)) ||
         perfSyncAll(b, c))
       return -1;
-    for (int t = 0; t < b->nlocal; t++) {
-      int gt = b->first + t;
-      const unsigned char *got = c->recv[t];
+    for (int l = 0; l < b->nlocal; l++) {
+      int rank = b->first + l;
+      void *send, *recv;
+      char *base;
+      bufsOf(b, c, l, coll, &s, inPlace, &send, &recv, &base);
+      size_t outBytes = collRecvCount((collId)coll, &s, rank) * b->tsize;
+      if (!outBytes) continue;
+      const unsigned char *got = recv;
       if (b->gpu) {
-        CUDA_CHECK(cudaMemcpy(b->scratch, c->recv[t], total, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(b->scratch, recv, outBytes, cudaMemcpyDeviceToHost));
         got = b->scratch;
       }
-      for (int f = 0; f < b->n; f++) {
-        const unsigned char *want = b->pool[f] + (coll == PERF_ALLGATHER ? 0 : (size_t)gt * chunk);
-        wrong += (long long)dataCountWrong(got + (size_t)f * chunk, want, chunk, b->tsize);
+      /* the expected output: the reference over a poisoned buffer */
+      memset(b->want, POISON, outBytes);
+      if (collReference((collId)coll, &s, rank, b->args.type, b->args.op, sends, b->want) != 0) {
+        fprintf(stderr, "dmaccl-perf: no reference for %s %s\n", collTable[coll].name,
+                collOpName(b->args.op));
+        return -1;
       }
+      wrong += (long long)dataCountWrong(got, b->want, outBytes, b->tsize);
     }
     perfBarrier(b); /* nobody poisons what a peer may still read */
   }

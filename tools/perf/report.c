@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "common/json.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -12,7 +13,7 @@ static const char *avgName[4] = {"rank 0's time", "the mean of the ranks' times"
                                  "the fastest rank's time", "the slowest rank's time"};
 
 static const char *collName(int coll) {
-  return coll == PERF_ALLGATHER ? "allgather" : "alltoall";
+  return collTable[coll].name;
 }
 
 void perfHeader(bench *b) {
@@ -45,8 +46,15 @@ void perfHeader(bench *b) {
   if (b->mp)
     printf("# time = %s per operation (-a %d); bandwidths and speedup use it\n",
            avgName[a->average], a->average);
-  printf("# size: AllGather = total output bytes, AlltoAll = bytes each rank sends; busbw = "
-         "algbw*(n-1)/n\n");
+  printf("# size (nccl-tests): AllGather(V) = output bytes, ReduceScatter(V) = input bytes, "
+         "AlltoAll(v) = bytes each rank sends,\n#   AllReduce/Broadcast/Reduce = count bytes, "
+         "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce),\n#   1 "
+         "(Broadcast, Reduce), (n-1)/n (the others); V forms with equal counts; op %s, root %d; "
+         "DMACCL_REDUCE_CTAS=%s\n",
+         collOpName(a->op), a->root,
+         getenv("DMACCL_REDUCE_CTAS") ? getenv("DMACCL_REDUCE_CTAS") : "8 (default)");
+  printf("# NCCL has no V forms: their nccl rows are vLLM's emulation (AllGatherV: grouped "
+         "Broadcast; ReduceScatterV: grouped Reduce; AlltoAllv: grouped Send/Recv)\n");
   for (int i = 0; i < b->nc; i++)
     if (b->cs[i].kind != KIND_DMACCL)
       printf("# baseline %-7s NCCL %s, %s, %s, NCCL_NVLS_ENABLE=0\n", b->cs[i].name,
@@ -83,8 +91,8 @@ static void half(bench *b, const perfRow *r) {
     return;
   }
   double us = r->us.v[b->args.average];
-  printf(" %9.2f %8.2f %8.2f %8lld", us, perfAlgBw(r->bytes, us), perfBusBw(r->bytes, us, b->n),
-         r->wrong);
+  printf(" %9.2f %8.2f %8.2f %8lld", us, perfAlgBw(r->bytes, us),
+         perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
 }
 
 void perfPrintSize(bench *b, size_t firstRow) {
@@ -110,14 +118,14 @@ void perfPrintSize(bench *b, size_t firstRow) {
 void perfSummary(bench *b, int failures) {
   printf("#\n# Avg bus bandwidth (GB/s), out of place, over the sizes above:\n");
   double headline = -1;
-  for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1)
+  for (int coll = 0; coll < COLL_NUM; coll++)
     for (int c = 0; c < b->nc; c++) {
       double sum = 0;
       int n = 0;
       for (size_t i = 0; i < b->nrows; i++) {
         const perfRow *r = &b->rows[i];
         if (r->coll != coll || r->contender != c || r->inPlace) continue;
-        sum += perfBusBw(r->bytes, r->us.v[b->args.average], b->n);
+        sum += perfBusBw((collId)r->coll, r->bytes, r->us.v[b->args.average], b->n);
         n++;
       }
       if (!n) continue;
@@ -203,7 +211,7 @@ int perfWriteJson(bench *b, const char *path) {
             r->cycle, collName(r->coll), r->inPlace ? "true" : "false", b->cs[r->contender].name,
             perfKindName[b->cs[r->contender].kind], r->bytes, r->count, us, r->us.v[PERF_AVG_RANK0],
             r->us.v[PERF_AVG_MEAN], r->us.v[PERF_AVG_MIN], r->us.v[PERF_AVG_MAX],
-            perfAlgBw(r->bytes, us), perfBusBw(r->bytes, us, b->n), r->wrong);
+            perfAlgBw(r->bytes, us), perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
     if (r->speedup > 0)
       fprintf(f, "%.4f, \"best_baseline\": \"%s\"", r->speedup, b->cs[r->best].name);
     else

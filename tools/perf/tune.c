@@ -66,7 +66,7 @@ void perfPrintAutoVsBest(bench *b) {
   double worst = 0;
   size_t worstBytes = 0;
   int worstColl = 0;
-  for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
+  for (int coll = 0; coll < COLL_NUM; coll++) {
     size_t sizes[256];
     size_t ns = sizesOf(b, coll, sizes, 256);
     for (size_t k = 0; k < ns; k++) {
@@ -75,14 +75,13 @@ void perfPrintAutoVsBest(bench *b) {
       const perfRow *a = findRow(b, coll, sizes[k], haveAuto);
       if (bc < 0 || !a || best <= 0) continue;
       double t = a->us.v[b->args.average], ratio = t / best;
-      printf("  %-9s %12zu %-8s %10.2f %10.2f %6.2fx\n",
-             coll == PERF_ALLGATHER ? "allgather" : "alltoall", sizes[k], b->cs[bc].name, best, t,
-             ratio);
+      printf("  %-9s %12zu %-8s %10.2f %10.2f %6.2fx\n", collTable[coll].name, sizes[k],
+             b->cs[bc].name, best, t, ratio);
       if (ratio > worst) worst = ratio, worstBytes = sizes[k], worstColl = coll;
     }
   }
   printf("# worst: auto takes %.2fx the best time (%s, %zu bytes)\n", worst,
-         worstColl == PERF_ALLGATHER ? "allgather" : "alltoall", worstBytes);
+         collTable[worstColl].name, worstBytes);
 }
 
 int perfWriteTune(bench *b, const char *path) {
@@ -104,7 +103,7 @@ int perfWriteTune(bench *b, const char *path) {
           "# measured at its lower size, out of place\n%d ",
           b->n);
   int firstColl = 1;
-  for (int coll = PERF_ALLGATHER; coll <= PERF_ALLTOALL; coll <<= 1) {
+  for (int coll = 0; coll < COLL_NUM; coll++) {
     size_t sizes[256];
     size_t ns = sizesOf(b, coll, sizes, 256);
     int prevAlgo = -1, wrote = 0;
@@ -117,8 +116,8 @@ int perfWriteTune(bench *b, const char *path) {
       if (prevAlgo >= 0) {
         size_t hi = k < ns ? sizes[k] : SIZE_MAX;
         char l[32], h[32];
-        fprintf(f, "%s%s%s-%s:%s", wrote ? "," : (firstColl ? "" : ";"),
-                wrote ? "" : (coll == PERF_ALLGATHER ? "allgather:" : "alltoall:"),
+        fprintf(f, "%s%s%s%s-%s:%s", wrote ? "," : (firstColl ? "" : ";"),
+                wrote ? "" : collTable[coll].name, wrote ? "" : ":",
                 planSizeString(lo, l, sizeof(l)), planSizeString(hi, h, sizeof(h)),
                 b->cs[prevAlgo].name);
         wrote = 1, firstColl = 0;
