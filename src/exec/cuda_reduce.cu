@@ -85,7 +85,33 @@ __global__ void __launch_bounds__(512)
       uint4 u;
       S e[16 / sizeof(S)];
     };
-    for (size_t v = tid; v < nv; v += stride) {
+    /* UNROLL vectors per thread and pass, all loads of an input issued
+     * before any arithmetic: more bytes in flight per SM, which is what a
+     * few CTAs need to stream at HBM rate. */
+    const int UNROLL = 4;
+    size_t v = tid;
+    for (; v + (UNROLL - 1) * stride < nv; v += UNROLL * stride) {
+      A acc[UNROLL][16 / sizeof(S)];
+      V in[UNROLL];
+      for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[0])[v + u * stride];
+      for (int u = 0; u < UNROLL; u++)
+        for (size_t j = 0; j < per; j++) acc[u][j] = Ty<T>::load(in[u].e[j]);
+      for (int k = 1; k < n; k++) {
+        for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[k])[v + u * stride];
+        for (int u = 0; u < UNROLL; u++)
+          for (size_t j = 0; j < per; j++)
+            acc[u][j] = combine<A>(OP, acc[u][j], Ty<T>::load(in[u].e[j]));
+      }
+      for (int u = 0; u < UNROLL; u++) {
+        V out;
+        for (size_t j = 0; j < per; j++) {
+          if (OP == dmacclAvg) acc[u][j] = acc[u][j] / (A)n;
+          out.e[j] = Ty<T>::store(acc[u][j]);
+        }
+        ((uint4 *)dst)[v + u * stride] = out.u;
+      }
+    }
+    for (; v < nv; v += stride) {
       A acc[16 / sizeof(S)];
       V in;
       in.u = ((const uint4 *)s.p[0])[v];
