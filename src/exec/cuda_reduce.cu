@@ -85,10 +85,11 @@ __global__ void __launch_bounds__(512)
       uint4 u;
       S e[16 / sizeof(S)];
     };
-    /* UNROLL vectors per thread and pass, all loads of an input issued
+    /* UNROLL vectors per thread and pass (8; 4 for 1-byte types, whose 16
+     * floats per vector fill registers), all loads of an input issued
      * before any arithmetic: more bytes in flight per SM, which is what a
      * few CTAs need to stream at HBM rate. */
-    const int UNROLL = 4;
+    const int UNROLL = sizeof(S) == 1 ? 4 : 8;
     size_t v = tid;
     for (; v + (UNROLL - 1) * stride < nv; v += UNROLL * stride) {
       A acc[UNROLL][16 / sizeof(S)];
