@@ -73,7 +73,13 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   int next[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
   double start = 0;
+  coreClique *c = comm->clique;
   for (;;) {
+    /* Abandoned (abort, broken set): the rest of the job is dropped before
+     * another step runs, so abort can free the buffers once we are idle. */
+    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE))
+      return -2;
     int progressed = 0, finished = 1;
     for (int l = 0; l < nl; l++) {
       while (next[l] < s->nsteps) {
@@ -106,10 +112,6 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
       if (next[l] < s->nsteps) finished = 0;
     }
     if (finished) return 0;
-    coreClique *c = comm->clique;
-    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE))
-      return -2; /* abandoned: the rest of the job is dropped */
     if (!progressed) {
       atomic_store_explicit(&stateOf(comm)->waitingFor, *stuckPeer, memory_order_relaxed);
       if (start == 0)
@@ -332,8 +334,14 @@ static dmacclResult_t hostDeregisterBuf(dmacclComm_t comm, void *handle) {
   return dmacclSuccess;
 }
 
+/* The worker sees c->aborting and drops what is left; wait until it has, so
+ * that no copy of it still reads or writes the buffers abort frees next
+ * (dmacclMemAlloc memory is released before the executor). */
 static void hostAbort(dmacclComm_t comm) {
-  (void)comm; /* the worker sees c->aborting and drops what is left */
+  hostState *h = stateOf(comm);
+  pthread_mutex_lock(&h->mu);
+  while (h->done != h->queued) pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
 }
 
 static int hostComplete(dmacclComm_t comm, uint64_t seq) {
