@@ -44,6 +44,38 @@ for r in p["rows"]:
     assert r["breakdown"] is None and r["energy_j_per_op"] is None
 PY
 
+# every collective: --uneven V forms, an op, a root, persistent requests; the
+# checker's size and busbw rules per collective; no kernel columns on the host
+"$perf" -B host -g 3 -o all --uneven --op max -d half --root 2 --persistent -b 1K -e 4K -n 2 \
+  -w 1 -A auto,stage -J "$tmp/a.json" >"$tmp/a.txt" 2>"$tmp/a.err" ||
+  { cat "$tmp/a.txt" "$tmp/a.err"; fail "-o all run"; }
+"$py" "$plot" --check "$tmp/a.json" || fail "schema check of -o all"
+grep -q "uneven" "$tmp/a.txt" || fail "-o all: the header does not say --uneven"
+grep -q "^  reducescatterv " "$tmp/a.txt" || fail "-o all: no reducescatterv rows in the table"
+"$py" - "$tmp/a.json" <<'PY' || fail "content of -o all"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows, cfg = d["rows"], d["config"]
+assert cfg["op"] == "max" and cfg["root"] == 2 and cfg["uneven"] and cfg["persistent"], cfg
+assert cfg["kernels"] is False and cfg["reduce_ctas"] >= 1, cfg
+colls = ["allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
+         "scatter", "allgatherv", "reducescatterv", "alltoallv"]
+assert sorted({r["coll"] for r in rows}) == sorted(colls), {r["coll"] for r in rows}
+assert all(r["wrong"] == 0 for r in rows)
+assert all(r["kernels_per_op"] is None and r["kernel_ctas"] is None for r in rows)
+inplace = {r["coll"] for r in rows if r["in_place"]}
+assert inplace == set(colls) - {"alltoall", "alltoallv"}, inplace
+# 3 sizes x (auto, and stage where the collective takes it) x (1 or 2 places);
+# alltoallv takes only push1/pushn/pushb: no stage row
+for c in colls:
+    n = sum(1 for r in rows if r["coll"] == c)
+    want = 3 * (1 if c == "alltoallv" else 2) * (1 if c.startswith("alltoall") else 2)
+    assert n == want, (c, n, want)
+ar = next(r for r in rows if r["coll"] == "allreduce")
+assert abs(ar["busbw"] - ar["algbw"] * 4 / 3) < 2e-3 + 1e-3 * ar["busbw"], ar
+assert ar["size"] == ar["count"] * 2  # count bytes of half
+PY
+
 # --compare of a run with itself: every dmaccl row, each 1.000x
 "$py" "$plot" --compare "$tmp/t.json" "$tmp/t.json" >"$tmp/cmp.txt" || fail "compare"
 rows=$(grep -c "^  " "$tmp/cmp.txt")

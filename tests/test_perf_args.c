@@ -33,6 +33,9 @@ static int testDefaults(void) {
   ASSERT_EQ_INT(a.breakdown, 0);
   ASSERT_EQ_INT(a.energy, 0);
   ASSERT_TRUE(a.json[0] == 0);
+  ASSERT_EQ_INT(a.uneven, 0);
+  ASSERT_EQ_INT(a.kernels, 1);
+  ASSERT_EQ_INT(a.persistent, 0);
   return 0;
 }
 
@@ -99,6 +102,16 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL_CE);
   ASSERT_EQ_INT(parse(&a, err, "--baseline none"), 0);
   ASSERT_EQ_INT(a.baseline, 0);
+  ASSERT_EQ_INT(parse(&a, err, "--uneven --kernels 0 --persistent"), 0);
+  ASSERT_EQ_INT(a.uneven, 1);
+  ASSERT_EQ_INT(a.kernels, 0);
+  ASSERT_EQ_INT(a.persistent, 1);
+  /* avg on an integer type: refused only when a reducing collective runs */
+  ASSERT_EQ_INT(parse(&a, err, "--op avg -d int32"), 0);
+  ASSERT_EQ_INT(parse(&a, err, "--op avg -d int32 -o allgather,reducescatterv"), -1);
+  ASSERT_CONTAINS(err, "avg needs a floating-point type");
+  ASSERT_CONTAINS(err, "reducescatterv");
+  ASSERT_EQ_INT(parse(&a, err, "--op avg -d half -o all"), 0);
   ASSERT_EQ_INT(parse(&a, err, "-A all,batch"), 0);
   ASSERT_EQ_INT(a.nalgos, 9); /* batch = pushb, already there */
   return 0;
@@ -131,6 +144,10 @@ static int testErrors(void) {
       {"--baseline nccl,foo", "bad value 'nccl,foo' for --baseline"},
       {"--baseline none,nccl", "bad value 'none,nccl' for --baseline"},
       {"--in-place 2", "bad value '2' for --in-place"},
+      {"--kernels 2", "bad value '2' for --kernels"},
+      {"--kernels", "--kernels needs a value"},
+      {"--uneven=1", "unknown option '--uneven=1'"},
+      {"-o all -d uint8 --op avg", "avg needs a floating-point type"},
       {"--energy-now", "unknown option '--energy-now'"},
       {"-o max2", "bad value 'max2' for -o"},
       {"-B gpu", "bad value 'gpu'"},
@@ -196,11 +213,11 @@ static int testArithmetic(void) {
   ASSERT_TRUE(perfAlgBw(1000, 1.0) == 1.0); /* 1000 B in 1 us = 1 GB/s */
   collShape sh;
   collVArrays va;
-  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1024, 4, 0, 4, &sh, &va), 64);
-  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1000, 3, 0, 4, &sh, &va), 83);
-  ASSERT_EQ_INT(perfShape(COLL_ALLREDUCE, 1000, 3, 0, 4, &sh, &va), 250);
-  ASSERT_EQ_INT(perfShape(COLL_REDUCESCATTER, 1024, 4, 0, 4, &sh, &va), 64);
-  ASSERT_EQ_INT(perfShape(COLL_ALLGATHERV, 1024, 4, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1024, 4, 0, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHER, 1000, 3, 0, 0, 4, &sh, &va), 83);
+  ASSERT_EQ_INT(perfShape(COLL_ALLREDUCE, 1000, 3, 0, 0, 4, &sh, &va), 250);
+  ASSERT_EQ_INT(perfShape(COLL_REDUCESCATTER, 1024, 4, 0, 0, 4, &sh, &va), 64);
+  ASSERT_EQ_INT(perfShape(COLL_ALLGATHERV, 1024, 4, 0, 0, 4, &sh, &va), 64);
   ASSERT_EQ_INT(sh.counts[3], 64);
   ASSERT_EQ_INT(sh.displs[3], 192);
   size_t v;
@@ -216,11 +233,68 @@ static int testArithmetic(void) {
   return 0;
 }
 
+/* --uneven: blocks in proportion 1..n that add up to the equal split's total;
+ * AlltoAllv's matrices consistent, every rank sending and receiving n*count. */
+static int testUneven(void) {
+  for (int n = 1; n <= COLL_MAX_RANKS; n++)
+    for (size_t total = 0; total < 200; total += 1 + total / 3) {
+      size_t sum = 0, prev = 0;
+      for (int w = 1; w <= n; w++) {
+        size_t blk = perfUnevenBlock(total, n, w);
+        if (w > 1) ASSERT_TRUE(blk + 1 >= prev); /* non-decreasing, up to rounding */
+        sum += blk, prev = blk;
+      }
+      ASSERT_EQ_INT(sum, total);
+    }
+  /* big totals do not overflow */
+  size_t big = (size_t)1 << 40, sum = 0;
+  for (int w = 1; w <= 16; w++) sum += perfUnevenBlock(big, 16, w);
+  ASSERT_EQ_INT(sum, big);
+  ASSERT_EQ_INT(perfUnevenBlock(100, 4, 1), 10);
+  ASSERT_EQ_INT(perfUnevenBlock(100, 4, 4), 40);
+  collShape sh, eq;
+  collVArrays va, ve;
+  for (int n = 1; n <= 6; n++) {
+    size_t count = 1000;
+    perfShapeOf(COLL_ALLGATHERV, count, n, 0, 1, &sh, &va);
+    size_t off = 0;
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(sh.displs[r], off);
+      off += sh.counts[r];
+      if (r) ASSERT_TRUE(sh.counts[r] > sh.counts[r - 1]);
+    }
+    ASSERT_EQ_INT(off, (size_t)n * count);
+    /* the same nccl-tests size as the equal split, so rows compare */
+    perfShapeOf(COLL_ALLGATHERV, count, n, 0, 0, &eq, &ve);
+    ASSERT_EQ_INT(collSizeBytes(COLL_ALLGATHERV, &sh, 0, 4),
+                  collSizeBytes(COLL_ALLGATHERV, &eq, 0, 4));
+    ASSERT_EQ_INT(perfShape(COLL_REDUCESCATTERV, 4096 * n, n, 0, 1, 4, &sh, &va), 1024);
+    ASSERT_EQ_INT(collSizeBytes(COLL_REDUCESCATTERV, &sh, 0, 4), 4096 * n);
+    perfShapeOf(COLL_ALLTOALLV, count, n, 0, 1, &sh, &va);
+    for (int i = 0; i < n; i++) {
+      size_t sent = 0, got = 0;
+      for (int j = 0; j < n; j++) {
+        size_t ij = (size_t)i * (size_t)n + (size_t)j, ji = (size_t)j * (size_t)n + (size_t)i;
+        ASSERT_EQ_INT(sh.recvcounts[ij], sh.sendcounts[ji]);
+        ASSERT_EQ_INT(sh.sdispls[ij], sent);
+        ASSERT_EQ_INT(sh.rdispls[ij], got);
+        sent += sh.sendcounts[ij], got += sh.recvcounts[ij];
+      }
+      ASSERT_EQ_INT(sent, (size_t)n * count);
+      ASSERT_EQ_INT(got, (size_t)n * count);
+      ASSERT_EQ_INT(collSizeBytes(COLL_ALLTOALLV, &sh, i, 4), (size_t)n * count * 4);
+    }
+    if (n > 2) ASSERT_TRUE(sh.sendcounts[0] != sh.sendcounts[1]); /* uneven indeed */
+  }
+  return 0;
+}
+
 int main(void) {
   RUN(testDefaults);
   RUN(testFlags);
   RUN(testErrors);
   RUN(testStepping);
   RUN(testArithmetic);
+  RUN(testUneven);
   TEST_EXIT();
 }

@@ -89,15 +89,23 @@ void perfUsage(FILE *f) {
       "  --energy         energy per operation and average power of all GPUs (NVML)\n"
       "  --persistent     dmaccl rows use persistent collectives: dmaccl<Collective>Init once\n"
       "            per size, then dmacclStart per operation\n"
+      "  --uneven         the V forms' blocks are uneven (default: equal counts, comparable with\n"
+      "            the fixed forms): rank r's block of AllGatherV/ReduceScatterV is "
+      "(r+1)/(1+..+n)\n"
+      "            of the total; AlltoAllv's rank i sends rank j ((i+j) mod n)+1 parts; sizes "
+      "unchanged\n"
+      "  --kernels 0|1    columns kernels/op, kern_us/op, ctas: the kernels each operation\n"
+      "            launched (CUPTI, a traced pass before the sweep; GPUs only; default 1,\n"
+      "            dmaccl-tune 0)\n"
       "  --tune-out FILE  write a tuning file (DMACCL_TUNE_FILE): per collective and size, the\n"
       "            fastest dmaccl algorithm measured (dmaccl-tune: default dmaccl-tune.txt)\n"
       "  -h        this help\n"
       "Sizes and busbw follow nccl-tests: AllGather(V) = output bytes, ReduceScatter(V) = input\n"
       "bytes, AlltoAll(v) = bytes each rank sends, AllReduce/Broadcast/Reduce = count bytes,\n"
       "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce), 1 (Broadcast,\n"
-      "Reduce), (n-1)/n (the others). The V forms run with equal counts. NCCL has no V forms:\n"
-      "their baseline is vLLM's emulation (grouped Broadcast / Reduce; grouped Send/Recv for\n"
-      "AlltoAllv). speedup = best baseline's time / dmaccl's.\n");
+      "Reduce), (n-1)/n (the others). The V forms run with equal counts unless --uneven. NCCL\n"
+      "has no V forms: their baseline is vLLM's emulation (grouped Broadcast / Reduce; grouped\n"
+      "Send/Recv for AlltoAllv). speedup = best baseline's time / dmaccl's.\n");
 }
 
 /* Adds one algorithm name unless it is already listed. */
@@ -223,6 +231,7 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   a->colls = PERF_COLL(COLL_ALLGATHER) | PERF_COLL(COLL_ALLTOALL);
   a->op = dmacclSum;
   a->baseline = PERF_BASE_NCCL;
+  a->kernels = 1;
   addAlgos(a, "auto,all", err, errlen);
 #ifdef PERF_TUNE_TOOL
   /* dmaccl-tune: every algorithm (auto too, for the comparison), no
@@ -230,6 +239,7 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
   a->maxBytes = (size_t)1 << 30;
   a->baseline = 0;
   a->inPlace = 0;
+  a->kernels = 0;
   snprintf(a->tuneOut, sizeof(a->tuneOut), "dmaccl-tune.txt");
 #endif
   for (int i = 1; i < argc; i++) {
@@ -247,9 +257,13 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       a->persistent = 1;
       continue;
     }
+    if (strcmp(o, "--uneven") == 0) {
+      a->uneven = 1;
+      continue;
+    }
     int isLong = strncmp(o, "--", 2) == 0;
     if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out") &&
-        strcmp(o, "--op") && strcmp(o, "--root")) {
+        strcmp(o, "--op") && strcmp(o, "--root") && strcmp(o, "--kernels")) {
       snprintf(err, errlen, "unknown option '%s' (see -h)", o);
       return -1;
     }
@@ -288,6 +302,13 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     if (strcmp(o, "--root") == 0) {
       if (parseInt(v, 0, 255, &a->root)) {
         snprintf(err, errlen, "bad value '%s' for --root (a rank)", v);
+        return -1;
+      }
+      continue;
+    }
+    if (strcmp(o, "--kernels") == 0) {
+      if (parseInt(v, 0, 1, &a->kernels)) {
+        snprintf(err, errlen, "bad value '%s' for --kernels (0 or 1)", v);
         return -1;
       }
       continue;
@@ -371,6 +392,13 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     snprintf(err, errlen, "-G %d: CUDA graphs need the cuda executor, not -B host", a->graphs);
     return -1;
   }
+  for (int c = 0; c < COLL_NUM; c++)
+    if ((a->colls & PERF_COLL(c)) && (collTable[c].flags & COLL_REDUCES) &&
+        !collOpSupported(a->type, a->op)) {
+      snprintf(err, errlen, "--op %s with -d %s (for %s): avg needs a floating-point type",
+               collOpName(a->op), perfTypeName(a->type), collTable[c].name);
+      return -1;
+    }
   if (a->graphs && a->blocking) {
     snprintf(err, errlen, "-G with -z 1: a graph's operations cannot be waited for one by one");
     return -1;
@@ -398,15 +426,37 @@ int perfNumSizes(const perfArgs *a) {
   return n;
 }
 
-void perfShapeOf(collId c, size_t count, int nranks, int root, collShape *s, collVArrays *v) {
+size_t perfUnevenBlock(size_t total, int n, int w) {
+  /* prefix(w) = floor(total * (1+..+w) / (1+..+n)); blocks are differences */
+  unsigned long long t = total, all = (unsigned long long)n * (unsigned long long)(n + 1) / 2;
+  unsigned long long hi = (unsigned long long)w * (unsigned long long)(w + 1) / 2;
+  unsigned long long lo = (unsigned long long)(w - 1) * (unsigned long long)w / 2;
+  /* t * hi may exceed 64 bits only beyond any buffer size: split t */
+  unsigned long long q = t / all, r = t % all;
+  return (size_t)((q * hi + r * hi / all) - (q * lo + r * lo / all));
+}
+
+void perfShapeOf(collId c, size_t count, int nranks, int root, int uneven, collShape *s,
+                 collVArrays *v) {
   *s = (collShape){.nranks = nranks, .count = count, .root = root};
   if (!(collTable[c].flags & COLL_VECTOR)) return;
+  size_t n = (size_t)nranks, total = n * count, off = 0;
   for (int i = 0; i < nranks; i++) {
-    v->counts[i] = count, v->displs[i] = (size_t)i * count;
+    v->counts[i] = uneven ? perfUnevenBlock(total, nranks, i + 1) : count;
+    v->displs[i] = off;
+    off += v->counts[i];
+  }
+  for (int i = 0; i < nranks; i++) /* sendcounts: row i is what rank i sends */
+    for (int j = 0; j < nranks; j++)
+      v->sendcounts[(size_t)i * n + (size_t)j] =
+          uneven ? perfUnevenBlock(total, nranks, (i + j) % nranks + 1) : count;
+  for (int i = 0; i < nranks; i++) {
+    size_t so = 0, ro = 0;
     for (int j = 0; j < nranks; j++) {
-      size_t k = (size_t)i * (size_t)nranks + (size_t)j;
-      v->sendcounts[k] = v->recvcounts[k] = count;
-      v->sdispls[k] = v->rdispls[k] = (size_t)j * count;
+      size_t k = (size_t)i * n + (size_t)j;
+      v->recvcounts[k] = v->sendcounts[(size_t)j * n + (size_t)i]; /* what j sends to i */
+      v->sdispls[k] = so, v->rdispls[k] = ro;
+      so += v->sendcounts[k], ro += v->recvcounts[k];
     }
   }
   s->counts = v->counts, s->displs = v->displs;
@@ -414,11 +464,11 @@ void perfShapeOf(collId c, size_t count, int nranks, int root, collShape *s, col
   s->recvcounts = v->recvcounts, s->rdispls = v->rdispls;
 }
 
-size_t perfShape(collId c, size_t bytes, int nranks, int root, size_t typeSize, collShape *s,
-                 collVArrays *v) {
-  perfShapeOf(c, 1, nranks, root, s, v); /* the size of one element per block */
+size_t perfShape(collId c, size_t bytes, int nranks, int root, int uneven, size_t typeSize,
+                 collShape *s, collVArrays *v) {
+  perfShapeOf(c, 1, nranks, root, 0, s, v); /* the size of one element per block */
   size_t unit = collSizeBytes(c, s, 0, typeSize), count = unit ? bytes / unit : 0;
-  perfShapeOf(c, count, nranks, root, s, v);
+  perfShapeOf(c, count, nranks, root, uneven, s, v);
   return count;
 }
 

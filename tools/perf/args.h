@@ -44,6 +44,8 @@ typedef struct {
   int nalgos;
   int baseline;      /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
   int persistent;    /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
+  int uneven;        /* --uneven: the V forms' blocks are uneven (perfShapeOf) */
+  int kernels;       /* --kernels: the kernel columns (CUPTI traced pass before the sweep) */
   char tuneOut[512]; /* --tune-out: tuning file to write, "" = none */
 } perfArgs;
 
@@ -58,14 +60,23 @@ size_t perfTypeSize(dmacclDataType_t t);
 size_t perfNextSize(const perfArgs *a, size_t cur);
 /* Number of sizes the sweep visits. */
 int perfNumSizes(const perfArgs *a);
-/* The arguments of collective c with count elements per block (the V forms
- * with equal counts, blocks in rank order); arrays in v. */
-void perfShapeOf(collId c, size_t count, int nranks, int root, collShape *s, collVArrays *v);
-/* The arguments of collective c at nccl-tests' size `bytes` (rounded down
- * to whole elements; the V forms with equal counts, blocks in rank order):
- * fills s (arrays in v) and returns the count. */
-size_t perfShape(collId c, size_t bytes, int nranks, int root, size_t typeSize, collShape *s,
+/* Elements of block w (1..n) of a total of `total` split in proportion to
+ * the weights 1, 2, ..., n: block w gets total*w/(n(n+1)/2), rounded so that
+ * the n blocks add up to total exactly. */
+size_t perfUnevenBlock(size_t total, int n, int w);
+/* The arguments of collective c with count elements per block; arrays in v.
+ * The V forms: blocks in rank order, equal counts, or with uneven != 0 the
+ * same total (n*count elements per rank) split unevenly: AllGatherV and
+ * ReduceScatterV give rank r the block of weight r+1 (perfUnevenBlock), and
+ * AlltoAllv's rank i sends rank j the block of weight ((i+j) mod n)+1, so
+ * every rank still sends and receives n*count elements. */
+void perfShapeOf(collId c, size_t count, int nranks, int root, int uneven, collShape *s,
                  collVArrays *v);
+/* The arguments of collective c at nccl-tests' size `bytes` (rounded down
+ * to whole elements; the V forms as perfShapeOf, with the size of the equal
+ * split): fills s (arrays in v) and returns the count. */
+size_t perfShape(collId c, size_t bytes, int nranks, int root, int uneven, size_t typeSize,
+                 collShape *s, collVArrays *v);
 /* algbw = bytes / time; busbw = algbw * nccl-tests' factor of c, GB/s. */
 double perfAlgBw(size_t bytes, double us);
 double perfBusBw(collId c, size_t bytes, double us, int nranks);

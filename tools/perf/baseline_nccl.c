@@ -11,6 +11,8 @@
 
 #if NCCL_VERSION_CODE >= 22800
 #define HAVE_CE 1
+/* 2.28 added ncclAlltoAll, ncclGather and ncclScatter */
+#define HAVE_A2A_GATHER_SCATTER 1
 #endif
 
 struct ncclBase {
@@ -181,13 +183,25 @@ static ncclResult_t issueOne(ncclComm_t comm, int c, const collShape *s, void *s
   ncclResult_t r = ncclSuccess;
   switch (c) {
   case COLL_ALLGATHER: return ncclAllGather(send, recv, count, t, comm, st);
+#ifdef HAVE_A2A_GATHER_SCATTER
   case COLL_ALLTOALL: return ncclAlltoAll(send, recv, count, t, comm, st);
+#else
+  case COLL_ALLTOALL: /* grouped Send/Recv, as nccl-tests before 2.28 */
+    for (int j = 0; j < n && r == ncclSuccess; j++) {
+      r = ncclSend((char *)send + (size_t)j * count * ts, count, t, j, comm, st);
+      if (r == ncclSuccess)
+        r = ncclRecv((char *)recv + (size_t)j * count * ts, count, t, j, comm, st);
+    }
+    return r;
+#endif
   case COLL_ALLREDUCE: return ncclAllReduce(send, recv, count, t, op, comm, st);
   case COLL_REDUCESCATTER: return ncclReduceScatter(send, recv, count, t, op, comm, st);
   case COLL_BROADCAST: return ncclBroadcast(send, recv, count, t, s->root, comm, st);
   case COLL_REDUCE: return ncclReduce(send, recv, count, t, op, s->root, comm, st);
+#ifdef HAVE_A2A_GATHER_SCATTER
   case COLL_GATHER: return ncclGather(send, recv, count, t, s->root, comm, st);
   case COLL_SCATTER: return ncclScatter(send, recv, count, t, s->root, comm, st);
+#endif
   case COLL_ALLGATHERV:
     for (int j = 0; j < n && r == ncclSuccess; j++)
       r = ncclBroadcast(send, (char *)recv + s->displs[j] * ts, s->counts[j], t, j, comm, st);
@@ -218,6 +232,33 @@ int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, 
   if (r == ncclSuccess) r = e;
   if (r != ncclSuccess) fprintf(stderr, "nccl: %s\n", ncclGetErrorString(r));
   return r == ncclSuccess ? 0 : -1;
+}
+
+const char *ncclBaseLacks(int coll, int ce) {
+#ifndef HAVE_A2A_GATHER_SCATTER
+  static char why[160];
+  if (coll == COLL_GATHER || coll == COLL_SCATTER) {
+    snprintf(why, sizeof(why), "NCCL %d.%d has no ncclGather/ncclScatter (2.28 or later)",
+             NCCL_MAJOR, NCCL_MINOR);
+    return why;
+  }
+  if (ce) {
+    snprintf(why, sizeof(why), "NCCL %d.%d has no copy-engine collectives (2.28 or later)",
+             NCCL_MAJOR, NCCL_MINOR);
+    return why;
+  }
+  return NULL;
+#else
+  /* NCCL 2.28's copy-engine collectives: AllGather, AlltoAll, Gather, Scatter */
+  if (!ce || coll == COLL_ALLGATHER || coll == COLL_ALLTOALL || coll == COLL_GATHER ||
+      coll == COLL_SCATTER)
+    return NULL;
+  if (coll >= COLL_ALLGATHERV)
+    return "its emulation (grouped Broadcast, Reduce or Send/Recv) has no copy-engine path";
+  return collTable[coll].flags & COLL_REDUCES
+             ? "NCCL's copy-engine path has no reductions (they need SM kernels)"
+             : "NCCL's copy-engine path covers AllGather, AlltoAll, Gather and Scatter only";
+#endif
 }
 
 const char *ncclBaseVersion(ncclBase *b) {
@@ -273,6 +314,10 @@ int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, 
                   dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams) {
   (void)b, (void)coll, (void)s, (void)send, (void)recv, (void)type, (void)op, (void)streams;
   return -1;
+}
+const char *ncclBaseLacks(int coll, int ce) {
+  (void)coll, (void)ce;
+  return "built without NCCL";
 }
 const char *ncclBaseVersion(ncclBase *b) {
   (void)b;

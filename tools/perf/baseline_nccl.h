@@ -32,6 +32,9 @@ int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, ch
  * success. */
 int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
                   dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams);
+/* NULL when the baseline has collective coll (ce: through NCCL's copy-engine
+ * path); else a sentence saying why its row is absent. */
+const char *ncclBaseLacks(int coll, int ce);
 const char *ncclBaseVersion(ncclBase *b);
 void ncclBaseFini(ncclBase *b);
 

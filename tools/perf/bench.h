@@ -28,6 +28,17 @@
   } while (0)
 
 enum { KIND_DMACCL = 0, KIND_NCCL = 1, KIND_NCCL_CE = 2 };
+
+/* Traced operations per row of the kernel pass (--kernels). */
+#define KERNEL_TRACE_REPS 3
+
+/* Kernels of one operation, per rank (mean over ranks): the --kernels columns. */
+typedef struct {
+  double kernels; /* launches */
+  double us;      /* their GPU time, summed */
+  int ctas;       /* the largest grid */
+  double copies;  /* copy commands (CUPTI memcpy records) */
+} perfKernels;
 extern const char *const perfKindName[3];
 
 typedef struct {
@@ -37,6 +48,7 @@ typedef struct {
   ncclBase *nccl;           /* baselines */
   void *send[MAXR], *recv[MAXR];
   int ownBuffers; /* send/recv from dmacclMemAlloc on this contender's comm */
+  int ownSend;    /* send buffers of its own (filled from the input pool): not b->send */
   /* --persistent: the requests of the current (collective, count, in place) */
   dmacclRequest_t req[MAXR];
   int reqColl, reqInPlace;
@@ -68,6 +80,8 @@ typedef struct {
   double joules, watts; /* per operation, all GPUs; watts = average power; 0 = not measured */
   int hasBreakdown;
   perfBreakdown bd; /* averaged over ranks, median over repetitions */
+  int hasKernels;
+  perfKernels kern; /* --kernels */
 } perfRow;
 
 typedef struct {
@@ -84,9 +98,11 @@ typedef struct {
   int devs[MAXR];
   cudaStream_t streams[MAXR];
   void *send[MAXR], *recv[MAXR];
-  unsigned char *pool[MAXR]; /* host copy of each rank's send data */
-  unsigned char *scratch;    /* host buffer for checking */
-  unsigned char *want;       /* the expected output (tools/common/colls.c's reference) */
+  unsigned char *pool[MAXR];  /* host copy of each rank's send data: random bits */
+  unsigned char *exact[MAXR]; /* small integers (perfExactData), allocated when needed */
+  int useExact;               /* the send buffers hold exact[] rather than pool[] */
+  unsigned char *scratch;     /* host buffer for checking */
+  unsigned char *want;        /* the expected output (tools/common/colls.c's reference) */
   size_t tsize;
   contender cs[PERF_MAX_ALGOS + 2];
   int nc;
@@ -95,6 +111,10 @@ typedef struct {
   double energyMs; /* length of an energy loop, the same on every rank */
   int breakdownOk;
   char gpuName[128];
+  /* --kernels: one entry per (collective, size index, contender, in place) */
+  perfKernels *kern;
+  int kernOk, nsizes;
+  char kernWhy[256]; /* why there are no kernel columns */
   perfRow *rows;
   size_t nrows, caprows;
 } bench;
@@ -109,6 +129,13 @@ void perfShare(bench *b, double mine, perfStat *out);
 /* Sum of one value per process over all processes. */
 double perfSum(bench *b, double mine);
 int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace);
+/* The input rank's send buffer holds now (pool or exact). */
+const unsigned char *perfInput(const bench *b, int rank);
+/* 1 when collective coll is checked on exact data: a floating-point type
+ * with sum, prod or avg, which NCCL combines in its own order. */
+int perfWantsExact(const bench *b, int coll);
+/* Fills exact[] from pool[] (perfWantsExact's data). */
+void perfExactData(const bench *b, unsigned char *out, const unsigned char *random, size_t bytes);
 /* 1 when contender c runs collective coll: a dmaccl algorithm the collective
  * takes, NCCL, or NCCL's copy-engine path where NCCL has one (AllGather,
  * AlltoAll). */
@@ -130,6 +157,10 @@ int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp
 /* One traced operation per repetition; median of each part, averaged over ranks. */
 int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, perfBreakdown *out);
 void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs);
+/* --kernels: reps traced operations after one untraced; 0, 1 when tracing
+ * failed (no columns), -1 on error. */
+int perfKernelsRow(bench *b, contender *c, int coll, size_t count, int inPlace, int reps,
+                   perfKernels *out);
 
 /* report.c */
 void perfHeader(bench *b);

@@ -12,6 +12,7 @@ enum { REC_COPY, REC_KERNEL, REC_PROBE };
 typedef struct {
   int kind, dev;
   uint64_t start, end;
+  long long ctas; /* kernels: the grid's blocks */
 } rec;
 
 static struct {
@@ -28,14 +29,14 @@ static void CUPTIAPI bufRequested(uint8_t **buf, size_t *size, size_t *maxRecord
   *maxRecords = 0;
 }
 
-static void push(int kind, int dev, uint64_t s, uint64_t e) {
+static void push(int kind, int dev, uint64_t s, uint64_t e, long long ctas) {
   if (T.n == T.cap) {
     size_t cap = T.cap ? 2 * T.cap : 4096;
     rec *v = realloc(T.v, cap * sizeof(rec));
     if (!v) return;
     T.v = v, T.cap = cap;
   }
-  T.v[T.n++] = (rec){kind, dev, s, e};
+  T.v[T.n++] = (rec){kind, dev, s, e, ctas};
 }
 
 static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
@@ -47,17 +48,19 @@ static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, 
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)r;
-      push(m->bytes == BD_PROBE_BYTES ? REC_PROBE : REC_COPY, (int)m->deviceId, m->start, m->end);
+      push(m->bytes == BD_PROBE_BYTES ? REC_PROBE : REC_COPY, (int)m->deviceId, m->start, m->end,
+           0);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       CUpti_ActivityMemcpyPtoP4 *m = (CUpti_ActivityMemcpyPtoP4 *)r;
-      push(REC_COPY, (int)m->deviceId, m->start, m->end);
+      push(REC_COPY, (int)m->deviceId, m->start, m->end, 0);
       break;
     }
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
-      push(REC_KERNEL, (int)k->deviceId, k->start, k->end);
+      push(REC_KERNEL, (int)k->deviceId, k->start, k->end,
+           (long long)k->gridX * k->gridY * k->gridZ);
       break;
     }
     default: break;
@@ -158,6 +161,22 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
   return 0;
 }
 
+void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
+  *kernels = *maxCtas = *copies = 0;
+  *us = 0;
+  pthread_mutex_lock(&T.lock);
+  for (size_t i = 0; i < T.n; i++) {
+    const rec *r = &T.v[i];
+    if (r->dev != dev) continue;
+    if (r->kind == REC_COPY) ++*copies;
+    if (r->kind != REC_KERNEL) continue;
+    ++*kernels;
+    *us += (double)(r->end - r->start) * 1e-3;
+    if (r->ctas > *maxCtas) *maxCtas = (int)r->ctas;
+  }
+  pthread_mutex_unlock(&T.lock);
+}
+
 void bdFini(void) {
   for (size_t i = 0; i < NKINDS; i++) cuptiActivityDisable(kinds[i]);
   cuptiActivityFlushAll(1);
@@ -188,6 +207,11 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
   (void)dev, (void)tProbe, (void)t0, (void)t1, (void)tDone;
   memset(out, 0, sizeof(*out));
   return -1;
+}
+void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
+  (void)dev;
+  *kernels = *maxCtas = *copies = 0;
+  *us = 0;
 }
 void bdFini(void) {}
 #endif

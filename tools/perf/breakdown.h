@@ -38,6 +38,9 @@ int bdStop(void);
  * host time after the stream was synchronized. The second probe, issued
  * after the call, starts when the operation has completed on the device. */
 int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone, perfBreakdown *out);
+/* The kernels recorded on device `dev` between bdStart and bdStop: how many,
+ * their summed GPU time (us) and the largest grid (CTAs); also the copies. */
+void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies);
 void bdFini(void);
 
 #endif

@@ -1,8 +1,10 @@
 /*
- * dmaccl-perf: nccl-tests-style benchmark of dmaccl's AllGather and AlltoAll,
- * every algorithm, with NCCL's SM path and NCCL's copy-engine path as
- * baseline rows in the same run. With no GPU it runs on the host executor
- * (ranks as threads, or as processes with -p).
+ * dmaccl-perf: nccl-tests-style benchmark of every dmaccl collective (the
+ * table of tools/common/colls.h), every algorithm each takes, with NCCL's SM
+ * path (its call, or vLLM's emulation of the V forms) and NCCL's copy-engine
+ * path as baseline rows in the same run, and the kernels each operation
+ * launched (CUPTI, a pass before the sweep). With no GPU it runs on the host
+ * executor (ranks as threads, or as processes with -p).
  *
  * Timing as nccl-tests: warm-up, then `iters` back-to-back operations issued
  * on all ranks (grouped), or one CUDA graph of them launched -G times; host
@@ -31,6 +33,9 @@
 
 static int setupBuffers(bench *b) {
   size_t maxBytes = b->args.maxBytes;
+  int exact = 0;
+  for (int c = 0; c < COLL_NUM; c++)
+    exact |= (b->args.colls & PERF_COLL(c)) && perfWantsExact(b, c);
   if (b->gpu) b->scratch = malloc(maxBytes);
   if (!(b->want = malloc(maxBytes))) return -1;
   for (int r = 0; r < b->n; r++) {
@@ -39,6 +44,10 @@ static int setupBuffers(bench *b) {
     dataFillRandom(b->pool[r], maxBytes, 1234 + (uint64_t)r);
     /* finite, non-zero floats: every reduction's result is defined to the bit */
     collSanitize(b->args.type, b->pool[r], maxBytes / b->tsize);
+    if (exact) {
+      if (!(b->exact[r] = malloc(maxBytes))) return -1;
+      perfExactData(b, b->exact[r], b->pool[r], maxBytes);
+    }
   }
   for (int l = 0; l < b->nlocal; l++) {
     int r = b->first + l;
@@ -100,8 +109,8 @@ static int makeDmaccl(bench *b, contender *c, const char *algo) {
       fprintf(stderr, "dmaccl-perf: dmacclMemAlloc: %s\n", dmacclCommGetLastError(c->comms[0]));
       return -1;
     }
-    memcpy(c->send[0], b->pool[b->first], maxBytes);
-    c->ownBuffers = 1;
+    memcpy(c->send[0], perfInput(b, b->first), maxBytes);
+    c->ownBuffers = c->ownSend = 1;
   }
   return 0;
 }
@@ -129,9 +138,10 @@ static void makeNccl(bench *b, int kind) {
   int ok = nb != NULL;
   if (ok && ce) {
     ok = ncclBaseAllocBuffers(nb, b->args.maxBytes, c->send, c->recv, err, sizeof(err)) == 0;
+    c->ownSend = 1;
     for (int l = 0; ok && l < b->nlocal; l++)
       ok = cudaSetDevice(b->devs[l]) == cudaSuccess &&
-           cudaMemcpy(c->send[l], b->pool[b->first + l], b->args.maxBytes,
+           cudaMemcpy(c->send[l], perfInput(b, b->first + l), b->args.maxBytes,
                       cudaMemcpyHostToDevice) == cudaSuccess;
   } else if (ok) {
     for (int l = 0; l < b->nlocal; l++) {
@@ -151,6 +161,94 @@ static void makeNccl(bench *b, int kind) {
   b->nc++;
 }
 
+/* Puts the input that collective coll is checked on (perfWantsExact) into
+ * every send buffer: b->send and the contenders' own send buffers. */
+static int useData(bench *b, int coll) {
+  int exact = perfWantsExact(b, coll);
+  if (exact == b->useExact) return 0;
+  b->useExact = exact;
+  size_t bytes = b->args.maxBytes;
+  for (int l = 0; l < b->nlocal; l++) {
+    const unsigned char *in = perfInput(b, b->first + l);
+    if (b->gpu) {
+      CUDA_CHECK(cudaSetDevice(b->devs[l]));
+      CUDA_CHECK(cudaMemcpy(b->send[l], in, bytes, cudaMemcpyHostToDevice));
+    } else if (!b->mp) {
+      b->send[l] = (void *)in; /* never written by a collective */
+    }
+    for (int i = 0; i < b->nc; i++) {
+      contender *c = &b->cs[i];
+      if (!c->ownSend)
+        c->send[l] = b->send[l];
+      else if (b->gpu)
+        CUDA_CHECK(cudaMemcpy(c->send[l], in, bytes, cudaMemcpyHostToDevice));
+      else
+        memcpy(c->send[l], in, bytes);
+    }
+  }
+  for (int i = 0; i < b->nc; i++)
+    if (b->cs[i].kind == KIND_DMACCL) perfFreeRequests(b, &b->cs[i]); /* old buffers */
+  return 0;
+}
+
+static size_t kernIndex(const bench *b, int coll, int k, int contender, int inPlace) {
+  return (((size_t)coll * (size_t)b->nsizes + (size_t)k) * (size_t)b->nc + (size_t)contender) * 2 +
+         (size_t)inPlace;
+}
+
+/* --kernels, before the timed sweep: CUPTI slows every call while it
+ * records, so the sweep never runs under it. Every row of the sweep (every
+ * process runs every one): an operation, then KERNEL_TRACE_REPS traced ones. */
+static int kernelPass(bench *b) {
+  if (!b->args.kernels) return 0;
+  if (!b->gpu) {
+    snprintf(b->kernWhy, sizeof(b->kernWhy), "they need GPUs (CUPTI)");
+    return 0;
+  }
+  char err[256] = "";
+  int bad = bdInit(err, sizeof(err)) != 0;
+  perfStat s;
+  perfShare(b, bad, &s);
+  if (s.v[PERF_AVG_MAX] > 0) {
+    snprintf(b->kernWhy, sizeof(b->kernWhy), "%s", err[0] ? err : "a peer has no CUPTI");
+    if (!bad) bdFini();
+    return 0;
+  }
+  b->kern = calloc(kernIndex(b, COLL_NUM, 0, 0, 0), sizeof(perfKernels));
+  if (!b->kern) return -1;
+  int tty = isatty(STDOUT_FILENO);
+  for (int coll = 0; coll < COLL_NUM; coll++) {
+    if (!(b->args.colls & PERF_COLL(coll))) continue;
+    if (useData(b, coll)) return -1;
+    int k = 0;
+    for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size), k++) {
+      if (b->print && !tty)
+        fprintf(stderr, "dmaccl-perf: kernels (CUPTI): %s %zu B (%d/%d)\n", collTable[coll].name,
+                size, k + 1, b->nsizes);
+      collShape sh;
+      collVArrays va;
+      size_t count =
+          perfShape((collId)coll, size, b->n, b->args.root, b->args.uneven, b->tsize, &sh, &va);
+      int places = (collTable[coll].flags & COLL_IN_PLACE) && b->args.inPlace ? 2 : 1;
+      for (int ip = 0; ip < places; ip++)
+        for (int i = 0; i < b->nc; i++) {
+          if (!perfTakes(b, &b->cs[i], coll)) continue;
+          int rc = perfKernelsRow(b, &b->cs[i], coll, count, ip, KERNEL_TRACE_REPS,
+                                  &b->kern[kernIndex(b, coll, k, i, ip)]);
+          if (rc) bdFini();
+          if (rc < 0) return -1;
+          if (rc > 0) {
+            snprintf(b->kernWhy, sizeof(b->kernWhy), "CUPTI failed while tracing");
+            return 0;
+          }
+        }
+    }
+  }
+  bdFini();
+  b->kernOk = 1;
+  return 0;
+}
+
 static perfRow *newRow(bench *b) {
   if (b->nrows == b->caprows) {
     size_t cap = b->caprows ? 2 * b->caprows : 256;
@@ -165,10 +263,11 @@ static perfRow *newRow(bench *b) {
 }
 
 /* One size: every contender, out of place then in place; -1 on error. */
-static int runSize(bench *b, int cycle, int coll, size_t size, int *failures) {
+static int runSize(bench *b, int cycle, int coll, int k, size_t size, int *failures) {
   collShape sh;
   collVArrays va;
-  size_t count = perfShape((collId)coll, size, b->n, b->args.root, b->tsize, &sh, &va);
+  size_t count =
+      perfShape((collId)coll, size, b->n, b->args.root, b->args.uneven, b->tsize, &sh, &va);
   size_t bytes = collSizeBytes((collId)coll, &sh, 0, b->tsize);
   size_t first = b->nrows;
   int places = (collTable[coll].flags & COLL_IN_PLACE) && b->args.inPlace ? 2 : 1;
@@ -182,6 +281,7 @@ static int runSize(bench *b, int cycle, int coll, size_t size, int *failures) {
       if (!r) return -1;
       r->cycle = cycle, r->coll = coll, r->inPlace = ip, r->contender = i;
       r->bytes = bytes, r->count = count;
+      if (b->kernOk) r->hasKernels = 1, r->kern = b->kern[kernIndex(b, coll, k, i, ip)];
       if (perfMeasure(b, c, coll, count, ip, &r->us, graphs)) return -1;
       cudaGraphExec_t *g = b->args.graphs ? graphs : NULL;
       r->wrong = b->args.check ? perfCheck(b, c, coll, count, ip, g) : 0;
@@ -209,39 +309,48 @@ static int runSize(bench *b, int cycle, int coll, size_t size, int *failures) {
 }
 
 /* After the sweep: traced operations (CUPTI), for --breakdown on every
- * contender, otherwise only to confirm which path NCCL's copy-engine
- * baseline took. */
+ * contender; and the check of which path NCCL's copy-engine baseline took,
+ * from the kernel pass when it ran, else from one traced operation per size. */
 static void tracePass(bench *b) {
-  int want = b->args.breakdown;
-  for (int i = 0; i < b->nc; i++) want |= b->cs[i].kind == KIND_NCCL_CE;
-  if (!want || !b->gpu) {
+  int ce = 0;
+  for (int i = 0; i < b->nc; i++) ce |= b->cs[i].kind == KIND_NCCL_CE;
+  int ceTrace = ce && !b->kernOk;
+  int want = b->args.breakdown || ceTrace;
+  double ceSeen = 0, ceKernels = 0, ceCopies = 0;
+  if (!b->gpu) {
     if (b->args.breakdown && b->print) printf("# --breakdown needs the cuda executor\n");
-    return;
+    want = 0;
   }
   char err[256];
-  if (bdInit(err, sizeof(err))) {
+  if (want && bdInit(err, sizeof(err))) {
     if (b->print)
       printf("# no breakdown%s: %s\n", b->args.breakdown ? "" : " or nccl-ce path check", err);
     return;
   }
-  int ceSeen = 0, ceKernels = 0, ceCopies = 0;
-  for (size_t i = 0; i < b->nrows; i++) {
+  for (size_t i = 0; want && i < b->nrows; i++) {
     perfRow *r = &b->rows[i];
-    int ce = b->cs[r->contender].kind == KIND_NCCL_CE;
-    if (r->cycle != 0 || r->inPlace || !(b->args.breakdown || ce)) continue;
+    int isCe = b->cs[r->contender].kind == KIND_NCCL_CE;
+    if (r->cycle != 0 || r->inPlace || !(b->args.breakdown || (isCe && ceTrace))) continue;
     if (perfBreakdownRow(b, &b->cs[r->contender], r->coll, r->count, b->args.breakdown ? 7 : 1,
                          &r->bd) == 0) {
       r->hasBreakdown = b->args.breakdown;
-      if (ce) ceSeen++, ceKernels += r->bd.kernels, ceCopies += r->bd.copies;
+      if (isCe) ceSeen++, ceKernels += r->bd.kernels, ceCopies += r->bd.copies;
     }
   }
-  bdFini();
+  if (want) bdFini();
+  for (size_t i = 0; !ceTrace && i < b->nrows; i++) {
+    const perfRow *r = &b->rows[i];
+    if (r->cycle != 0 || r->inPlace || !r->hasKernels) continue;
+    if (b->cs[r->contender].kind != KIND_NCCL_CE) continue;
+    /* per rank -> all ranks, as the breakdown's counts */
+    ceSeen++, ceKernels += r->kern.kernels * b->n, ceCopies += r->kern.copies * b->n;
+  }
   if (!b->print) return;
-  if (b->args.breakdown) perfPrintBreakdown(b);
-  if (ceSeen)
-    printf("# nccl-ce path check (CUPTI, one operation per size): %d kernels and %d copies over %d "
-           "sizes: %s\n",
-           ceKernels, ceCopies, ceSeen,
+  if (b->args.breakdown && b->gpu) perfPrintBreakdown(b);
+  if (ceSeen > 0)
+    printf("# nccl-ce path check (CUPTI, %s): %.0f kernels and %.0f copies over %.0f sizes: %s\n",
+           ceTrace ? "one operation per size" : "the kernel pass, per operation", ceKernels,
+           ceCopies, ceSeen,
            ceKernels == 0 ? "copy-engine path at every size"
                           : "NCCL launched kernels: not (only) the copy-engine path");
 }
@@ -269,6 +378,14 @@ static int benchMain(bench *b) {
     fprintf(stderr, "dmaccl-perf: %d ranks but at most %d\n", b->n, MAXR);
     return 2;
   }
+  for (int c = 0; c < COLL_NUM; c++)
+    if ((b->args.colls & PERF_COLL(c)) && (collTable[c].flags & COLL_VECTOR) &&
+        b->n > COLL_MAX_RANKS) {
+      fprintf(stderr, "dmaccl-perf: %s with %d ranks: the V forms' layouts take at most %d\n",
+              collTable[c].name, b->n, COLL_MAX_RANKS);
+      return 2;
+    }
+  b->nsizes = perfNumSizes(&b->args);
   /* More ranks than GPUs: rank r runs on GPU r % GPUs (the ranks share them). */
   b->ngpu = ndev;
   b->shared = b->gpu && b->n > ndev;
@@ -317,21 +434,23 @@ static int benchMain(bench *b) {
       b->idleWatts = perfSum(b, (energyRead(b->energy) - e0) / (perfNowSec() - t0));
     }
   }
+  if (kernelPass(b)) return 1;
   if (b->print) perfHeader(b);
 
-  int failures = 0, nsizes = perfNumSizes(&b->args);
+  int failures = 0, nsizes = b->nsizes;
   int tty = isatty(STDOUT_FILENO);
   for (int cycle = 0; b->args.cycles == 0 || cycle < b->args.cycles; cycle++) {
     size_t cycleFirst = b->nrows;
     if (b->print && b->args.cycles != 1) printf("# cycle %d\n", cycle);
     for (int coll = 0; coll < COLL_NUM; coll++) {
       if (!(b->args.colls & PERF_COLL(coll))) continue;
+      if (useData(b, coll)) return 1;
       int k = 0;
-      for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size)) {
+      for (size_t size = b->args.minBytes; size; size = perfNextSize(&b->args, size), k++) {
         if (b->print && !tty)
-          fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n", collTable[coll].name, size, ++k,
+          fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n", collTable[coll].name, size, k + 1,
                   nsizes);
-        if (runSize(b, cycle, coll, size, &failures)) return 1;
+        if (runSize(b, cycle, coll, k, size, &failures)) return 1;
       }
     }
     if (b->args.cycles == 0 && cycle > 0) {
@@ -367,6 +486,7 @@ static int benchMain(bench *b) {
   }
   energyClose(b->energy);
   free(b->rows);
+  free(b->kern);
   return failures ? 1 : 0;
 }
 

@@ -47,9 +47,52 @@ double perfSum(bench *b, double mine) {
   return s.v[PERF_AVG_MEAN] * (b->mp ? b->n : 1);
 }
 
-/* The arguments of coll at count elements per block (the V forms: equal counts). */
+/* The arguments of coll at count elements per block (the V forms: equal
+ * counts, or uneven ones with --uneven). */
 static void shapeOf(bench *b, int coll, size_t count, collShape *s, collVArrays *v) {
-  perfShapeOf((collId)coll, count, b->n, b->args.root, s, v);
+  perfShapeOf((collId)coll, count, b->n, b->args.root, b->args.uneven, s, v);
+}
+
+const unsigned char *perfInput(const bench *b, int rank) {
+  return b->useExact ? b->exact[rank] : b->pool[rank];
+}
+
+int perfWantsExact(const bench *b, int coll) {
+  dmacclRedOp_t op = b->args.op;
+  return (collTable[coll].flags & COLL_REDUCES) && collTypeIsFloat(b->args.type) &&
+         (op == dmacclSum || op == dmacclProd || op == dmacclAvg);
+}
+
+/* The bits of the integer v in a binary floating-point format of E exponent
+ * and M mantissa bits (v is exact there, or its low bits are dropped). */
+static uint64_t encodeInt(int E, int M, long v) {
+  uint64_t sign = v < 0, a = (uint64_t)(v < 0 ? -v : v);
+  int e = 0;
+  while ((a >> (e + 1)) != 0) e++;
+  uint64_t frac = a - ((uint64_t)1 << e);
+  frac = e <= M ? frac << (M - e) : frac >> (e - M);
+  uint64_t bias = ((uint64_t)1 << (E - 1)) - 1;
+  return sign << (E + M) | ((uint64_t)e + bias) << M | frac;
+}
+
+void perfExactData(const bench *b, unsigned char *out, const unsigned char *random, size_t bytes) {
+  static const struct {
+    dmacclDataType_t t;
+    int E, M;
+  } fmt[] = {{dmacclFloat16, 5, 10},  {dmacclBfloat16, 8, 7},   {dmacclFloat32, 8, 23},
+             {dmacclFloat64, 11, 52}, {dmacclFloat8e4m3, 4, 3}, {dmacclFloat8e5m2, 5, 2}};
+  int E = 8, M = 23;
+  for (size_t f = 0; f < sizeof(fmt) / sizeof(fmt[0]); f++)
+    if (fmt[f].t == b->args.type) E = fmt[f].E, M = fmt[f].M;
+  size_t ts = b->tsize;
+  int small = ts == 1; /* fp8: +-1 (x n for avg) keeps every partial sum exact */
+  for (size_t i = 0; i + ts <= bytes; i += ts) {
+    unsigned u = random[i];
+    long mag = b->args.op == dmacclProd ? 1 + (u & 1) : small ? 1 : 1 + (long)(u % 3);
+    if (b->args.op == dmacclAvg) mag *= b->n;
+    uint64_t bits = encodeInt(E, M, (u & 0x80) ? -mag : mag);
+    memcpy(out + i, &bits, ts); /* little endian: the low ts bytes */
+  }
 }
 
 /* Local rank l's buffers of one operation. Out of place: the contender's
@@ -76,8 +119,8 @@ void perfFreeRequests(bench *b, contender *c) {
 }
 
 int perfTakes(const bench *b, const contender *c, int coll) {
-  if (c->kind == KIND_NCCL_CE) return coll == COLL_ALLGATHER || coll == COLL_ALLTOALL;
-  if (c->kind != KIND_DMACCL || strcmp(c->name, "auto") == 0) return 1;
+  if (c->kind != KIND_DMACCL) return ncclBaseLacks(coll, c->kind == KIND_NCCL_CE) == NULL;
+  if (strcmp(c->name, "auto") == 0) return 1;
   planColl pc;
   planAlgo pa;
   (void)b;
@@ -166,11 +209,11 @@ void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs) {
     }
 }
 
-/* Captures -n operations on every local stream into one graph each; the
+/* Captures nops operations on every local stream into one graph each; the
  * graphs are instantiated after every capture ended. Ranks of this process
  * that share a GPU must be in one graph (dmaccl refuses separate ones): then
  * rank 0's stream begins one capture and the other streams join it. */
-static int capture(bench *b, contender *c, int coll, size_t count, int inPlace,
+static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, int nops,
                    cudaGraphExec_t *graphs) {
   cudaGraph_t g[MAXR] = {0};
   cudaEvent_t ev[MAXR] = {0};
@@ -189,7 +232,7 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace,
     if (joint) CUDA_CHECK(cudaEventRecord(ev[0], b->streams[0]));
   }
   int bad = 0;
-  for (int i = 0; i < b->args.iters && !bad; i++) bad = perfIssue(b, c, coll, count, inPlace);
+  for (int i = 0; i < nops && !bad; i++) bad = perfIssue(b, c, coll, count, inPlace);
   for (int r = b->nlocal - 1; r >= 0; r--) {
     cudaSetDevice(b->devs[r]);
     if (joint && r > 0) {
@@ -211,7 +254,7 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace,
   }
   if (bad) {
     fprintf(stderr, "dmaccl-perf: %s: capturing %d operations into a CUDA graph failed\n", c->name,
-            b->args.iters);
+            nops);
     perfFreeGraphs(b, graphs);
     return -1;
   }
@@ -225,7 +268,7 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
   long ops = b->args.iters;
   cudaGraphExec_t *g = NULL;
   if (b->args.graphs) {
-    if (capture(b, c, coll, count, inPlace, graphs)) return -1;
+    if (capture(b, c, coll, count, inPlace, b->args.iters, graphs)) return -1;
     g = graphs;
     /* one untimed launch uploads the graphs */
     if (launchGraphs(b, g) || perfSyncAll(b, c)) return -1;
@@ -249,14 +292,15 @@ static int poison(bench *b, contender *c, int l, int coll, const collShape *s, i
   bufsOf(b, c, l, coll, s, inPlace, &send, &recv, &base);
   size_t in = collSendCount((collId)coll, s, rank) * b->tsize;
   int same = send != c->send[l];
+  const unsigned char *input = perfInput(b, rank);
   if (b->gpu) {
     CUDA_CHECK(cudaSetDevice(b->devs[l]));
     CUDA_CHECK(cudaMemset(base, POISON, span));
-    if (same && in) CUDA_CHECK(cudaMemcpy(send, b->pool[rank], in, cudaMemcpyHostToDevice));
+    if (same && in) CUDA_CHECK(cudaMemcpy(send, input, in, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaDeviceSynchronize());
   } else {
     memset(base, POISON, span);
-    if (same && in) memcpy(send, b->pool[rank], in);
+    if (same && in) memcpy(send, input, in);
   }
   return 0;
 }
@@ -268,8 +312,15 @@ long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
   shapeOf(b, coll, count, &s, &v);
   long long wrong = 0;
   const void *sends[MAXR];
-  for (int r = 0; r < b->n; r++) sends[r] = b->pool[r];
+  for (int r = 0; r < b->n; r++) sends[r] = perfInput(b, r);
   perfTrace(b, "check", c, count);
+  cudaGraphExec_t one[MAXR] = {0};
+  if (graphs && inPlace && (collTable[coll].flags & COLL_REDUCES)) {
+    /* the timed graph's operations run one after the other, and in place a
+     * reduction's output is the next one's input: check a graph of one */
+    if (capture(b, c, coll, count, inPlace, 1, one)) return -1;
+    graphs = one;
+  }
   for (int k = 0; k < b->args.check; k++) {
     size_t span[MAXR];
     for (int l = 0; l < b->nlocal; l++) {
@@ -311,6 +362,7 @@ long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,
     }
     perfBarrier(b); /* nobody poisons what a peer may still read */
   }
+  perfFreeGraphs(b, one);
   return llround(perfSum(b, (double)wrong));
 }
 
@@ -424,5 +476,41 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
   out->kernels = (int)lround(perfSum(b, kernels));
   perfShare(b, hostEnd, &s);
   out->hostEnd = s.v[PERF_AVG_MAX] > 0;
+  return 0;
+}
+
+int perfKernelsRow(bench *b, contender *c, int coll, size_t count, int inPlace, int reps,
+                   perfKernels *out) {
+  perfTrace(b, inPlace ? "kernels in-place" : "kernels", c, count);
+  /* one operation first, not counted: first uses of buffers and handles */
+  if (perfIssue(b, c, coll, count, inPlace) || perfSyncAll(b, c)) return -1;
+  perfBarrier(b);
+  int failed = bdStart() != 0;
+  for (int k = 0; k < reps; k++)
+    if (perfIssue(b, c, coll, count, inPlace)) return -1;
+  if (perfSyncAll(b, c)) return -1;
+  failed |= bdStop() != 0;
+  /* every GPU of this process once (ranks may share one) */
+  int kernels = 0, ctas = 0, copies = 0;
+  double us = 0;
+  for (int l = 0; l < b->nlocal; l++) {
+    int seen = 0;
+    for (int m = 0; m < l; m++) seen |= b->devs[m] == b->devs[l];
+    if (seen) continue;
+    int k, x, cp;
+    double u;
+    bdKernels(b->devs[l], &k, &u, &x, &cp);
+    kernels += k, us += u, copies += cp;
+    if (x > ctas) ctas = x;
+  }
+  perfStat s;
+  perfShare(b, failed, &s);
+  if (s.v[PERF_AVG_MAX] > 0) return 1;
+  double per = (double)b->n * (double)reps; /* per rank and operation */
+  out->kernels = perfSum(b, kernels) / per;
+  out->us = perfSum(b, us) / per;
+  out->copies = perfSum(b, copies) / per;
+  perfShare(b, ctas, &s);
+  out->ctas = (int)s.v[PERF_AVG_MAX];
   return 0;
 }

@@ -36,6 +36,19 @@ ROW_KEYS = {
 }
 OPTIONAL = {"speedup": float, "best_baseline": str, "energy_j_per_op": float,
             "watts": float, "breakdown": dict}
+# --kernels (CUPTI); files written before it have none of these keys
+KERNEL_KEYS = {"kernels_per_op": float, "kernel_us_per_op": float, "kernel_ctas": int}
+# nccl-tests' size (count elements of the collective's count argument) and
+# bus-bandwidth factor, per collective (tools/common/colls.c)
+COLLS = ["allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
+         "scatter", "allgatherv", "reducescatterv", "alltoallv"]
+COUNT_BYTES = {"allreduce", "broadcast", "reduce"}  # size = count bytes; the others n * count
+
+
+def bus_factor(coll, n):
+    if coll in ("broadcast", "reduce"):
+        return 1.0
+    return (2.0 if coll == "allreduce" else 1.0) * (n - 1) / n
 BREAKDOWN_KEYS = ["control_us", "schedule_us", "copy_us", "sync_us", "total_us"]
 AVG_KEYS = ["time_us_rank0", "time_us_mean", "time_us_min", "time_us_max"]
 
@@ -88,12 +101,17 @@ def check(doc, name="json"):
                 raise SchemaError(f"{where}: '{key}' missing (null when not measured)")
             if r[key] is not None and not _is(r[key], kind):
                 raise SchemaError(f"{where}: '{key}' is not {kind.__name__} or null")
-        if r["coll"] not in ("allgather", "alltoall"):
+        for key, kind in KERNEL_KEYS.items():
+            if r.get(key) is not None and (not _is(r[key], kind) or r[key] < 0):
+                raise SchemaError(f"{where}: '{key}' is not a non-negative {kind.__name__} or null")
+        if r["coll"] not in COLLS:
             raise SchemaError(f"{where}: coll {r['coll']!r}")
         if r["contender"] not in names:
             raise SchemaError(f"{where}: contender {r['contender']!r} is not in 'contenders'")
-        if r["size"] != r["count"] * cfg["type_bytes"] * ranks:
-            raise SchemaError(f"{where}: size {r['size']} != count*type_bytes*ranks")
+        blocks = 1 if r["coll"] in COUNT_BYTES else ranks
+        if r["size"] != r["count"] * cfg["type_bytes"] * blocks:
+            raise SchemaError(f"{where}: size {r['size']} != count*type_bytes*"
+                              f"{'1' if blocks == 1 else 'ranks'}")
         t = r["time_us"]
         if not t > 0 or not _close(t, r[AVG_KEYS[avg]]):
             raise SchemaError(f"{where}: time_us {t} is not {AVG_KEYS[avg]} ({r[AVG_KEYS[avg]]})")
@@ -103,9 +121,11 @@ def check(doc, name="json"):
         algbw = r["size"] / t / 1e3
         if not _close(r["algbw"], algbw):
             raise SchemaError(f"{where}: algbw {r['algbw']} but size/time gives {algbw:.4f}")
-        busbw = algbw * (ranks - 1) / ranks
+        factor = bus_factor(r["coll"], ranks)
+        busbw = algbw * factor
         if not _close(r["busbw"], busbw):
-            raise SchemaError(f"{where}: busbw {r['busbw']} but algbw*(n-1)/n gives {busbw:.4f}")
+            raise SchemaError(f"{where}: busbw {r['busbw']} but algbw*{factor:.4g} gives "
+                              f"{busbw:.4f}")
         if r["wrong"] < 0:
             raise SchemaError(f"{where}: negative wrong count")
         bd = r["breakdown"]
@@ -190,7 +210,7 @@ def plot(paths, outdir, title):
             step = max(1, len(ticks) // 12)
             ax.set_xticks(ticks[::step])
             ax.set_xticklabels([size_label(t) for t in ticks[::step]], rotation=45)
-            ax.set_xlabel("size (bytes; AllGather: output, AlltoAll: sent per rank)")
+            ax.set_xlabel("size (bytes, nccl-tests' convention: docs/benchmark.md)")
             ax.set_ylabel(ylabel)
             cfg = docs[0][1]["config"]
             mode = f"{cfg['processes']} processes" if cfg.get("processes", 1) > 1 else "1 process"
@@ -263,14 +283,14 @@ def compare(before_path, after_path, out=sys.stdout):
         return min(v) if v else None
 
     print(f"# before: {before_path}\n# after:  {after_path}", file=out)
-    print(f"# {'coll':<9} {'size(B)':>12} {'contender':<9} {'before(us)':>10} {'after(us)':>10} "
+    print(f"# {'coll':<14} {'size(B)':>12} {'contender':<9} {'before(us)':>10} {'after(us)':>10} "
           f"{'after/before':>12} {'nccl before':>11} {'nccl after':>10}", file=out)
     n = 0
     for key in sorted(k for k in after if k in before and k[3] == "dmaccl"):
         coll, size, name, _ = key
         nb, na = nccl(before, coll, size), nccl(after, coll, size)
         fmt = lambda v: f"{v:.2f}" if v is not None else "-"
-        print(f"  {coll:<9} {size:>12} {name:<9} {before[key]:>10.2f} {after[key]:>10.2f} "
+        print(f"  {coll:<14} {size:>12} {name:<9} {before[key]:>10.2f} {after[key]:>10.2f} "
               f"{after[key] / before[key]:>11.3f}x {fmt(nb):>11} {fmt(na):>10}", file=out)
         n += 1
     return n

@@ -16,6 +16,20 @@ static const char *collName(int coll) {
   return collTable[coll].name;
 }
 
+/* DMACCL_REDUCE_CTAS as the library reads it (1 to 1024, else its default 8). */
+static int reduceCtas(void) {
+  const char *v = getenv("DMACCL_REDUCE_CTAS");
+  char *end;
+  long n = v ? strtol(v, &end, 10) : 0;
+  return v && *v && !*end && n >= 1 && n <= 1024 ? (int)n : 8;
+}
+
+static int anyColl(const bench *b, unsigned flag) {
+  for (int c = 0; c < COLL_NUM; c++)
+    if ((b->args.colls & PERF_COLL(c)) && (collTable[c].flags & flag)) return 1;
+  return 0;
+}
+
 void perfHeader(bench *b) {
   const perfArgs *a = &b->args;
   char gpus[512] = "";
@@ -49,12 +63,33 @@ void perfHeader(bench *b) {
   printf("# size (nccl-tests): AllGather(V) = output bytes, ReduceScatter(V) = input bytes, "
          "AlltoAll(v) = bytes each rank sends,\n#   AllReduce/Broadcast/Reduce = count bytes, "
          "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce),\n#   1 "
-         "(Broadcast, Reduce), (n-1)/n (the others); V forms with equal counts; op %s, root %d; "
-         "DMACCL_REDUCE_CTAS=%s\n",
-         collOpName(a->op), a->root,
-         getenv("DMACCL_REDUCE_CTAS") ? getenv("DMACCL_REDUCE_CTAS") : "8 (default)");
-  printf("# NCCL has no V forms: their nccl rows are vLLM's emulation (AllGatherV: grouped "
-         "Broadcast; ReduceScatterV: grouped Reduce; AlltoAllv: grouped Send/Recv)\n");
+         "(Broadcast, Reduce), (n-1)/n (the others); op %s, root %d; DMACCL_REDUCE_CTAS=%d%s\n",
+         collOpName(a->op), a->root, reduceCtas(),
+         getenv("DMACCL_REDUCE_CTAS") ? "" : " (default)");
+  if (anyColl(b, COLL_VECTOR))
+    printf("# V forms: %s; count = the mean block\n",
+           a->uneven ? "--uneven: rank r's block of AllGatherV/ReduceScatterV is (r+1)/(1+..+n) "
+                       "of the total, AlltoAllv's rank i sends rank j ((i+j) mod n)+1 parts"
+                     : "equal counts, blocks in rank order (--uneven: uneven blocks)");
+  int exact = 0;
+  for (int c = 0; c < COLL_NUM; c++) exact |= (a->colls & PERF_COLL(c)) && perfWantsExact(b, c);
+  if (exact)
+    printf("# the %s rows are checked on small integers (exact in any order of combining, so "
+           "NCCL's order too); the others on random bits\n",
+           collOpName(a->op));
+  int base = 0;
+  for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
+  if (base && anyColl(b, COLL_VECTOR))
+    printf("# NCCL has no V forms: their nccl rows are vLLM's emulation (AllGatherV: grouped "
+           "Broadcast; ReduceScatterV: grouped Reduce; AlltoAllv: grouped Send/Recv)\n");
+  for (int i = 0; i < b->nc; i++) {
+    if (b->cs[i].kind == KIND_DMACCL) continue;
+    for (int c = 0; c < COLL_NUM; c++) {
+      const char *why = ncclBaseLacks(c, b->cs[i].kind == KIND_NCCL_CE);
+      if ((a->colls & PERF_COLL(c)) && why)
+        printf("# no %s row for %s: %s\n", b->cs[i].name, collName(c), why);
+    }
+  }
   for (int i = 0; i < b->nc; i++)
     if (b->cs[i].kind != KIND_DMACCL)
       printf("# baseline %-7s NCCL %s, %s, %s, NCCL_NVLS_ENABLE=0\n", b->cs[i].name,
@@ -63,8 +98,6 @@ void perfHeader(bench *b) {
                                         : "copy engines (CTA policy ZERO, ncclMemAlloc buffers in "
                                           "symmetric windows)",
              b->mp ? "one rank per process" : "one process driving all GPUs");
-  int base = 0;
-  for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
   if (b->args.persistent)
     printf("# dmaccl rows: persistent collectives (dmaccl*Init once per size, dmacclStart per "
            "operation)\n");
@@ -75,11 +108,19 @@ void perfHeader(bench *b) {
     printf("# energy: NVML total-energy counters of all %d GPUs, loops of %.0f ms (counter tick "
            "%.1f ms: +-1 tick at each end); idle: %.1f W\n",
            b->n, b->energyMs, energyTickMs(b->energy), b->idleWatts);
-  printf("#\n# %-9s %12s %11s %6s %-7s %36s %36s\n", "", "", "", "", "", "out-of-place",
+  if (b->kernOk)
+    printf("# kernels/op, kern_us/op: kernel launches and their GPU time per operation and rank "
+           "(mean over ranks), ctas: the largest grid;\n#   out of place; CUPTI, %d eager "
+           "operations per row in a pass before the sweep\n",
+           KERNEL_TRACE_REPS);
+  else if (b->args.kernels)
+    printf("# no kernel columns: %s\n", b->kernWhy);
+  printf("#\n# %-14s %12s %11s %6s %-7s %36s %36s\n", "", "", "", "", "", "out-of-place",
          "in-place");
-  printf("# %-9s %12s %11s %6s %-7s %9s %8s %8s %8s %9s %8s %8s %8s %8s", "coll", "size(B)",
+  printf("# %-14s %12s %11s %6s %-7s %9s %8s %8s %8s %9s %8s %8s %8s %8s", "coll", "size(B)",
          "count", "type", "algo", "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw",
          "busbw", "#wrong", "speedup");
+  if (b->kernOk) printf(" %10s %10s %5s", "kernels/op", "kern_us/op", "ctas");
   if (b->energy) printf(" %9s %7s", "mJ/op", "W");
   printf("\n");
   fflush(stdout);
@@ -101,7 +142,7 @@ void perfPrintSize(bench *b, size_t firstRow) {
     for (size_t i = firstRow; i < b->nrows; i++)
       if (b->rows[i].contender == c) *(b->rows[i].inPlace ? &in : &out) = &b->rows[i];
     if (!out) continue;
-    printf("  %-9s %12zu %11zu %6s %-7s", collName(out->coll), out->bytes, out->count,
+    printf("  %-14s %12zu %11zu %6s %-7s", collName(out->coll), out->bytes, out->count,
            perfTypeName(b->args.type), b->cs[c].name);
     half(b, out);
     half(b, in);
@@ -109,6 +150,7 @@ void perfPrintSize(bench *b, size_t firstRow) {
       printf(" %7.2fx", out->speedup);
     else
       printf(" %8s", "-");
+    if (b->kernOk) printf(" %10.2f %10.2f %5d", out->kern.kernels, out->kern.us, out->kern.ctas);
     if (b->energy) printf(" %9.3f %7.1f", out->joules * 1e3, out->watts);
     printf("\n");
   }
@@ -129,7 +171,7 @@ void perfSummary(bench *b, int failures) {
         n++;
       }
       if (!n) continue;
-      printf("#   %-9s %-7s %9.2f\n", collName(coll), b->cs[c].name, sum / n);
+      printf("#   %-14s %-7s %9.2f\n", collName(coll), b->cs[c].name, sum / n);
       if (headline < 0 && b->cs[c].kind == KIND_DMACCL) headline = sum / n;
     }
   long long wrong = 0;
@@ -147,12 +189,12 @@ void perfPrintBreakdown(bench *b) {
          "us:\n");
   printf("#   control: host issuing; schedule: command latency + idle gaps between copies; copy: "
          "a copy (or kernel) running; sync: waiting for peers. Method: docs/benchmark.md\n");
-  printf("# %-9s %12s %-7s %9s %9s %9s %9s %9s %7s %8s\n", "coll", "size(B)", "algo", "control",
+  printf("# %-14s %12s %-7s %9s %9s %9s %9s %9s %7s %8s\n", "coll", "size(B)", "algo", "control",
          "schedule", "copy", "sync", "total", "copies", "kernels");
   for (size_t i = 0; i < b->nrows; i++) {
     const perfRow *r = &b->rows[i];
     if (!r->hasBreakdown) continue;
-    printf("  %-9s %12zu %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %7d %8d%s\n", collName(r->coll),
+    printf("  %-14s %12zu %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %7d %8d%s\n", collName(r->coll),
            r->bytes, b->cs[r->contender].name, r->bd.control, r->bd.schedule, r->bd.copy,
            r->bd.sync, r->bd.total, r->bd.copies, r->bd.kernels,
            r->bd.hostEnd ? "  (end: host clock)" : "");
@@ -187,9 +229,12 @@ int perfWriteJson(bench *b, const char *path) {
   fprintf(f,
           ", \"type\": \"%s\", \"type_bytes\": %zu, \"iters\": %d, \"warmup\": %d, "
           "\"check\": %d, \"graph_launches\": %d, \"blocking\": %d, \"average\": %d, "
-          "\"cycles\": %d, \"idle_watts\": %.3f},\n",
+          "\"cycles\": %d, \"idle_watts\": %.3f, \"op\": \"%s\", \"root\": %d, "
+          "\"uneven\": %s, \"persistent\": %s, \"reduce_ctas\": %d, \"kernels\": %s},\n",
           perfTypeName(a->type), b->tsize, a->iters, a->warmup, a->check, a->graphs, a->blocking,
-          a->average, a->cycles, b->idleWatts);
+          a->average, a->cycles, b->idleWatts, collOpName(a->op), a->root,
+          a->uneven ? "true" : "false", a->persistent ? "true" : "false", reduceCtas(),
+          b->kernOk ? "true" : "false");
   fprintf(f, "  \"contenders\": [");
   for (int c = 0; c < b->nc; c++) {
     fprintf(f, "%s{\"name\": ", c ? ", " : "");
@@ -229,6 +274,11 @@ int perfWriteJson(bench *b, const char *path) {
               r->bd.kernels, r->bd.hostEnd ? "true" : "false");
     else
       fprintf(f, ", \"breakdown\": null");
+    if (r->hasKernels)
+      fprintf(f, ", \"kernels_per_op\": %.4f, \"kernel_us_per_op\": %.4f, \"kernel_ctas\": %d",
+              r->kern.kernels, r->kern.us, r->kern.ctas);
+    else
+      fprintf(f, ", \"kernels_per_op\": null, \"kernel_us_per_op\": null, \"kernel_ctas\": null");
     fprintf(f, "}%s\n", i + 1 < b->nrows ? "," : "");
   }
   fprintf(f, "  ]\n}\n");
