@@ -1,4 +1,5 @@
 #include "mp.h"
+#include "common/colls.h"
 #include "harness.h"
 
 #include <cuda_runtime_api.h>
@@ -8,18 +9,7 @@
 #include <unistd.h>
 
 size_t mpTypeSize(dmacclDataType_t t) {
-  switch (t) {
-  case dmacclInt8:
-  case dmacclUint8:
-  case dmacclFloat8e4m3:
-  case dmacclFloat8e5m2: return 1;
-  case dmacclFloat16:
-  case dmacclBfloat16: return 2;
-  case dmacclInt32:
-  case dmacclUint32:
-  case dmacclFloat32: return 4;
-  default: return 8;
-  }
+  return collTypeSize(t);
 }
 
 static double now(void) {

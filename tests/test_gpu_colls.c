@@ -9,6 +9,7 @@
  * Arg: a collective name to run only that one.
  */
 #include "gpu_common.h"
+#include "common/colls.h"
 #include "dmaccl.h"
 #include "plan.h"
 
@@ -50,11 +51,6 @@ static dmacclComm_t hostComms[MAXN], gpuComms[2][MAXN];
 static cudaStream_t streams[MAXN];
 static int ngpu;
 
-static size_t tsize(dmacclDataType_t t) {
-  static const size_t sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return sz[t];
-}
-
 /* Uneven arrays: rank i's count is count*(i+1)/n, some zero, gaps of 3. */
 static void setup(caseT *c) {
   int n = c->n;
@@ -82,7 +78,7 @@ static void setup(caseT *c) {
                          .rank = r,
                          .nranks = n,
                          .count = c->count,
-                         .elemSize = tsize(c->type),
+                         .elemSize = collTypeSize(c->type),
                          .root = c->root,
                          .vec = c->rows};
     c->sendB[r] = ci->sendBytes(&c->a[r], r);
@@ -137,7 +133,7 @@ static void inputs(const caseT *c, int r, unsigned char *buf, uint64_t seed) {
   place(c, r, buf, &s, &d);
   testFillRandom(s, c->sendB[r], seed + (uint64_t)r);
   if (c->type == dmacclFloat32 || c->type == dmacclFloat64)
-    for (size_t i = tsize(c->type) - 1; i < c->sendB[r]; i += tsize(c->type))
+    for (size_t i = collTypeSize(c->type) - 1; i < c->sendB[r]; i += collTypeSize(c->type))
       ((unsigned char *)s)[i] = 0x3f ^ (((unsigned char *)s)[i] & 0x80);
 }
 

@@ -8,6 +8,7 @@
  * and no small type is NaN.
  */
 #include "gpu_common.h"
+#include "common/colls.h"
 #include "../src/base/reduce.h"
 #include "../src/base/reduce_math.h"
 #include "../src/exec/cuda_reduce.h"
@@ -22,14 +23,9 @@
     }                                                                                              \
   } while (0)
 
-static size_t tsize(dmacclDataType_t t) {
-  static const size_t sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return sz[t];
-}
-
 /* Random elements of type t without NaN (floats: exponents near 0). */
 static void fill(void *p, size_t count, dmacclDataType_t t, uint64_t seed) {
-  dataFillRandom(p, count * tsize(t), seed);
+  dataFillRandom(p, count * collTypeSize(t), seed);
   unsigned char *b = p;
   for (size_t i = 0; i < count; i++) {
     switch (t) {
@@ -67,7 +63,7 @@ static void fill(void *p, size_t count, dmacclDataType_t t, uint64_t seed) {
 static int runCase(dmacclDataType_t t, dmacclRedOp_t op, int n, size_t count, size_t mis, int ctas,
                    void *dev[8], void *devDst, unsigned char *host[8], unsigned char *want,
                    unsigned char *got, uint64_t seed) {
-  size_t es = tsize(t), bytes = count * es;
+  size_t es = collTypeSize(t), bytes = count * es;
   const void *hs[8], *ds[8];
   for (int k = 0; k < n; k++) {
     fill(host[k], count, t, seed + (uint64_t)k);
@@ -110,8 +106,8 @@ int main(void) {
       for (int ni = 0; ni < 4 && !rc; ni++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !rc; ci++) {
           if (counts[ci] > 70000 && ni != 1) continue; /* the large count with 2 inputs */
-          size_t mis = (ci + (size_t)ni) % 3 == 0 ? tsize((dmacclDataType_t)t) : 0;
-          if (tsize((dmacclDataType_t)t) == 1 && ci == 2) mis = 3;
+          size_t mis = (ci + (size_t)ni) % 3 == 0 ? collTypeSize((dmacclDataType_t)t) : 0;
+          if (collTypeSize((dmacclDataType_t)t) == 1 && ci == 2) mis = 3;
           rc = runCase((dmacclDataType_t)t, (dmacclRedOp_t)op, ns[ni], counts[ci], mis,
                        ci % 2 ? 1 : 8, dev, devDst, host, want, got, seed++);
           cases++;
