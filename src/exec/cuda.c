@@ -880,10 +880,24 @@ static void cudaAbort(dmacclComm_t comm) {
   free(w);
 }
 
+/* The progress thread's queries run while the caller's threads may be
+ * capturing a CUDA graph in cudaStreamCaptureModeGlobal (torch.cuda.graph's
+ * default), which prohibits "unsafe" calls on every other thread of the
+ * process that is in global mode and invalidates the capture if one is made.
+ * Library threads switch themselves to relaxed mode: their queries touch
+ * no captured work. */
+static void relaxCaptureMode(void) {
+  static _Thread_local int relaxed;
+  if (relaxed) return;
+  enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  relaxed = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+}
+
 static int cudaComplete(dmacclComm_t comm, uint64_t seq) {
   cudaState *s = stateOf(comm);
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   if (s->captured[slot]) return 1; /* runs when the graph does */
+  relaxCaptureMode();
   int prev = cudaEnterDevice(s->device);
   cudaError_t e = cudaEventQuery(s->tail[slot]);
   if (e != cudaSuccess && e != cudaErrorNotReady) cudaGetLastError();
@@ -896,6 +910,7 @@ static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
   int n = comm->nranks, found = 0;
   const uint32_t *w = s->asideHost;
   static const char *const phaseName[PLAN_NUM_PHASES] = {"entry", "exit", "data"};
+  relaxCaptureMode();
   int prev = cudaEnterDevice(s->device);
   /* Bounded: a WAIT at the head of a shared hardware queue may hold the
    * read back; the watchdog must not hang on it (pinned memory, so the copy
