@@ -1,0 +1,665 @@
+"""dmaccl.Communicator: the calls of vLLM's PyNcclCommunicator on dmaccl.
+
+Method names, argument order and semantics follow vLLM's communicator
+(``all_reduce(in, out=None, op, stream) -> out``, ``all_gather(out, in,
+stream)``, ...): code written for it runs on this class. ``stream=None`` is
+torch's current stream; a communicator of one rank made from a process group
+is disabled (every call returns None), as vLLM's is. Calls are captured by
+``torch.cuda.graph`` like any other work on the stream.
+
+Every call checks its arguments in Python before anything reaches the
+library; a wrong argument raises ValueError or TypeError naming it, nothing
+is written, and the communicator stays usable. A failure inside the library
+raises DmacclError with the library's sentence.
+"""
+
+import ctypes
+import os
+import sys
+import threading
+
+from . import _buffers as B
+from . import _lib
+from ._lib import DmacclError, check, lib
+
+
+class ReduceOp:
+    """Reduction operations, with NCCL's numbers."""
+
+    SUM, PROD, MAX, MIN, AVG = 0, 1, 2, 3, 4
+
+
+_OP_NAMES = {"sum": 0, "prod": 1, "product": 1, "max": 2, "min": 3, "avg": 4}
+
+
+def _redop(op, what):
+    """A dmaccl op number from ReduceOp, an int, a name, or torch's ReduceOp."""
+    if isinstance(op, bool):
+        raise TypeError(f"{what}: op must be a ReduceOp, not bool")
+    if isinstance(op, int):
+        if 0 <= op <= 4:
+            return op
+        raise ValueError(f"{what}: op {op} is not a reduction (0 sum, 1 prod, 2 max, 3 min, 4 avg)")
+    if isinstance(op, str) and op.lower() in _OP_NAMES:
+        return _OP_NAMES[op.lower()]
+    op = getattr(op, "op", op)  # torch's ReduceOp (options objects) holds a RedOpType
+    name = str(op).rsplit(".", 1)[-1].lower()  # RedOpType.SUM
+    if name in _OP_NAMES:
+        return _OP_NAMES[name]
+    raise ValueError(f"{what}: op {op!r} is not supported (sum, prod, max, min, avg)")
+
+
+# --- groups: one per thread, as in the library -----------------------------------------------
+_tls = threading.local()
+
+
+def _group_state():
+    if not hasattr(_tls, "depth"):
+        _tls.depth = 0
+        _tls.finish = []  # callables run once the outermost group has ended
+    return _tls
+
+
+def group_start():
+    """dmacclGroupStart: calls until group_end are recorded and issued together."""
+    check(lib().dmacclGroupStart())
+    _group_state().depth += 1
+
+
+def group_end():
+    """dmacclGroupEnd: issues the group's calls (the outermost end only)."""
+    st = _group_state()
+    if st.depth == 0:
+        raise RuntimeError("group_end: no group is open (call group_start first)")
+    st.depth -= 1
+    rc = lib().dmacclGroupEnd()
+    if st.depth == 0:
+        finish, st.finish = st.finish, []
+        errors = []
+        for f in finish:
+            try:
+                f()
+            except DmacclError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+    check(rc)
+
+
+class group:
+    """Context manager: ``with dmaccl.group(): ...`` is group_start/group_end."""
+
+    def __enter__(self):
+        group_start()
+        return self
+
+    def __exit__(self, *exc):
+        group_end()
+        return False
+
+
+def _in_group():
+    return _group_state().depth > 0
+
+
+def get_unique_id():
+    """A fresh unique id (128 bytes) for Communicator(unique_id=..., rank=..., world_size=...)."""
+    uid = _lib.UniqueIdStruct()
+    check(lib().dmacclGetUniqueId(ctypes.byref(uid)))
+    return ctypes.string_at(ctypes.addressof(uid), _lib.UNIQUE_ID_BYTES)
+
+
+def _resolve_executor(executor):
+    if executor is None:
+        executor = os.environ.get("DMACCL_EXECUTOR") or None
+    if executor is None:
+        torch = sys.modules.get("torch")
+        executor = "cuda" if torch is not None and torch.cuda.is_available() else "host"
+    if executor not in ("cuda", "host"):
+        raise ValueError(f"executor must be 'cuda' or 'host', not {executor!r}")
+    return executor
+
+
+def _cuda_device(device):
+    import torch
+
+    if device is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    if isinstance(device, int):
+        return torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"device {device} is not a CUDA device (use executor='host' for CPU)")
+    return torch.device("cuda", device.index if device.index is not None
+                        else torch.cuda.current_device())
+
+
+# Host executor across processes: the library reaches only dmacclMemAlloc
+# memory (shared memory), so calls move data through one such buffer.
+_HOST_BUFFER_DEFAULT = 32 << 20
+
+
+class Communicator:
+    """One rank of a dmaccl communicator.
+
+    Made from a torch process group (gloo) or vLLM's StatelessProcessGroup
+    (rank 0's unique id is broadcast over it), from a unique id, rank and
+    world size, or, for one process driving several GPUs, by
+    ``Communicator.init_all``.
+
+    executor: "cuda" (copy engines; torch tensors on the communicator's GPU),
+    "host" (ranks on the CPU; numpy arrays or CPU tensors: tests, machines
+    without a GPU), or None (DMACCL_EXECUTOR, else "cuda" when torch sees a
+    GPU). algorithm: a selection string (docs/algorithms.md). Across
+    processes the host executor moves data through a shared buffer of
+    host_buffer_bytes (default 32 MiB), which bounds the bytes one call (or
+    one group) may use.
+    """
+
+    def __init__(self, group=None, device=None, *, unique_id=None, rank=None, world_size=None,
+                 executor=None, algorithm=None, host_buffer_bytes=None):
+        self._comm = None
+        self._host_buf = None
+        self.disabled = False
+        self.available = True
+        if group is not None:
+            rank, world_size = _group_rank_size(group)
+            if world_size == 1:  # as vLLM: nothing to communicate
+                self.disabled, self.available = True, False
+                self.rank, self.world_size = rank, world_size
+                self.executor, self.device = None, None
+                return
+        if rank is None or world_size is None:
+            raise ValueError("Communicator needs a group, or unique_id with rank and world_size")
+        if not isinstance(world_size, int) or world_size < 1:
+            raise ValueError(f"world_size must be a positive int, not {world_size!r}")
+        if not isinstance(rank, int) or not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank!r} is out of range for world_size {world_size}")
+        self.rank, self.world_size = rank, world_size
+        self.executor = _resolve_executor(executor)
+        if group is not None:
+            unique_id = _broadcast_unique_id(group, rank)
+        if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _lib.UNIQUE_ID_BYTES:
+            raise ValueError(f"unique_id must be the {_lib.UNIQUE_ID_BYTES} bytes of "
+                             "dmaccl.get_unique_id()")
+        uid = _lib.UniqueIdStruct()
+        ctypes.memmove(ctypes.addressof(uid), bytes(unique_id), _lib.UNIQUE_ID_BYTES)
+        cfg = _lib.make_config(
+            _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST, algorithm)
+        comm = ctypes.c_void_p()
+        if self.executor == "cuda":
+            import torch
+
+            self.device = _cuda_device(device)
+            with torch.cuda.device(self.device):
+                check(lib().dmacclCommInitRank(ctypes.byref(comm), world_size, uid, rank,
+                                               ctypes.byref(cfg)))
+        else:
+            self.device = None
+            check(lib().dmacclCommInitRank(ctypes.byref(comm), world_size, uid, rank,
+                                           ctypes.byref(cfg)))
+        self._comm = comm
+        self._mp = True
+        if self.executor == "host":
+            self._alloc_host_buffer(host_buffer_bytes)
+
+    @classmethod
+    def init_all(cls, devices, executor=None, algorithm=None):
+        """One communicator per device (or per rank: an int n means devices
+        0..n-1), all driven by this process; put calls for several ranks from
+        one thread inside ``dmaccl.group()``. A device may repeat: its ranks
+        share the GPU."""
+        if isinstance(devices, int):
+            if devices < 1:
+                raise ValueError(f"init_all: need at least one rank, not {devices}")
+            devices = list(range(devices))
+        devices = [d if isinstance(d, int) else _cuda_device(d).index for d in devices]
+        n = len(devices)
+        if n < 1:
+            raise ValueError("init_all: devices is empty")
+        executor = _resolve_executor(executor)
+        cfg = _lib.make_config(
+            _lib.EXECUTOR_CUDA if executor == "cuda" else _lib.EXECUTOR_HOST, algorithm)
+        comms = (ctypes.c_void_p * n)()
+        devlist = (ctypes.c_int * n)(*devices)
+        check(lib().dmacclCommInitAll(comms, n, devlist, ctypes.byref(cfg)))
+        out = []
+        for r in range(n):
+            c = cls.__new__(cls)
+            c._comm, c._host_buf, c._mp = ctypes.c_void_p(comms[r]), None, False
+            c.disabled, c.available = False, True
+            c.rank, c.world_size, c.executor = r, n, executor
+            if executor == "cuda":
+                import torch
+
+                c.device = torch.device("cuda", devices[r])
+            else:
+                c.device = None
+            out.append(c)
+        return out
+
+    # --- lifetime -----------------------------------------------------------------------------
+    def destroy(self):
+        """Waits for this rank's queued work and frees the communicator."""
+        if self._comm is None:
+            return
+        comm, self._comm = self._comm, None
+        if self._host_buf is not None:
+            lib().dmacclMemFree(comm, self._host_buf[0])
+            self._host_buf = None
+        check(lib().dmacclCommDestroy(comm))
+
+    def abort(self):
+        """Releases every wait this rank has queued (after a peer failed) and frees it."""
+        if self._comm is None:
+            return
+        comm, self._comm, self._host_buf = self._comm, None, None
+        check(lib().dmacclCommAbort(comm))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
+
+    def synchronize(self):
+        """Blocks until every call issued on this rank has completed."""
+        self._live("synchronize")
+        check(lib().dmacclCommSynchronize(self._comm), self._comm)
+
+    def register_comm_window(self, tensor):
+        """Registers a CUDA tensor's memory for peers ahead of its first use
+        (optional: first use registers it). Returns a handle for
+        deregister_comm_window."""
+        self._live("register_comm_window")
+        b = B.describe(tensor, "tensor")
+        self._check_device([b], "register_comm_window")
+        h = ctypes.c_void_p()
+        check(lib().dmacclCommRegister(self._comm, b.ptr, b.nbytes, ctypes.byref(h)), self._comm)
+        return h
+
+    def deregister_comm_window(self, handle):
+        self._live("deregister_comm_window")
+        check(lib().dmacclCommDeregister(self._comm, handle), self._comm)
+
+    group_start = staticmethod(group_start)
+    group_end = staticmethod(group_end)
+
+    # --- collectives (vLLM's signatures) ------------------------------------------------------
+    def all_reduce(self, in_tensor, out_tensor=None, op=ReduceOp.SUM, stream=None):
+        if self.disabled:
+            return None
+        what = "all_reduce"
+        self._live(what)
+        if out_tensor is None:
+            out_tensor = _empty_like(in_tensor)
+        s, r = self._bufs(what, in_tensor=in_tensor, out_tensor=out_tensor)
+        t, k = B.common_type([s, r], True, what)
+        _same_numel(what, r, s)
+        o = _redop(op, what)
+        self._issue("dmacclAllReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o), stream)
+        return out_tensor
+
+    def all_gather(self, output_tensor, input_tensor, stream=None):
+        if self.disabled:
+            return None
+        what = "all_gather"
+        self._live(what)
+        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
+        t, k = B.common_type([s, r], False, what)
+        _numel_is(what, r, s.numel * self.world_size, f"world_size * input_tensor.numel()")
+        self._issue("dmacclAllGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t), stream)
+        return output_tensor
+
+    def all_gatherv(self, output_tensor, input_tensor, sizes, stream=None):
+        """sizes[i]: rows (first dimension) that rank i contributes."""
+        if self.disabled:
+            return None
+        what = "all_gatherv"
+        self._live(what)
+        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
+        t, k = B.common_type([s, r], False, what)
+        sizes = self._sizes(what, "sizes", sizes)
+        row = _row(what, r, sum(sizes), "output_tensor", "sum(sizes)")
+        _numel_is(what, s, sizes[self.rank] * row, f"sizes[{self.rank}] rows")
+        counts = [n * row * k for n in sizes]
+        displs = _prefix(counts)
+        ca, da = _lib.size_array(counts), _lib.size_array(displs)
+        self._issue("dmacclAllGatherV", s, r, lambda sp, rp: (sp, rp, ca, da, t), stream)
+        return output_tensor
+
+    def reduce_scatter(self, output_tensor, input_tensor, op=ReduceOp.SUM, stream=None):
+        if self.disabled:
+            return None
+        what = "reduce_scatter"
+        self._live(what)
+        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
+        t, k = B.common_type([s, r], True, what)
+        _numel_is(what, s, r.numel * self.world_size, "world_size * output_tensor.numel()")
+        o = _redop(op, what)
+        self._issue("dmacclReduceScatter", s, r, lambda sp, rp: (sp, rp, r.numel, t, o), stream)
+        return output_tensor
+
+    def reduce_scatterv(self, output_tensor, input_tensor, sizes, op=ReduceOp.SUM, stream=None):
+        """sizes[i]: rows (first dimension) of the result that land on rank i."""
+        if self.disabled:
+            return None
+        what = "reduce_scatterv"
+        self._live(what)
+        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
+        t, k = B.common_type([s, r], True, what)
+        sizes = self._sizes(what, "sizes", sizes)
+        row = _row(what, s, sum(sizes), "input_tensor", "sum(sizes)")
+        _numel_is(what, r, sizes[self.rank] * row, f"sizes[{self.rank}] rows")
+        counts = [n * row for n in sizes]
+        ca, da = _lib.size_array(counts), _lib.size_array(_prefix(counts))
+        o = _redop(op, what)
+        self._issue("dmacclReduceScatterV", s, r, lambda sp, rp: (sp, rp, ca, da, t, o), stream)
+        return output_tensor
+
+    def broadcast(self, tensor, src, stream=None):
+        """In place: rank src's tensor lands in every rank's tensor."""
+        if self.disabled:
+            return None
+        what = "broadcast"
+        self._live(what)
+        (b,) = self._bufs(what, tensor=tensor)
+        t, k = B.common_type([b], False, what)
+        self._root(what, "src", src)
+        self._issue("dmacclBroadcast", b, b, lambda sp, rp: (sp, rp, b.numel * k, t, src), stream)
+        return tensor
+
+    def reduce(self, in_tensor, out_tensor, root, op=ReduceOp.SUM, stream=None):
+        """The reduction lands in out_tensor on rank root (out_tensor may be
+        None on the other ranks)."""
+        if self.disabled:
+            return None
+        what = "reduce"
+        self._live(what)
+        self._root(what, "root", root)
+        if out_tensor is None:
+            if self.rank == root:
+                raise ValueError(f"{what}: out_tensor is None on the root rank")
+            out_tensor = in_tensor  # not written on a non-root rank
+        s, r = self._bufs(what, in_tensor=in_tensor, out_tensor=out_tensor)
+        t, k = B.common_type([s, r], True, what)
+        _same_numel(what, r, s)
+        o = _redop(op, what)
+        self._issue("dmacclReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o, root), stream)
+        return out_tensor
+
+    def gather(self, output_tensor, input_tensor, root, stream=None):
+        """Every rank's input_tensor, in rank order, in output_tensor of rank
+        root (output_tensor may be None on the other ranks)."""
+        if self.disabled:
+            return None
+        what = "gather"
+        self._live(what)
+        self._root(what, "root", root)
+        if output_tensor is None and self.rank == root:
+            raise ValueError(f"{what}: output_tensor is None on the root rank")
+        r, s = self._bufs(what, output_tensor=output_tensor if output_tensor is not None
+                          else input_tensor, input_tensor=input_tensor)
+        t, k = B.common_type([s, r], False, what)
+        if self.rank == root:
+            _numel_is(what, r, s.numel * self.world_size, "world_size * input_tensor.numel()")
+        self._issue("dmacclGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t, root), stream)
+        return output_tensor
+
+    def scatter(self, output_tensor, input_tensor, root, stream=None):
+        """Block i of rank root's input_tensor lands in rank i's output_tensor
+        (input_tensor may be None on the other ranks)."""
+        if self.disabled:
+            return None
+        what = "scatter"
+        self._live(what)
+        self._root(what, "root", root)
+        if input_tensor is None and self.rank == root:
+            raise ValueError(f"{what}: input_tensor is None on the root rank")
+        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor
+                          if input_tensor is not None else output_tensor)
+        t, k = B.common_type([s, r], False, what)
+        if self.rank == root:
+            _numel_is(what, s, r.numel * self.world_size, "world_size * output_tensor.numel()")
+        self._issue("dmacclScatter", s, r, lambda sp, rp: (sp, rp, r.numel * k, t, root), stream)
+        return output_tensor
+
+    def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None,
+                          stream=None):
+        """torch's all_to_all_single: without splits, equal blocks; with
+        splits, rows (first dimension) to and from each rank."""
+        if self.disabled:
+            return None
+        what = "all_to_all_single"
+        self._live(what)
+        r, s = self._bufs(what, output=output, input=input)
+        t, k = B.common_type([s, r], False, what)
+        n = self.world_size
+        if output_split_sizes is None and input_split_sizes is None:
+            if s.numel % n:
+                raise ValueError(f"{what}: input has {s.numel} elements, not a multiple of "
+                                 f"world_size {n} (give split sizes)")
+            _same_numel(what, r, s)
+            self._issue("dmacclAlltoAll", s, r, lambda sp, rp: (sp, rp, s.numel // n * k, t),
+                        stream)
+            return output
+        ins = self._sizes(what, "input_split_sizes", input_split_sizes) \
+            if input_split_sizes is not None else None
+        outs = self._sizes(what, "output_split_sizes", output_split_sizes) \
+            if output_split_sizes is not None else None
+        if ins is None:
+            ins = [_even(what, s, n, "input")] * n
+        if outs is None:
+            outs = [_even(what, r, n, "output")] * n
+        srow = _row(what, s, sum(ins), "input", "sum(input_split_sizes)")
+        rrow = _row(what, r, sum(outs), "output", "sum(output_split_sizes)")
+        if srow != rrow:
+            raise ValueError(f"{what}: a row of input has {srow} elements but a row of output "
+                             f"{rrow}")
+        sc = [x * srow * k for x in ins]
+        rc = [x * rrow * k for x in outs]
+        arrays = [_lib.size_array(a) for a in (sc, _prefix(sc), rc, _prefix(rc))]
+        self._issue("dmacclAlltoAllv", s, r,
+                    lambda sp, rp: (sp, arrays[0], arrays[1], rp, arrays[2], arrays[3], t), stream)
+        return output
+
+    def send(self, tensor, dst, stream=None):
+        raise NotImplementedError("dmaccl has no Send/Recv yet (the C library lacks "
+                                  "dmacclSend/dmacclRecv): use NCCL for point-to-point")
+
+    def recv(self, tensor, src, stream=None):
+        raise NotImplementedError("dmaccl has no Send/Recv yet (the C library lacks "
+                                  "dmacclSend/dmacclRecv): use NCCL for point-to-point")
+
+    # --- internals ----------------------------------------------------------------------------
+    def _live(self, what):
+        if self._comm is None:
+            raise ValueError(f"{what}: the communicator was destroyed")
+
+    def _bufs(self, what, **named):
+        bufs = [B.describe(obj, name) for name, obj in named.items()]
+        self._check_device(bufs, what)
+        return bufs
+
+    def _check_device(self, bufs, what):
+        for b in bufs:
+            if self.executor == "cuda":
+                if b.device < 0:
+                    raise ValueError(f"{what}: {b.name} is in host memory; this communicator "
+                                     f"runs on {self.device} (executor 'cuda')")
+                if b.device != self.device.index:
+                    raise ValueError(f"{what}: {b.name} is on cuda:{b.device}, this "
+                                     f"communicator on {self.device}")
+            elif b.device >= 0:
+                raise ValueError(f"{what}: {b.name} is on cuda:{b.device}; this communicator "
+                                 "uses the host executor (CPU tensors or numpy arrays)")
+
+    def _sizes(self, what, name, sizes):
+        try:
+            sizes = [int(x) for x in sizes]
+        except (TypeError, ValueError):
+            raise TypeError(f"{what}: {name} must be a list of {self.world_size} ints") from None
+        if len(sizes) != self.world_size:
+            raise ValueError(f"{what}: {name} has {len(sizes)} entries, world_size is "
+                             f"{self.world_size}")
+        for i, x in enumerate(sizes):
+            if x < 0:
+                raise ValueError(f"{what}: {name}[{i}] is negative ({x})")
+        return sizes
+
+    def _root(self, what, name, root):
+        if not isinstance(root, int) or isinstance(root, bool) or \
+                not 0 <= root < self.world_size:
+            raise ValueError(f"{what}: {name} {root!r} is not a rank of world_size "
+                             f"{self.world_size}")
+
+    def _stream(self, stream):
+        if self.executor != "cuda":
+            if stream not in (None, 0):
+                raise ValueError("stream: the host executor takes no stream (pass None)")
+            return None
+        if stream is None:
+            import torch
+
+            return torch.cuda.current_stream(self.device).cuda_stream
+        if isinstance(stream, int):
+            return stream
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:
+            raise TypeError(f"stream must be a torch.cuda.Stream, an int handle or None, not "
+                            f"{type(stream).__name__}")
+        return handle
+
+    def _issue(self, fn, send, recv, args, stream):
+        """Calls fn(*args(sendptr, recvptr), comm, stream). Host executor
+        across processes: through the shared buffer, complete on return (at
+        the group's end inside one)."""
+        L = lib()
+        st = self._stream(stream)
+        if self.executor == "cuda":
+            check(getattr(L, fn)(*args(send.ptr, recv.ptr), self._comm, st), self._comm)
+            return
+        if not self._mp:
+            # one process (init_all): the ranks' calls come from a group or
+            # from one thread each; results are there at the group's end or
+            # after synchronize(), as in C
+            check(getattr(L, fn)(*args(send.ptr, recv.ptr), self._comm, None), self._comm)
+            if _in_group():
+                comm = self._comm
+                _group_state().finish.append(
+                    lambda: check(L.dmacclCommSynchronize(comm), comm))
+            return
+        # across processes: recv's contents first (blocks the call leaves alone
+        # keep them), send aliased into it where the caller's buffers overlap
+        rp = self._host_take(recv.nbytes, fn)
+        ctypes.memmove(rp, recv.ptr, recv.nbytes)
+        if recv.ptr <= send.ptr and send.ptr + send.nbytes <= recv.ptr + recv.nbytes:
+            sp = rp + (send.ptr - recv.ptr)
+        else:
+            sp = self._host_take(send.nbytes, fn)
+            ctypes.memmove(sp, send.ptr, send.nbytes)
+        try:
+            check(getattr(L, fn)(*args(sp, rp), self._comm, None), self._comm)
+        except DmacclError:
+            self._host_release()
+            raise
+
+        def done():
+            try:
+                check(L.dmacclCommSynchronize(self._comm), self._comm)
+                ctypes.memmove(recv.ptr, rp, recv.nbytes)
+            finally:
+                self._host_used = 0
+
+        self._finish(done)
+
+    def _finish(self, f):
+        if _in_group():
+            _group_state().finish.append(f)
+        else:
+            f()
+
+    def _alloc_host_buffer(self, nbytes):
+        if nbytes is None:
+            nbytes = int(os.environ.get("DMACCL_PY_HOST_BUFFER_BYTES", _HOST_BUFFER_DEFAULT))
+        if nbytes < 4096:
+            raise ValueError(f"host_buffer_bytes {nbytes} is too small (at least 4096)")
+        ptr = ctypes.c_void_p()
+        check(lib().dmacclMemAlloc(self._comm, nbytes, ctypes.byref(ptr)), self._comm)
+        self._host_buf = (ptr, nbytes)
+        self._host_used = 0
+
+    def _host_take(self, nbytes, what):
+        base, size = self._host_buf
+        off = (self._host_used + 255) & ~255
+        if off + nbytes > size:
+            self._host_release()
+            raise ValueError(f"{what}: the host executor across processes moves data through a "
+                             f"shared buffer of {size} bytes and this call needs more; make the "
+                             "Communicator with a larger host_buffer_bytes "
+                             "(or DMACCL_PY_HOST_BUFFER_BYTES)")
+        self._host_used = off + nbytes
+        return base.value + off
+
+    def _host_release(self):
+        if not _in_group():
+            self._host_used = 0
+
+
+def _group_rank_size(group):
+    if hasattr(group, "broadcast_obj"):  # vLLM's StatelessProcessGroup
+        return group.rank, group.world_size
+    import torch.distributed as dist
+
+    return dist.get_rank(group), dist.get_world_size(group)
+
+
+def _broadcast_unique_id(group, rank):
+    uid = get_unique_id() if rank == 0 else None
+    if hasattr(group, "broadcast_obj"):
+        return group.broadcast_obj(uid, src=0)
+    import torch.distributed as dist
+
+    box = [uid]
+    dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
+    return box[0]
+
+
+def _empty_like(t):
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(t, np.ndarray):
+        return np.empty_like(t)
+    return t.new_empty(t.shape)
+
+
+def _same_numel(what, a, b):
+    if a.numel != b.numel:
+        raise ValueError(f"{what}: {a.name} has {a.numel} elements but {b.name} {b.numel}")
+
+
+def _numel_is(what, b, n, how):
+    if b.numel != n:
+        raise ValueError(f"{what}: {b.name} has {b.numel} elements; it needs {n} ({how})")
+
+
+def _row(what, b, rows, name, how):
+    """Elements per row of b, which must have `rows` rows."""
+    if b.rows != rows:
+        raise ValueError(f"{what}: {name} has {b.rows} rows (first dimension) but {how} is {rows}")
+    return b.numel // rows if rows else 0
+
+
+def _even(what, b, n, name):
+    if b.rows % n:
+        raise ValueError(f"{what}: {name} has {b.rows} rows, not a multiple of world_size {n} "
+                         f"(give {name}_split_sizes)")
+    return b.rows // n
+
+
+def _prefix(counts):
+    out, acc = [], 0
+    for c in counts:
+        out.append(acc)
+        acc += c
+    return out

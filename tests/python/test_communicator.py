@@ -1,0 +1,234 @@
+"""dmaccl.Communicator on the host executor: every collective, every byte.
+
+Ranks are processes (as under PyTorch and vLLM) or, for init_all, one
+process driving every rank. Inputs are random, outputs are poisoned first,
+and every element is compared with the reference (reference.py).
+"""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+from ranks import run_ranks
+
+import dmaccl
+from reference import data, poison, reduce
+
+HEADER = os.path.join(os.path.dirname(__file__), "..", "..", "include", "dmaccl.h")
+
+
+def test_versions_agree():
+    text = open(HEADER).read()
+    major, minor, patch = (int(re.search(rf"#define DMACCL_{k} (\d+)", text).group(1))
+                           for k in ("MAJOR", "MINOR", "PATCH"))
+    assert dmaccl.library_version() == major * 10000 + minor * 100 + patch
+    assert dmaccl.__version__ == f"{major}.{minor}.{patch}"
+
+
+def _as(lib, a):
+    if lib == "torch":
+        import torch
+
+        return torch.from_numpy(a)
+    return a
+
+
+def _np(x):
+    return x.numpy() if hasattr(x, "numpy") else x
+
+
+def collectives_body(uid, rank, n, lib, seed):
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
+    count = 1000 + 17 * seed
+    everyone = {dt: [data(seed, r, count, dt) for r in range(n)]
+                for dt in ("float32", "int32", "float64", "int8")}
+
+    def out(shape, dt):
+        return _as(lib, poison(np.empty(shape, dt)))
+
+    for dt, xs in everyone.items():
+        mine = _as(lib, xs[rank].copy())
+        ops = ("sum", "prod", "max", "min") + (("avg",) if dt.startswith("float") else ())
+        for op in ops:
+            want = reduce(xs, op)
+            got = comm.all_reduce(mine, out(count, dt), op=op)
+            np.testing.assert_array_equal(_np(got), want, err_msg=f"all_reduce {dt} {op}")
+            # reduce_scatter: rank r gets block r of the reduction
+            blk = count // n
+            rs = comm.reduce_scatter(out(blk, dt), _as(lib, xs[rank][:blk * n].copy()), op=op)
+            np.testing.assert_array_equal(_np(rs), want[rank * blk:(rank + 1) * blk],
+                                          err_msg=f"reduce_scatter {dt} {op}")
+        # in place: out is in
+        inplace = _as(lib, xs[rank].copy())
+        comm.all_reduce(inplace, inplace, op="max")
+        np.testing.assert_array_equal(_np(inplace), reduce(xs, "max"))
+        # all_gather
+        g = comm.all_gather(out(count * n, dt), mine)
+        np.testing.assert_array_equal(_np(g), np.concatenate(xs), err_msg=f"all_gather {dt}")
+
+    xs = everyone["float32"]
+    # uneven V forms: rank i has i+1 rows of 3
+    sizes = [i + 1 for i in range(n)]
+    rows = [x[:3 * s].reshape(s, 3) for x, s in zip(xs, sizes)]
+    gv = comm.all_gatherv(out((sum(sizes), 3), "float32"), _as(lib, rows[rank].copy()), sizes)
+    np.testing.assert_array_equal(_np(gv), np.concatenate(rows))
+    full = [x[:3 * sum(sizes)].reshape(sum(sizes), 3) for x in xs]
+    rsv = comm.reduce_scatterv(out((sizes[rank], 3), "float32"), _as(lib, full[rank].copy()), sizes)
+    off = sum(sizes[:rank])
+    np.testing.assert_array_equal(_np(rsv), reduce(full, "sum")[off:off + sizes[rank]])
+    # all_to_all_single, equal and split
+    a2a = comm.all_to_all_single(out(n * 5, "float32"), _as(lib, xs[rank][:n * 5].copy()))
+    want = np.concatenate([xs[q][rank * 5:(rank + 1) * 5] for q in range(n)])
+    np.testing.assert_array_equal(_np(a2a), want)
+
+    def split(src, dst):  # rows rank src sends to rank dst
+        return (src + 2 * dst) % 3 + 1
+
+    ins = [split(rank, d) for d in range(n)]
+    outs = [split(s, rank) for s in range(n)]
+    sendbuf = xs[rank][:2 * sum(ins)].reshape(sum(ins), 2)
+    got = comm.all_to_all_single(out((sum(outs), 2), "float32"), _as(lib, sendbuf.copy()),
+                                 outs, ins)
+    want = []
+    for s in range(n):
+        sins = [split(s, d) for d in range(n)]
+        sb = xs[s][:2 * sum(sins)].reshape(sum(sins), 2)
+        o = sum(sins[:rank])
+        want.append(sb[o:o + sins[rank]])
+    np.testing.assert_array_equal(_np(got), np.concatenate(want))
+    # rooted
+    for root in range(n):
+        b = _as(lib, xs[rank][:64].copy())
+        comm.broadcast(b, root)
+        np.testing.assert_array_equal(_np(b), xs[root][:64])
+        red = out(64, "float32")
+        untouched = _np(red).copy()
+        comm.reduce(_as(lib, xs[rank][:64].copy()), red, root, op="sum")
+        np.testing.assert_array_equal(
+            _np(red), reduce([x[:64] for x in xs], "sum") if rank == root else untouched)
+        ga = out(n * 8, "float32") if rank == root else None
+        comm.gather(ga, _as(lib, xs[rank][:8].copy()), root)
+        if rank == root:
+            np.testing.assert_array_equal(_np(ga), np.concatenate([x[:8] for x in xs]))
+        sc = out(8, "float32")
+        comm.scatter(sc, _as(lib, xs[rank][:8 * n].copy()) if rank == root else None, root)
+        np.testing.assert_array_equal(_np(sc), xs[root][8 * rank:8 * (rank + 1)])
+    # a type without a dmaccl number moves as bytes
+    if lib == "numpy":
+        i16 = [data(seed, r, 50, "int16") for r in range(n)]
+        g16 = comm.all_gather(out(50 * n, "int16"), i16[rank].copy())
+        np.testing.assert_array_equal(g16, np.concatenate(i16))
+    # a group of calls: issued together, each checked
+    with dmaccl.group():
+        o1 = comm.all_reduce(_as(lib, xs[rank][:100].copy()), out(100, "float32"))
+        o2 = comm.all_gather(out(20 * n, "float32"), _as(lib, xs[rank][:20].copy()))
+    np.testing.assert_array_equal(_np(o1), reduce([x[:100] for x in xs], "sum"))
+    np.testing.assert_array_equal(_np(o2), np.concatenate([x[:20] for x in xs]))
+    comm.destroy()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_collectives_across_processes(n, lib):
+    if lib == "torch":
+        pytest.importorskip("torch")
+    run_ranks(collectives_body, n, lib, n)
+
+
+def errors_body(uid, rank, n):
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
+    x = np.arange(12, dtype=np.float32) + rank
+    y = poison(np.empty(12, np.float32))
+    before = y.copy()
+    bad = [
+        (lambda: comm.all_reduce(x, np.empty(11, np.float32)), ValueError, "out_tensor"),
+        (lambda: comm.all_reduce(x, np.empty(12, np.float64)), TypeError, "float64"),
+        (lambda: comm.all_reduce(x, y, op="xor"), ValueError, "op"),
+        (lambda: comm.all_reduce(np.empty(12, np.int16), np.empty(12, np.int16)), TypeError,
+         "cannot reduce"),
+        (lambda: comm.all_reduce([1.0, 2.0], y), TypeError, "in_tensor"),
+        (lambda: comm.all_reduce(x[::2], y[:6]), ValueError, "contiguous"),
+        (lambda: comm.all_gather(y, x), ValueError, "output_tensor"),
+        (lambda: comm.all_gatherv(np.empty((5, 2), np.float32), x[:4].reshape(2, 2), [1, 2, 3]),
+         ValueError, "sizes"),
+        (lambda: comm.all_gatherv(np.empty((5, 2), np.float32), x[:4].reshape(2, 2), [1, -1]),
+         ValueError, "negative"),
+        (lambda: comm.broadcast(y, n), ValueError, "src"),
+        (lambda: comm.gather(None, x, 0) if rank == 0 else comm.gather(None, x, 99), ValueError,
+         "root"),
+        (lambda: comm.all_to_all_single(y, x, [1] * n, [2] * n), ValueError, "rows"),
+        (lambda: comm.all_reduce(x, y, stream=5), ValueError, "stream"),
+        (lambda: comm.all_gather(np.empty(10 ** 7, np.float32), np.empty(10 ** 7 // n,
+                                                                         np.float32)),
+         ValueError, "host_buffer_bytes"),
+    ]
+    for call, exc, word in bad:
+        with pytest.raises(exc, match=word):
+            call()
+        np.testing.assert_array_equal(y.view(np.uint8), before.view(np.uint8))
+    # still usable, and the library's own checks speak through DmacclError
+    comm.all_reduce(x, y)
+    np.testing.assert_array_equal(y, sum(np.arange(12, dtype=np.float32) + r for r in range(n)))
+    comm.destroy()
+    with pytest.raises(ValueError, match="destroyed"):
+        comm.all_reduce(x, y)
+
+
+def test_bad_arguments_leave_everything_usable():
+    run_ranks(errors_body, 2)
+
+
+def test_init_all_one_process_drives_every_rank():
+    n = 3
+    comms = dmaccl.Communicator.init_all(n, executor="host")
+    xs = [data(7, r, 300, "float32") for r in range(n)]
+    ys = [poison(np.empty(300, np.float32)) for _ in range(n)]
+    gs = [poison(np.empty(300 * n, np.float32)) for _ in range(n)]
+    with dmaccl.group():
+        for r in range(n):
+            comms[r].all_reduce(xs[r], ys[r], op=dmaccl.ReduceOp.MIN)
+            comms[r].all_gather(gs[r], xs[r])
+    for r in range(n):
+        np.testing.assert_array_equal(ys[r], reduce(xs, "min"))
+        np.testing.assert_array_equal(gs[r], np.concatenate(xs))
+    # a thread driving several ranks outside a group is refused by the
+    # library, and the set stays usable: the other ranks' calls join rank 0's
+    comms[0].all_reduce(xs[0], poison(ys[0]))
+    with pytest.raises(dmaccl.DmacclError, match="group"):
+        comms[1].all_reduce(xs[1], ys[1])
+    with dmaccl.group():
+        for r in (1, 2):
+            comms[r].all_reduce(xs[r], poison(ys[r]))
+    for r in range(n):
+        comms[r].synchronize()
+        np.testing.assert_array_equal(ys[r], reduce(xs, "sum"))
+    for c in comms:
+        c.destroy()
+
+
+class _OneRankGroup:
+    """vLLM's StatelessProcessGroup shape, one rank."""
+
+    rank, world_size = 0, 1
+
+    def broadcast_obj(self, obj, src):
+        return obj
+
+
+def test_one_rank_group_is_disabled():
+    c = dmaccl.Communicator(group=_OneRankGroup())
+    assert c.disabled and not c.available
+    assert c.all_reduce(np.ones(3, np.float32)) is None
+
+
+def test_unique_id_is_checked():
+    with pytest.raises(ValueError, match="unique_id"):
+        dmaccl.Communicator(unique_id=b"short", rank=0, world_size=2, executor="host")
+    with pytest.raises(ValueError, match="rank"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=2, world_size=2,
+                            executor="host")
+    with pytest.raises(ValueError, match="executor"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
+                            executor="tpu")

@@ -1,0 +1,191 @@
+"""dmaccl from Python on GPUs: the Communicator (one process per rank, and
+one process driving every rank), CUDA graph capture, and the torch backend
+"cuda:dmaccl". Rank r uses GPU r % GPUs, so one GPU runs these with ranks
+sharing it. Skipped without a GPU.
+
+Every result is compared element for element with a reference computed on
+the CPU from every rank's inputs (the library's arithmetic is defined:
+include/dmaccl.h).
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no GPU: the GPU tests are skipped", allow_module_level=True)
+
+from ranks import free_port, run_ranks  # noqa: E402
+
+GPUS = torch.cuda.device_count()
+
+
+def inputs(seed, n, count, dtype):
+    return [torch.randn(count, generator=torch.Generator().manual_seed(seed * 100 + r))
+            .mul_(4).to(dtype) for r in range(n)]
+
+
+def rank_sum(xs, avg=False):
+    acc = xs[0].float() if xs[0].dtype in (torch.bfloat16, torch.float16) else xs[0].clone()
+    for x in xs[1:]:
+        acc = acc + (x.float() if x.dtype != acc.dtype else x)
+    if avg:
+        acc = acc / len(xs)
+    return acc.to(xs[0].dtype)
+
+
+def poisoned(count, dtype, dev):
+    return torch.full((count,), float("nan"), device=dev).to(dtype)
+
+
+def same(got, want, what):
+    got = got.cpu()
+    assert torch.equal(got.view(torch.uint8) if got.dtype != torch.bool else got,
+                       want.view(torch.uint8)), f"{what}: first differences " \
+        f"{(got.float() - want.float()).abs().argmax()}"
+
+
+def collectives_body(uid, rank, n):
+    import dmaccl
+
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
+    assert comm.executor == "cuda"
+    for count in (4096, 1 << 21):  # 8-16 KB (staged) and 4-8 MB (direct)
+        for dtype in (torch.float32, torch.bfloat16):
+            xs = inputs(count % 97, n, count, dtype)
+            mine = xs[rank].to(dev)
+            for avg in (False, True):
+                out = comm.all_reduce(mine, poisoned(count, dtype, dev),
+                                      op=dmaccl.ReduceOp.AVG if avg else dmaccl.ReduceOp.SUM)
+                same(out, rank_sum(xs, avg), f"all_reduce {count} {dtype} avg={avg}")
+            blk = count // n
+            rs = comm.reduce_scatter(poisoned(blk, dtype, dev), mine[:blk * n])
+            same(rs, rank_sum([x[:blk * n] for x in xs])[rank * blk:(rank + 1) * blk],
+                 f"reduce_scatter {count} {dtype}")
+            ag = comm.all_gather(poisoned(count * n, dtype, dev), mine)
+            same(ag, torch.cat(xs), f"all_gather {count} {dtype}")
+            t = mine.clone()
+            comm.broadcast(t, n - 1)
+            same(t, xs[n - 1], "broadcast")
+        # V forms, rows of 8: rank i has i+1 rows
+        sizes = [i + 1 for i in range(n)]
+        rows = [x[:8 * s].view(s, 8) for x, s in zip(inputs(5, n, 8 * n, torch.float32), sizes)]
+        gv = comm.all_gatherv(poisoned(8 * sum(sizes), torch.float32, dev).view(-1, 8),
+                              rows[rank].to(dev), sizes)
+        same(gv, torch.cat(rows), "all_gatherv")
+        full = [x.view(-1, 8) for x in inputs(6, n, 8 * sum(sizes), torch.float32)]
+        rv = comm.reduce_scatterv(poisoned(8 * sizes[rank], torch.float32, dev).view(-1, 8),
+                                  full[rank].to(dev), sizes)
+        off = sum(sizes[:rank])
+        same(rv, rank_sum(full)[off:off + sizes[rank]], "reduce_scatterv")
+        ins = [(rank + d) % 3 + 1 for d in range(n)]
+        xs = [x.view(-1, 4) for x in inputs(7, n, 4 * 3 * n, torch.float32)]
+        outs = [(s + rank) % 3 + 1 for s in range(n)]
+        got = comm.all_to_all_single(poisoned(4 * sum(outs), torch.float32, dev).view(-1, 4),
+                                     xs[rank][:sum(ins)].to(dev), outs, ins)
+        want = []
+        for s in range(n):
+            sins = [(s + d) % 3 + 1 for d in range(n)]
+            o = sum(sins[:rank])
+            want.append(xs[s][o:o + sins[rank]])
+        same(got, torch.cat(want), "all_to_all_single with splits")
+    torch.cuda.synchronize()
+    comm.destroy()
+
+
+def test_collectives_one_process_per_rank():
+    run_ranks(collectives_body, 2)
+
+
+def graph_body(uid, rank, n):
+    import dmaccl
+
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
+    count = 8192
+    static_in = torch.zeros(count, dtype=torch.bfloat16, device=dev)
+    static_sum = torch.empty_like(static_in)
+    static_all = torch.empty(count * n, dtype=torch.bfloat16, device=dev)
+    s = torch.cuda.Stream(dev)
+    s.wait_stream(torch.cuda.current_stream(dev))
+    with torch.cuda.stream(s):  # warm up outside the capture, as vLLM does
+        comm.all_reduce(static_in, static_sum)
+    torch.cuda.current_stream(dev).wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        comm.all_reduce(static_in, static_sum)
+        comm.all_gather(static_all, static_sum)
+    for step in range(4):
+        xs = inputs(20 + step, n, count, torch.bfloat16)
+        static_in.copy_(xs[rank])
+        static_sum.fill_(float("nan"))
+        static_all.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        want = rank_sum(xs)
+        same(static_sum, want, f"graph replay {step}: all_reduce")
+        same(static_all, torch.cat([want] * n), f"graph replay {step}: all_gather")
+    del g
+    comm.destroy()
+
+
+def test_cuda_graph_capture_and_replay():
+    run_ranks(graph_body, 2)
+
+
+def backend_body(uid, rank, n, port):
+    import torch.distributed as dist
+
+    import dmaccl.torch_backend  # noqa: F401
+
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("cpu:gloo,cuda:dmaccl", rank=rank, world_size=n)
+    xs = inputs(30, n, 1000 * n, torch.float32)
+    x = xs[rank].to(dev)
+    dist.all_reduce(x)
+    same(x, rank_sum(xs), "dist.all_reduce")
+    out = poisoned(1000 * n * n, torch.float32, dev)
+    dist.all_gather_into_tensor(out, xs[rank].to(dev))
+    same(out, torch.cat(xs), "dist.all_gather_into_tensor")
+    rs = poisoned(1000, torch.float32, dev)
+    dist.reduce_scatter_tensor(rs, xs[rank].to(dev))
+    same(rs, rank_sum(xs)[1000 * rank:1000 * (rank + 1)], "dist.reduce_scatter_tensor")
+    a = poisoned(1000 * n, torch.float32, dev)
+    w = dist.all_to_all_single(a, xs[rank].to(dev), async_op=True)
+    w.wait()
+    same(a, torch.cat([xs[s][1000 * rank:1000 * (rank + 1)] for s in range(n)]),
+         "dist.all_to_all_single")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def test_torch_backend_cuda():
+    pytest.importorskip("dmaccl.torch_backend", reason="this torch cannot host a Python backend",
+                    exc_type=ImportError)
+    run_ranks(backend_body, 2, free_port())
+
+
+def test_init_all_one_process():
+    import dmaccl
+
+    n = 2
+    devs = [r % GPUS for r in range(n)]
+    comms = dmaccl.Communicator.init_all(devs)
+    xs = inputs(40, n, 1 << 16, torch.bfloat16)
+    ins = [xs[r].to(f"cuda:{devs[r]}") for r in range(n)]
+    outs = [poisoned(1 << 16, torch.bfloat16, f"cuda:{devs[r]}") for r in range(n)]
+    streams = [torch.cuda.current_stream(d) for d in devs]
+    with dmaccl.group():
+        for r in range(n):
+            comms[r].all_reduce(ins[r], outs[r], stream=streams[r])
+    for r in range(n):
+        torch.cuda.synchronize(devs[r])
+        same(outs[r], rank_sum(xs), f"init_all rank {r}")
+    for c in comms:
+        c.destroy()

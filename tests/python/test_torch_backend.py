@@ -1,0 +1,162 @@
+"""The torch.distributed backend "dmaccl" on CPU tensors (host executor),
+checked against gloo in the same processes, and the Communicator built from
+a gloo process group, as vLLM builds its communicator."""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+
+pytest.importorskip("dmaccl.torch_backend", reason="this torch cannot host a Python backend",
+                    exc_type=ImportError)
+
+from ranks import free_port, run_ranks  # noqa: E402
+
+
+def backend_body(uid, rank, n, port):
+    import dmaccl
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("dmaccl", rank=rank, world_size=n)
+    gloo = dist.new_group(backend="gloo")
+    gen = torch.Generator().manual_seed(100 + rank)
+
+    def rand(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=gen).mul_(4).to(dtype)
+
+    def poisoned(*shape, dtype=torch.float32):
+        return torch.full(shape, float("nan")).to(dtype) if dtype.is_floating_point \
+            else torch.full(shape, -77, dtype=dtype)
+
+    def same(a, b, what):
+        assert torch.equal(a, b), f"{what}: {a} != {b}"
+
+    for dtype in (torch.float32, torch.float64, torch.int64):
+        for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+            x = rand(257, dtype=dtype) if dtype.is_floating_point else \
+                torch.randint(-1000, 1000, (257,), generator=gen, dtype=dtype)
+            y = x.clone()
+            dist.all_reduce(x, op=op)
+            dist.all_reduce(y, op=op, group=gloo)
+            if dtype.is_floating_point and op in (dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT) \
+                    and n > 2:
+                # gloo's order of operations is its own: compare within rounding
+                torch.testing.assert_close(x, y)
+            else:
+                same(x, y, f"all_reduce {dtype} {op}")
+    # bf16 Avg: float accumulation in rank order, one rounding (include/dmaccl.h)
+    xs = [torch.randn(300, generator=torch.Generator().manual_seed(100 + r)).mul_(4)
+          .to(torch.bfloat16) for r in range(n)]
+    acc = xs[0].float()
+    for v in xs[1:]:
+        acc = acc + v.float()
+    mine = xs[rank].clone()
+    dist.all_reduce(mine, op=dist.ReduceOp.AVG)
+    same(mine, (acc / n).to(torch.bfloat16), "all_reduce bf16 avg")
+
+    x = rand(96)
+    out, ref = poisoned(96 * n), poisoned(96 * n)
+    dist.all_gather_into_tensor(out, x)
+    dist.all_gather_into_tensor(ref, x, group=gloo)
+    same(out, ref, "all_gather_into_tensor")
+    outs = [poisoned(5, 3) for _ in range(n)]
+    refs = [poisoned(5, 3) for _ in range(n)]
+    x = rand(5, 3)
+    dist.all_gather(outs, x)
+    dist.all_gather(refs, x, group=gloo)
+    for a, b in zip(outs, refs):
+        same(a, b, "all_gather")
+    # reduce_scatter: gloo has none; the reference is all_reduce then a slice
+    inp = torch.randint(-50, 50, (8 * n,), generator=gen, dtype=torch.int32)
+    full = inp.clone()
+    dist.all_reduce(full, group=gloo)
+    got = poisoned(8, dtype=torch.int32)
+    dist.reduce_scatter_tensor(got, inp)
+    same(got, full[8 * rank:8 * (rank + 1)], "reduce_scatter_tensor")
+    got_list = poisoned(8, dtype=torch.int32)
+    dist.reduce_scatter(got_list, list(inp.chunk(n)))
+    same(got_list, full[8 * rank:8 * (rank + 1)], "reduce_scatter")
+    # all_to_all_single, equal and with splits; all_to_all
+    x = rand(4 * n)
+    a, b = poisoned(4 * n), poisoned(4 * n)
+    dist.all_to_all_single(a, x)
+    dist.all_to_all_single(b, x, group=gloo)
+    same(a, b, "all_to_all_single")
+    ins = [(rank + d) % 3 + 1 for d in range(n)]
+    outs_sp = [(s + rank) % 3 + 1 for s in range(n)]
+    x = rand(sum(ins), 2)
+    a, b = poisoned(sum(outs_sp), 2), poisoned(sum(outs_sp), 2)
+    dist.all_to_all_single(a, x, outs_sp, ins)
+    dist.all_to_all_single(b, x, outs_sp, ins, group=gloo)
+    same(a, b, "all_to_all_single with splits")
+    xin = [rand(3) for _ in range(n)]
+    aout = [poisoned(3) for _ in range(n)]
+    bout = [poisoned(3) for _ in range(n)]
+    dist.all_to_all(aout, xin)
+    dist.all_to_all(bout, xin, group=gloo)
+    for p, q in zip(aout, bout):
+        same(p, q, "all_to_all")
+    # rooted
+    for root in range(n):
+        t = rand(33)
+        u = t.clone()
+        dist.broadcast(t, root)
+        dist.broadcast(u, root, group=gloo)
+        same(t, u, "broadcast")
+        t = rand(33)
+        u = t.clone()
+        dist.reduce(t, root)
+        dist.reduce(u, root, group=gloo)
+        if rank == root:
+            torch.testing.assert_close(t, u)
+        g = [poisoned(4) for _ in range(n)] if rank == root else None
+        h = [poisoned(4) for _ in range(n)] if rank == root else None
+        x = rand(4)
+        dist.gather(x, g, root)
+        dist.gather(x, h, root, group=gloo)
+        if rank == root:
+            for p, q in zip(g, h):
+                same(p, q, "gather")
+        sl = [rand(4) for _ in range(n)] if rank == root else None
+        a, b = poisoned(4), poisoned(4)
+        dist.scatter(a, sl, root)
+        dist.scatter(b, sl, root, group=gloo)
+        same(a, b, "scatter")
+    # async work, coalescing, barrier
+    x = rand(10)
+    y = x.clone()
+    w = dist.all_reduce(x, async_op=True)
+    w.wait()
+    dist.all_reduce(y, group=gloo)
+    torch.testing.assert_close(x, y)
+    p, q = rand(6), rand(7)
+    p2, q2 = p.clone(), q.clone()
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(p)
+        dist.all_reduce(q)
+    cm.wait()
+    dist.all_reduce(p2, group=gloo)
+    dist.all_reduce(q2, group=gloo)
+    torch.testing.assert_close(p, p2)
+    torch.testing.assert_close(q, q2)
+    dist.barrier()
+    with pytest.raises(RuntimeError, match="Send/Recv"):
+        dist.send(torch.ones(1), (rank + 1) % n)
+
+    # vLLM's way: a Communicator over a gloo group (rank 0's id broadcast on it)
+    comm = dmaccl.Communicator(group=gloo, executor="host")
+    x = rand(50)
+    y = comm.all_reduce(x)
+    z = x.clone()
+    dist.all_reduce(z, group=gloo)
+    torch.testing.assert_close(y, z)
+    comm.destroy()
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_backend_against_gloo(n):
+    run_ranks(backend_body, n, free_port())
