@@ -1,0 +1,66 @@
+"""Puts dmaccl under vLLM's (or SGLang's) communicator. UNTESTED: vLLM and
+SGLang are not installed on our machines (docs/python.md).
+
+vLLM builds `PyNcclCommunicator(group=cpu_group, device=device)` in every
+worker and calls all_reduce / all_gather / reduce_scatter / all_gatherv /
+reduce_scatterv / broadcast on it, also while capturing CUDA graphs.
+dmaccl.Communicator takes the same arguments and has the same methods, so
+the swap is a replacement of the class before the workers build it:
+
+  * as a vLLM general plugin (loaded in every process): install a package
+    whose pyproject.toml has
+        [project.entry-points."vllm.general_plugins"]
+        dmaccl = "dmaccl_vllm:register"
+  * or, in a script that builds the engine in-process, call register() first.
+
+Point-to-point (send/recv: pipeline parallelism) is not in dmaccl yet: the
+adapter keeps NCCL for it.
+"""
+
+import importlib
+
+import dmaccl
+
+_TARGETS = [
+    # module that defines or imports the class, attribute name
+    ("vllm.distributed.device_communicators.pynccl", "PyNcclCommunicator"),
+    ("vllm.distributed.device_communicators.cuda_communicator", "PyNcclCommunicator"),
+    ("sglang.srt.distributed.device_communicators.pynccl", "PyNcclCommunicator"),
+    ("sglang.srt.distributed.parallel_state", "PyNcclCommunicator"),
+]
+
+
+def _make_adapter(nccl_class):
+    class DmacclCommunicator(dmaccl.Communicator):
+        """dmaccl for the collectives, NCCL kept for send/recv."""
+
+        def __init__(self, group, device, library_path=None, **kwargs):
+            super().__init__(group=group, device=device)
+            # made now, by every rank (NCCL's init is collective)
+            self._p2p = nccl_class(group, device, library_path)
+
+        def send(self, tensor, dst, stream=None):
+            return self._p2p.send(tensor, dst, stream)
+
+        def recv(self, tensor, src, stream=None):
+            return self._p2p.recv(tensor, src, stream)
+
+    return DmacclCommunicator
+
+
+def register():
+    """Replaces PyNcclCommunicator wherever vLLM or SGLang is importable."""
+    replaced = []
+    for mod_name, attr in _TARGETS:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            continue
+        original = getattr(mod, attr, None)
+        if original is None or getattr(original, "_dmaccl", False):
+            continue
+        adapter = _make_adapter(original)
+        adapter._dmaccl = True
+        setattr(mod, attr, adapter)
+        replaced.append(f"{mod_name}.{attr}")
+    return replaced
