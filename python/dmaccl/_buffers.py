@@ -48,16 +48,19 @@ def describe(obj, name, writable=False):
     b.obj, b.name = obj, name
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
-        if obj.device.type not in ("cuda", "cpu"):
+        # (the cheapest accessors: this runs twice per call, and device.type
+        # alone costs more than all the rest)
+        cuda = obj.is_cuda
+        if not (cuda or obj.is_cpu):
             raise ValueError(f"{name} is on {obj.device}; dmaccl takes CUDA or CPU tensors")
         if not obj.is_contiguous():
             raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
         b.ptr = obj.data_ptr()
         b.numel = obj.numel()
         b.itemsize = obj.element_size()
-        b.type = torch_type(obj.dtype)
-        b.dtype = obj.dtype
-        b.device = obj.device.index if obj.device.type == "cuda" else -1
+        b.dtype = dtype = obj.dtype
+        b.type = _torch_map.get(dtype) if _torch_map is not None else torch_type(dtype)
+        b.device = obj.get_device() if cuda else -1
         b.rows = obj.shape[0] if obj.dim() else 1
     else:
         np = sys.modules.get("numpy")

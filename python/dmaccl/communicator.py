@@ -520,9 +520,7 @@ class Communicator:
                 raise ValueError("stream: the host executor takes no stream (pass None)")
             return None
         if stream is None:
-            import torch
-
-            return torch.cuda.current_stream(self.device).cuda_stream
+            return _current_stream(self.device.index)
         if isinstance(stream, int):
             return stream
         handle = getattr(stream, "cuda_stream", None)
@@ -605,6 +603,14 @@ class Communicator:
     def _host_release(self):
         if not _in_group():
             self._host_used = 0
+
+
+def _current_stream(index):
+    """torch's current stream on device `index`, as a handle."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own kernels use
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
 
 
 def _group_rank_size(group):
