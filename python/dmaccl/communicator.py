@@ -294,8 +294,7 @@ class Communicator:
         self._live(what)
         if out_tensor is None:
             out_tensor = _empty_like(in_tensor)
-        s, r = self._bufs(what, in_tensor=in_tensor, out_tensor=out_tensor)
-        t, k = B.common_type([s, r], True, what)
+        s, r, t, k = self._typed(what, True, in_tensor=in_tensor, out_tensor=out_tensor)
         _same_numel(what, r, s)
         o = _redop(op, what)
         self._issue("dmacclAllReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o), stream)
@@ -306,8 +305,8 @@ class Communicator:
             return None
         what = "all_gather"
         self._live(what)
-        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
-        t, k = B.common_type([s, r], False, what)
+        r, s, t, k = self._typed(what, False, output_tensor=output_tensor,
+                                 input_tensor=input_tensor)
         _numel_is(what, r, s.numel * self.world_size, f"world_size * input_tensor.numel()")
         self._issue("dmacclAllGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t), stream)
         return output_tensor
@@ -318,8 +317,8 @@ class Communicator:
             return None
         what = "all_gatherv"
         self._live(what)
-        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
-        t, k = B.common_type([s, r], False, what)
+        r, s, t, k = self._typed(what, False, output_tensor=output_tensor,
+                                 input_tensor=input_tensor)
         sizes = self._sizes(what, "sizes", sizes)
         row = _row(what, r, sum(sizes), "output_tensor", "sum(sizes)")
         _numel_is(what, s, sizes[self.rank] * row, f"sizes[{self.rank}] rows")
@@ -334,8 +333,8 @@ class Communicator:
             return None
         what = "reduce_scatter"
         self._live(what)
-        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
-        t, k = B.common_type([s, r], True, what)
+        r, s, t, k = self._typed(what, True, output_tensor=output_tensor,
+                                 input_tensor=input_tensor)
         _numel_is(what, s, r.numel * self.world_size, "world_size * output_tensor.numel()")
         o = _redop(op, what)
         self._issue("dmacclReduceScatter", s, r, lambda sp, rp: (sp, rp, r.numel, t, o), stream)
@@ -347,8 +346,8 @@ class Communicator:
             return None
         what = "reduce_scatterv"
         self._live(what)
-        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor)
-        t, k = B.common_type([s, r], True, what)
+        r, s, t, k = self._typed(what, True, output_tensor=output_tensor,
+                                 input_tensor=input_tensor)
         sizes = self._sizes(what, "sizes", sizes)
         row = _row(what, s, sum(sizes), "input_tensor", "sum(sizes)")
         _numel_is(what, r, sizes[self.rank] * row, f"sizes[{self.rank}] rows")
@@ -364,8 +363,7 @@ class Communicator:
             return None
         what = "broadcast"
         self._live(what)
-        (b,) = self._bufs(what, tensor=tensor)
-        t, k = B.common_type([b], False, what)
+        b, t, k = self._typed(what, False, tensor=tensor)
         self._root(what, "src", src)
         self._issue("dmacclBroadcast", b, b, lambda sp, rp: (sp, rp, b.numel * k, t, src), stream)
         return tensor
@@ -382,8 +380,7 @@ class Communicator:
             if self.rank == root:
                 raise ValueError(f"{what}: out_tensor is None on the root rank")
             out_tensor = in_tensor  # not written on a non-root rank
-        s, r = self._bufs(what, in_tensor=in_tensor, out_tensor=out_tensor)
-        t, k = B.common_type([s, r], True, what)
+        s, r, t, k = self._typed(what, True, in_tensor=in_tensor, out_tensor=out_tensor)
         _same_numel(what, r, s)
         o = _redop(op, what)
         self._issue("dmacclReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o, root), stream)
@@ -399,9 +396,9 @@ class Communicator:
         self._root(what, "root", root)
         if output_tensor is None and self.rank == root:
             raise ValueError(f"{what}: output_tensor is None on the root rank")
-        r, s = self._bufs(what, output_tensor=output_tensor if output_tensor is not None
-                          else input_tensor, input_tensor=input_tensor)
-        t, k = B.common_type([s, r], False, what)
+        r, s, t, k = self._typed(what, False, output_tensor=output_tensor
+                                 if output_tensor is not None else input_tensor,
+                                 input_tensor=input_tensor)
         if self.rank == root:
             _numel_is(what, r, s.numel * self.world_size, "world_size * input_tensor.numel()")
         self._issue("dmacclGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t, root), stream)
@@ -417,9 +414,9 @@ class Communicator:
         self._root(what, "root", root)
         if input_tensor is None and self.rank == root:
             raise ValueError(f"{what}: input_tensor is None on the root rank")
-        r, s = self._bufs(what, output_tensor=output_tensor, input_tensor=input_tensor
-                          if input_tensor is not None else output_tensor)
-        t, k = B.common_type([s, r], False, what)
+        r, s, t, k = self._typed(what, False, output_tensor=output_tensor,
+                                 input_tensor=input_tensor
+                                 if input_tensor is not None else output_tensor)
         if self.rank == root:
             _numel_is(what, s, r.numel * self.world_size, "world_size * output_tensor.numel()")
         self._issue("dmacclScatter", s, r, lambda sp, rp: (sp, rp, r.numel * k, t, root), stream)
@@ -433,8 +430,7 @@ class Communicator:
             return None
         what = "all_to_all_single"
         self._live(what)
-        r, s = self._bufs(what, output=output, input=input)
-        t, k = B.common_type([s, r], False, what)
+        r, s, t, k = self._typed(what, False, output=output, input=input)
         n = self.world_size
         if output_split_sizes is None and input_split_sizes is None:
             if s.numel % n:
@@ -477,10 +473,12 @@ class Communicator:
         if self._comm is None:
             raise ValueError(f"{what}: the communicator was destroyed")
 
-    def _bufs(self, what, **named):
+    def _typed(self, what, reduces, **named):
+        """The named tensors' Bufs (checked, in order), then the call's dmaccl
+        type and count scale (_buffers.common_type)."""
         bufs = [B.describe(obj, name) for name, obj in named.items()]
         self._check_device(bufs, what)
-        return bufs
+        return (*bufs, *B.common_type(bufs, reduces, what))
 
     def _check_device(self, bufs, what):
         for b in bufs:
