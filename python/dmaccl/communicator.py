@@ -134,6 +134,9 @@ def _cuda_device(device):
                         else torch.cuda.current_device())
 
 
+# The arguments a call writes (a read-only numpy array there is refused).
+_WRITTEN = frozenset(("out_tensor", "output_tensor", "output", "tensor"))
+
 # Host executor across processes: the library reaches only dmacclMemAlloc
 # memory (shared memory), so calls move data through one such buffer.
 _HOST_BUFFER_DEFAULT = 32 << 20
@@ -177,6 +180,13 @@ class Communicator:
             raise ValueError(f"rank {rank!r} is out of range for world_size {world_size}")
         self.rank, self.world_size = rank, world_size
         self.executor = _resolve_executor(executor)
+        if self.executor == "host":  # checked before anything is made (collective allocation)
+            if host_buffer_bytes is None:
+                host_buffer_bytes = int(os.environ.get("DMACCL_PY_HOST_BUFFER_BYTES",
+                                                       _HOST_BUFFER_DEFAULT))
+            if not isinstance(host_buffer_bytes, int) or host_buffer_bytes < 4096:
+                raise ValueError(f"host_buffer_bytes {host_buffer_bytes!r} must be an int of at "
+                                 "least 4096")
         if group is not None:
             unique_id = _broadcast_unique_id(group, rank)
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _lib.UNIQUE_ID_BYTES:
@@ -201,7 +211,12 @@ class Communicator:
         self._comm = comm
         self._mp = True
         if self.executor == "host":
-            self._alloc_host_buffer(host_buffer_bytes)
+            try:
+                self._alloc_host_buffer(host_buffer_bytes)
+            except BaseException:
+                self._comm = None  # a failed constructor leaves no communicator behind
+                lib().dmacclCommDestroy(comm)
+                raise
 
     @classmethod
     def init_all(cls, devices, executor=None, algorithm=None):
@@ -476,7 +491,7 @@ class Communicator:
     def _typed(self, what, reduces, **named):
         """The named tensors' Bufs (checked, in order), then the call's dmaccl
         type and count scale (_buffers.common_type)."""
-        bufs = [B.describe(obj, name) for name, obj in named.items()]
+        bufs = [B.describe(obj, name, writable=name in _WRITTEN) for name, obj in named.items()]
         self._check_device(bufs, what)
         return (*bufs, *B.common_type(bufs, reduces, what))
 
@@ -577,10 +592,6 @@ class Communicator:
             f()
 
     def _alloc_host_buffer(self, nbytes):
-        if nbytes is None:
-            nbytes = int(os.environ.get("DMACCL_PY_HOST_BUFFER_BYTES", _HOST_BUFFER_DEFAULT))
-        if nbytes < 4096:
-            raise ValueError(f"host_buffer_bytes {nbytes} is too small (at least 4096)")
         ptr = ctypes.c_void_p()
         check(lib().dmacclMemAlloc(self._comm, nbytes, ctypes.byref(ptr)), self._comm)
         self._host_buf = (ptr, nbytes)

@@ -160,6 +160,8 @@ def errors_body(uid, rank, n):
          "root"),
         (lambda: comm.all_to_all_single(y, x, [1] * n, [2] * n), ValueError, "rows"),
         (lambda: comm.all_reduce(x, y, stream=5), ValueError, "stream"),
+        (lambda: comm.all_reduce(x, np.frombuffer(y.tobytes(), np.float32)), ValueError,
+         "read-only"),
         (lambda: comm.all_gather(np.empty(10 ** 7, np.float32), np.empty(10 ** 7 // n,
                                                                          np.float32)),
          ValueError, "host_buffer_bytes"),
@@ -229,6 +231,9 @@ def test_unique_id_is_checked():
     with pytest.raises(ValueError, match="rank"):
         dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=2, world_size=2,
                             executor="host")
+    with pytest.raises(ValueError, match="host_buffer_bytes"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
+                            executor="host", host_buffer_bytes=100)
     with pytest.raises(ValueError, match="executor"):
         dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
                             executor="tpu")
