@@ -416,6 +416,39 @@ dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
                                cudaStream_t stream);
 
 /*
+ * Send and Recv (NCCL's signatures): count elements from sendbuff to rank
+ * peer's recvbuff. The k-th dmacclSend from rank a to rank b is matched with
+ * the k-th dmacclRecv on b from a, with the same count and datatype (checked
+ * when the pair is launched: a mismatch copies nothing and
+ * dmacclCommSynchronize reports it). Sends and receives need not be called by
+ * the other ranks. Stream and buffer rules as dmacclAllGather; they can be
+ * captured into CUDA graphs. peer must be another rank (a Send/Recv to
+ * oneself is not supported yet).
+ *
+ * Inside a group, as in NCCL, a rank's sends and receives (to several peers,
+ * both ways) are issued together at dmacclGroupEnd, after the group's
+ * collectives. Outside a group a call may return only once the peer has made
+ * the matching call (always between threads of one process; between
+ * processes for messages above the staged sizes), so the sends and receives
+ * of an exchange belong in one group.
+ *
+ * The first Send/Recv between two ranks (either way) sets up their channels
+ * and cannot be captured into a CUDA graph (dmacclInvalidUsage): make one
+ * before capturing, as a warm-up.
+ *
+ * Each direction between two ranks gets a channel at its first use: a
+ * 2-rank set of its own (flags, lanes and staging slots on the CUDA
+ * executor; between processes a rendezvous of the two ranks and, for
+ * messages up to the staged sizes, 2 x DMACCL_STAGE_BYTES of device memory on
+ * each side). Channels are destroyed with comm; dmacclCommSynchronize,
+ * dmacclCommGetAsyncError and dmacclCommAbort cover them.
+ */
+dmacclResult_t dmacclSend(const void *sendbuff, size_t count, dmacclDataType_t datatype, int peer,
+                          dmacclComm_t comm, cudaStream_t stream);
+dmacclResult_t dmacclRecv(void *recvbuff, size_t count, dmacclDataType_t datatype, int peer,
+                          dmacclComm_t comm, cudaStream_t stream);
+
+/*
  * Persistent collectives, as MPI's: Init fixes the buffers, the count and the
  * type once and checks them; dmacclStart issues the collective on a stream,
  * with the stream semantics and ordering rules of the eager call (every rank

@@ -113,6 +113,7 @@ void coreFreeClique(coreClique *c) {
   }
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
+  pthread_mutex_destroy(&c->p2pLock);
   free(c->comms);
   free(c);
 }
@@ -146,6 +147,8 @@ void coreFreeComm(dmacclComm_t comm) {
   if (!comm) return;
   planScheduleFree(&comm->sched);
   pthread_mutex_destroy(&comm->memLock);
+  free(comm->p2p);
+  free(comm->p2pSeen);
   free(comm);
 }
 
@@ -167,7 +170,12 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
         return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i,
                          devlist[i]);
   }
+  return coreMakeSet(comms, ndev, devlist, executor, &table, call);
+}
 
+dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
+                           dmacclExecutor_t executor, const planTable *table, const char *call) {
+  dmacclResult_t rc;
   coreClique *c = calloc(1, sizeof(*c));
   dmacclComm_t *made = calloc((size_t)ndev, sizeof(*made));
   if (!c || !made) goto nomem;
@@ -175,13 +183,14 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
   c->nranks = ndev;
   c->alive = ndev;
   c->nextLaunch = 1;
-  c->table = table;
+  c->table = *table;
   c->stageBytes = coreStageBytesParam();
   c->scratchBytes = coreScratchBytesParam();
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
+  pthread_mutex_init(&c->p2pLock, NULL);
   for (int s = 0; s < CORE_BOARD_DEPTH; s++)
     if (!(c->slots[s].ops = calloc((size_t)ndev, sizeof(coreOp)))) goto nomem;
   for (int i = 0; i < ndev; i++) {
@@ -221,6 +230,11 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
   dmacclResult_t rc = coreEnter(comm, call);
   if (rc != dmacclSuccess) return rc;
   uint64_t posted = comm->posted;
+  /* The Send/Recv channels' work too (their error is reported after this
+   * communicator's own work is done). */
+  char p2pWhy[sizeof(comm->lastError)];
+  dmacclResult_t p2pRc = coreP2pSync(comm, call);
+  if (p2pRc != dmacclSuccess) memcpy(p2pWhy, comm->lastError, sizeof(p2pWhy));
   rc = coreWaitLaunched(comm, posted);
   if (rc == dmacclSuccess) rc = comm->exec->sync(comm, posted);
   /* Ranks as processes: a staged operation is compared with the peers'
@@ -230,6 +244,7 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
     rc = coreTakeErrors(comm);
     if (rc != dmacclSuccess) coreError(comm, rc, "%s: %s", call, comm->lastError);
   }
+  if (rc == dmacclSuccess && p2pRc != dmacclSuccess) rc = coreError(comm, p2pRc, "%s", p2pWhy);
   coreLeave(comm);
   return rc;
 }
@@ -239,8 +254,9 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
  * comm leaves the registry first, so later calls with it fail cleanly, and
  * it is freed only once the calls inside the library have returned (an
  * abort makes them return). */
-static void teardown(dmacclComm_t comm, int abort) {
+void coreTeardown(dmacclComm_t comm, int abort) {
   coreClique *c = comm->clique;
+  coreP2pTeardown(comm, abort);
   if (!abort) {
     if (coreWaitLaunched(comm, comm->posted) == dmacclSuccess) comm->exec->sync(comm, comm->posted);
     /* A broken communicator cannot drain: release its waits instead. */
@@ -278,7 +294,7 @@ static dmacclResult_t destroyOrAbort(dmacclComm_t comm, int abort) {
     return coreError(NULL, dmacclInvalidArgument,
                      "%s: comm %p is not a live communicator (destroyed, or never created)", call,
                      (void *)comm);
-  teardown(comm, abort);
+  coreTeardown(comm, abort);
   return dmacclSuccess;
 }
 

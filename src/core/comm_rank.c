@@ -48,7 +48,6 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
 dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
                                   const dmacclConfig_t *config) {
   const char *call = "dmacclCommInitRank";
-  char err[512];
   if (!out) return coreError(NULL, dmacclInvalidArgument, "%s: comm is NULL", call);
   if (nranks < 1 || nranks > CORE_MAX_RANKS)
     return coreError(NULL, dmacclInvalidArgument, "%s: nranks %d is not in 1..%d", call, nranks,
@@ -60,12 +59,19 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   planTable table;
   dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
+  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, call);
+}
+
+dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
+                                dmacclExecutor_t executor, const planTable *table, int device,
+                                const char *call) {
+  char err[512];
+  dmacclResult_t rc;
   const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
   rankInfo mine;
   memset(&mine, 0, sizeof(mine));
   mine.pid = (int32_t)getpid();
   mine.executor = (int32_t)executor;
-  int device = -1;
   if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
   mine.device = device;
   mine.stageBytes = coreStageBytesParam();
@@ -84,16 +90,17 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   c->nranks = nranks;
   c->alive = 1;
   c->nextLaunch = 1;
-  c->table = table;
+  c->table = *table;
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
+  pthread_mutex_init(&c->p2pLock, NULL);
   if (!(c->comms = calloc((size_t)nranks, sizeof(*c->comms))) ||
       !(c->pids = calloc((size_t)nranks, sizeof(int)))) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto fail;
   }
-  rc = bootInit(&id, nranks, rank, timeout, &c->boot, err, sizeof(err));
+  rc = bootInit(id, nranks, rank, timeout, &c->boot, err, sizeof(err));
   if (rc != dmacclSuccess) {
     rc = coreError(NULL, rc, "%s (rank %d of %d): %s", call, rank, nranks, err);
     goto fail;
@@ -114,8 +121,9 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   c->boardVecOffset =
       (sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t) + 63) /
       64 * 64;
-  c->boardRankBytes = c->boardVecOffset + (size_t)CORE_BOARD_DEPTH * PLAN_VEC_ARRAYS *
-                                              (size_t)nranks * sizeof(uint64_t);
+  c->boardMailOffset = c->boardVecOffset + (size_t)CORE_BOARD_DEPTH * PLAN_VEC_ARRAYS *
+                                               (size_t)nranks * sizeof(uint64_t);
+  c->boardRankBytes = c->boardMailOffset + (size_t)nranks * sizeof(coreBoardMail);
   rc = coreShmCreate(c->boot, nranks, c->boardRankBytes, &c->board, err, sizeof(err));
   if (rc != dmacclSuccess) {
     rc = coreError(NULL, rc, "%s (rank %d): shared board: %s", call, rank, err);

@@ -53,6 +53,10 @@ typedef struct coreOp {
   planAlgo algo;
   uint64_t stageIndex; /* staged algorithms: index among staged operations, else 0 */
   int refsReady;       /* sendRef and recvRef were exported already (persistent requests) */
+  /* Send/Recv (p2p.c): 1 dmacclSend, 2 dmacclRecv, to or from rank peer. Until
+   * it is bound to its channel (coreP2pBind), comm is the parent and root
+   * the sender's rank; then comm is the channel's end and root 0. */
+  int p2p, peer;
 } coreOp;
 
 /* Entries of an op's vec (0 for the forms without arrays). */
@@ -143,6 +147,7 @@ typedef struct coreClique {
   size_t boardRankBytes;
   size_t boardVecOffset; /* where coreBoardVec starts in a rank's part */
   int *pids;
+  size_t boardMailOffset; /* where the Send/Recv channel mailboxes start (coreBoardMail) */
   coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
   pthread_t progress;
   int progressStarted, progressStop;
@@ -152,10 +157,21 @@ typedef struct coreClique {
   uint64_t checked;    /* highest sequence number compared with every peer's call */
   double pendingSince; /* when the oldest incomplete operation was first seen pending */
   double deadSince;    /* when a peer was first seen dead with work pending */
+  pthread_mutex_t p2pLock; /* making Send/Recv channels (p2p.c) */
 } coreClique;
 
 static inline coreSharedRank *coreBoardRank(coreClique *c, int r) {
   return (coreSharedRank *)(c->board.base + (size_t)r * c->board.stride);
+}
+/* Rank s's mailbox for rank d > s: the unique ids of the two channels
+ * between them (id[0]: s -> d, id[1]: d -> s), published with gen (the
+ * attempt number) last. */
+typedef struct {
+  _Atomic uint64_t gen;
+  dmacclUniqueId id[2];
+} coreBoardMail;
+static inline coreBoardMail *coreBoardMailOf(coreClique *c, int s, int d) {
+  return (coreBoardMail *)((char *)coreBoardRank(c, s) + c->boardMailOffset) + d;
 }
 /* Rank r's V-form arrays of board slot `slot`: PLAN_VEC_ARRAYS*nranks entries. */
 static inline uint64_t *coreBoardVec(coreClique *c, int r, int slot) {
@@ -183,6 +199,16 @@ struct dmacclComm {
   pthread_mutex_t memLock;
   coreMem *mems;     /* dmacclMemAlloc allocations */
   uint64_t memCount; /* dmacclMemAlloc calls so far */
+  /* Send/Recv (p2p.c). A communicator's channels, made at first use and
+   * destroyed with it: p2p[d] carries this rank's sends to rank d, p2p[n + s]
+   * its receives from rank s; NULL until used (the array too). */
+  dmacclComm_t *p2p;
+  uint64_t *p2pSeen; /* ranks as processes: the last mailbox gen taken from each lower rank */
+  /* A channel is a 2-rank communicator: rank 0 sends, rank 1 receives. It
+   * serves `parent`, whose ranks parentRank[0] and [1] its ranks are; memory
+   * and buffer descriptors are resolved through the parent (mem.c). */
+  dmacclComm_t parent;
+  int parentRank[2];
 };
 
 /* Errors (errors.c). coreError records a sentence on comm (may be NULL) and on
@@ -231,6 +257,32 @@ dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, i
 dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
                               int nranks, char *note, size_t notelen);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
+/* The set of one process behind dmacclCommInitAll, with a given executor and
+ * selection table (p2p.c makes its channels with it). */
+dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
+                           dmacclExecutor_t executor, const planTable *table, const char *call);
+/* dmacclCommInitRank's body: device -1 is the calling thread's current one. */
+dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
+                                dmacclExecutor_t executor, const planTable *table, int device,
+                                const char *call);
+/* Destroy (abort 0) or abort a communicator that has left the registry (comm.c). */
+void coreTeardown(dmacclComm_t comm, int abort);
+
+/* Send/Recv channels of a communicator (p2p.c). */
+/* Waits for the channels' work; returns their first error (sentence on comm). */
+dmacclResult_t coreP2pSync(dmacclComm_t comm, const char *call);
+/* Their pending asynchronous error, if any (not cleared). */
+dmacclResult_t coreP2pAsyncError(dmacclComm_t comm);
+/* Destroys or aborts them (before comm itself). */
+void coreP2pTeardown(dmacclComm_t comm, int abort);
+/* Group order of a call: 0 for a collective, else 1 + its channel's key (the
+ * pair of ranks, then the direction), so that every rank makes the channels
+ * and posts a group's Send/Recv calls in one order (docs/architecture.md). */
+uint64_t coreP2pOrderKey(const coreOp *op);
+/* Makes op (a Send/Recv checked on its parent) an operation of its channel,
+ * making the channel if needed; on success the channel's end is entered
+ * (coreEnter) and the parent left. */
+dmacclResult_t coreP2pBind(coreOp *op);
 void coreFreeComm(dmacclComm_t comm);
 void coreFreeClique(coreClique *c);
 

@@ -33,7 +33,8 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
   if (!asyncError)
     return coreError(comm, dmacclInvalidArgument, "dmacclCommGetAsyncError: asyncError is NULL");
   dmacclResult_t e = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
-  *asyncError = e != dmacclSuccess ? e : __atomic_load_n(&comm->opError, __ATOMIC_ACQUIRE);
+  if (e == dmacclSuccess) e = __atomic_load_n(&comm->opError, __ATOMIC_ACQUIRE);
+  *asyncError = e != dmacclSuccess ? e : coreP2pAsyncError(comm);
   return dmacclSuccess;
 }
 

@@ -64,25 +64,33 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
-  /* Order: by position among the same communicator's calls, then call order. */
-  int *rankIdx = calloc((size_t)nops + 1, sizeof(int));
-  if (!rankIdx) {
+  /* Order: collectives first, by position among the same communicator's
+   * calls, then call order (one thread may post for every rank of a set
+   * without waiting on itself); then Send/Recv, by channel, position and
+   * call order, so that every rank posts them in one order (p2p.c). */
+  uint64_t *key = calloc(2 * (size_t)nops + 1, sizeof(uint64_t));
+  if (!key) {
     dropAll(); /* the group is dropped, not left for the next one */
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
-  for (int i = 0; i < nops; i++)
+  uint64_t *rankIdx = key + nops;
+  for (int i = 0; i < nops; i++) {
+    key[i] = coreP2pOrderKey(&ops[i]);
     for (int j = 0; j < i; j++)
       if (ops[j].comm == ops[i].comm) rankIdx[i]++;
+  }
   for (int i = 1; i < nops; i++)
-    for (int j = i; j > 0 && rankIdx[j] < rankIdx[j - 1]; j--) {
+    for (int j = i; j > 0 && (key[j] < key[j - 1] ||
+                              (key[j] == key[j - 1] && rankIdx[j] < rankIdx[j - 1]));
+         j--) {
       coreOp t = ops[j];
       ops[j] = ops[j - 1];
       ops[j - 1] = t;
-      int ti = rankIdx[j];
-      rankIdx[j] = rankIdx[j - 1];
-      rankIdx[j - 1] = ti;
+      uint64_t tk = key[j], ti = rankIdx[j];
+      key[j] = key[j - 1], rankIdx[j] = rankIdx[j - 1];
+      key[j - 1] = tk, rankIdx[j - 1] = ti;
     }
-  free(rankIdx);
+  free(key);
   dmacclResult_t first = dmacclSuccess;
   int *posted = calloc((size_t)nops + 1, sizeof(int));
   if (!posted) {
@@ -93,6 +101,9 @@ dmacclResult_t dmacclGroupEnd(void) {
    * fails that call; the others go on. */
   for (int i = 0; i < nops; i++) {
     dmacclResult_t rc = coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)");
+    /* A Send/Recv joins its channel now (made in channel order). */
+    if (rc == dmacclSuccess && ops[i].p2p && (rc = coreP2pBind(&ops[i])) != dmacclSuccess)
+      coreLeave(ops[i].comm);
     if (rc == dmacclSuccess) {
       rc = corePostNoAttach(&ops[i]);
       posted[i] = rc == dmacclSuccess ? 1 : -1; /* -1: entered, not posted */
@@ -112,7 +123,8 @@ dmacclResult_t dmacclGroupEnd(void) {
 }
 
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call) {
-  if (comm->nranks == 1) return dmacclSuccess;
+  /* A set of processes has one rank here: nothing to confuse. */
+  if (comm->nranks == 1 || comm->clique->mp) return dmacclSuccess;
   for (int i = 0; i < nsolo && i < SOLO_SLOTS; i++) {
     if (solo[i].clique != comm->clique->id) continue;
     if (solo[i].rank == comm->rank) return dmacclSuccess;

@@ -11,8 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-dmacclResult_t coreMemCheckRange(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
-                                 const char *arg) {
+/* A Send/Recv channel reaches memory through its parent communicator: the
+ * user's allocations and IPC mappings are the parent's. */
+static dmacclComm_t owner(dmacclComm_t comm) {
+  return comm->parent ? comm->parent : comm;
+}
+static int ownerRank(dmacclComm_t comm, int rank) {
+  return comm->parent ? comm->parentRank[rank] : rank;
+}
+
+dmacclResult_t coreMemCheckRange(dmacclComm_t user, const void *ptr, size_t bytes,
+                                 const char *call, const char *arg) {
+  dmacclComm_t comm = owner(user);
   uintptr_t p = (uintptr_t)ptr;
   dmacclResult_t rc = dmacclSuccess;
   pthread_mutex_lock(&comm->memLock);
@@ -30,7 +40,8 @@ dmacclResult_t coreMemCheckRange(dmacclComm_t comm, const void *ptr, size_t byte
   return rc;
 }
 
-coreMem *coreMemFind(dmacclComm_t comm, const void *ptr, size_t bytes) {
+coreMem *coreMemFind(dmacclComm_t user, const void *ptr, size_t bytes) {
+  dmacclComm_t comm = owner(user);
   uintptr_t p = (uintptr_t)ptr;
   coreMem *found = NULL;
   pthread_mutex_lock(&comm->memLock);
@@ -65,7 +76,7 @@ dmacclResult_t coreExportBuf(dmacclComm_t comm, const void *ptr, size_t bytes, c
     ref->off = (uint64_t)((const char *)ptr - m->mine);
     return dmacclSuccess;
   }
-  return comm->exec->exportBuf(comm, ptr, bytes, ref, call, arg);
+  return owner(comm)->exec->exportBuf(owner(comm), ptr, bytes, ref, call, arg);
 }
 
 dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr) {
@@ -73,17 +84,21 @@ dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref,
     *addr = NULL;
     return dmacclSuccess;
   }
+  dmacclComm_t o = owner(comm);
+  int op = ownerRank(comm, peer), me = ownerRank(comm, comm->rank);
   if (ref->kind == CORE_REF_MEM) {
-    coreMem *m = findById(comm, ref->id);
+    coreMem *m = findById(o, ref->id);
     if (!m)
       return coreError(comm, dmacclInvalidUsage,
                        "rank %d used a buffer of dmacclMemAlloc call #%llu, which this rank (%d) "
                        "has already freed",
-                       peer, (unsigned long long)ref->id, comm->rank);
-    *addr = m->mine + ((ptrdiff_t)peer - comm->rank) * (ptrdiff_t)m->stride + ref->off;
+                       op, (unsigned long long)ref->id, me);
+    *addr = m->mine + ((ptrdiff_t)op - me) * (ptrdiff_t)m->stride + ref->off;
     return dmacclSuccess;
   }
-  return comm->exec->importBuf(comm, peer, ref, addr);
+  dmacclResult_t rc = o->exec->importBuf(o, op, ref, addr);
+  if (rc != dmacclSuccess && o != comm) coreError(comm, rc, "%s", o->lastError);
+  return rc;
 }
 
 static dmacclResult_t memAlloc(dmacclComm_t comm, size_t size, void **ptr) {

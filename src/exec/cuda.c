@@ -348,10 +348,12 @@ static dmacclResult_t cudaIdentify(int *device, char *name, size_t namelen) {
     return coreError(NULL, dmacclUnsupported,
                      "dmacclCommInitRank: driver entry point %s not available (%s)", drv.missing,
                      cudaGetErrorString(drv.status));
-  if ((e = cudaGetDevice(device)) != cudaSuccess ||
+  int current = *device < 0;
+  if ((current && (e = cudaGetDevice(device)) != cudaSuccess) ||
       (e = cudaDeviceGetPCIBusId(name, (int)namelen, *device)) != cudaSuccess)
     return cudaFail(NULL, "dmacclCommInitRank: cudaGetDevice/cudaDeviceGetPCIBusId", e);
-  return usableDevice(*device, "dmacclCommInitRank", "the calling thread's current device");
+  return usableDevice(*device, "dmacclCommInitRank",
+                      current ? "the calling thread's current device" : "the communicator's device");
 }
 
 static dmacclResult_t cudaInitRank(dmacclComm_t comm, char (*peerNames)[32]) {

@@ -87,8 +87,9 @@ typedef struct execOps {
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
 
   /* --- Ranks as processes --- */
-  /* The calling thread's device (-1 for none) and a host-wide name of it
-   * (PCI bus id) that rank 0 uses to find two ranks on one device. */
+  /* The device (in: -1 for the calling thread's current one, else that
+   * device; out: -1 for none) and a host-wide name of it (PCI bus id) that
+   * rank 0 uses to find two ranks on one device. */
   dmacclResult_t (*identify)(int *device, char *name, size_t namelen);
   /* Creates the state of comm, the local rank of a multi-process set, whose
    * bootstrap and board are up; peerNames[r] is rank r's identify name. */

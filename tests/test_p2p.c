@@ -1,0 +1,450 @@
+/*
+ * dmacclSend / dmacclRecv. Random data, poisoned receive buffers with guard
+ * bytes after them, every byte checked, on both kinds of set:
+ *  - one process driving every rank (dmacclCommInitAll): a ring and all pairs
+ *    in one group, several messages to one peer in order, a count mismatch
+ *    (reported, nothing written, the communicator still usable), argument
+ *    errors (nothing issued);
+ *  - ranks as processes (dmacclCommInitRank): a pipeline outside groups and a
+ *    two-way ring in groups, at staged and direct sizes; on GPUs also a ring
+ *    captured into a CUDA graph and replayed with fresh data.
+ * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
+ */
+#include "harness.h"
+#include "mp.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GUARD 64
+#define MAXN 4
+#define POISON 0xA5
+
+static int gpu; /* the CUDA executor */
+
+/* The bytes rank `from` sends to rank `to` in message k of a case. */
+static void payload(unsigned char *p, size_t bytes, uint64_t seed, int from, int to, int k) {
+  testFillRandom(p, bytes, seed * 1000003u + (uint64_t)from * 7919u + (uint64_t)to * 131u +
+                               (uint64_t)k);
+}
+
+/* Buffers: device memory of the rank's GPU, or host memory. */
+static void *bufAlloc(int dev, size_t bytes) {
+  void *p = NULL;
+  if (!gpu) return malloc(bytes);
+  if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) return NULL;
+  return p;
+}
+static void bufFree(void *p) {
+  if (gpu)
+    cudaFree(p);
+  else
+    free(p);
+}
+static int bufPut(void *dst, const void *src, size_t bytes) {
+  if (!gpu) return memcpy(dst, src, bytes), 0;
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+         cudaDeviceSynchronize() != cudaSuccess;
+}
+static int bufGet(void *dst, const void *src, size_t bytes) {
+  if (!gpu) return memcpy(dst, src, bytes), 0;
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+}
+
+/* ---------- one process, every rank ---------- */
+
+typedef struct {
+  int n, dev[MAXN];
+  dmacclComm_t comm[MAXN];
+  cudaStream_t st[MAXN];
+} spSet;
+
+static int spInit(spSet *s, int n) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  int ngpu = 1;
+  if (gpu) ASSERT_TRUE(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+  s->n = n;
+  for (int r = 0; r < n; r++) s->dev[r] = r % ngpu;
+  ASSERT_EQ_INT(dmacclCommInitAll(s->comm, n, gpu ? s->dev : NULL, &cfg), dmacclSuccess);
+  for (int r = 0; r < n; r++) {
+    s->st[r] = NULL;
+    if (gpu) {
+      ASSERT_TRUE(cudaSetDevice(s->dev[r]) == cudaSuccess);
+      ASSERT_TRUE(cudaStreamCreateWithFlags(&s->st[r], cudaStreamNonBlocking) == cudaSuccess);
+    }
+  }
+  return 0;
+}
+
+static void spFini(spSet *s) {
+  for (int r = 0; r < s->n; r++) {
+    dmacclCommDestroy(s->comm[r]);
+    if (gpu) cudaStreamDestroy(s->st[r]);
+  }
+}
+
+static int spSync(spSet *s) {
+  int bad = 0;
+  for (int r = 0; r < s->n; r++) {
+    if (gpu && cudaStreamSynchronize(s->st[r]) != cudaSuccess) bad = 1;
+    if (dmacclCommSynchronize(s->comm[r]) != dmacclSuccess) {
+      fprintf(stderr, "rank %d: %s\n", r, dmacclCommGetLastError(s->comm[r]));
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+/* A message of one case: rank `from` sends count floats to rank `to`. */
+typedef struct {
+  int from, to;
+  size_t count;
+} msg;
+
+/* Issues msgs (in list order per rank, all in one group), then checks every
+ * receive buffer byte by byte (guards included) and that inputs are unchanged. */
+static int spRun(spSet *s, const msg *m, int k, uint64_t seed) {
+  unsigned char *sbuf[16], *rbuf[16], *host[16], *want[16];
+  size_t bytes[16];
+  ASSERT_TRUE(k <= 16);
+  for (int i = 0; i < k; i++) {
+    bytes[i] = m[i].count * sizeof(float);
+    host[i] = malloc(bytes[i] + GUARD);
+    want[i] = malloc(bytes[i] + GUARD);
+    payload(want[i], bytes[i], seed, m[i].from, m[i].to, i);
+    memset(want[i] + bytes[i], POISON, GUARD);
+    sbuf[i] = bufAlloc(s->dev[m[i].from], bytes[i] + GUARD);
+    rbuf[i] = bufAlloc(s->dev[m[i].to], bytes[i] + GUARD);
+    ASSERT_TRUE(host[i] && want[i] && sbuf[i] && rbuf[i]);
+    memset(host[i], POISON, bytes[i] + GUARD);
+    ASSERT_EQ_INT(bufPut(rbuf[i], host[i], bytes[i] + GUARD), 0);
+    ASSERT_EQ_INT(bufPut(sbuf[i], want[i], bytes[i] + GUARD), 0);
+  }
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int i = 0; i < k; i++) {
+    ASSERT_EQ_INT(dmacclSend(sbuf[i], m[i].count, dmacclFloat32, m[i].to, s->comm[m[i].from],
+                             s->st[m[i].from]),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to],
+                             s->st[m[i].to]),
+                  dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(spSync(s), 0);
+  int bad = 0;
+  for (int i = 0; i < k; i++) {
+    ASSERT_EQ_INT(bufGet(host[i], rbuf[i], bytes[i] + GUARD), 0);
+    long long d = testFirstDiff(host[i], want[i], bytes[i] + GUARD);
+    if (d >= 0) {
+      TEST_FAIL("message %d (rank %d -> %d, %zu floats): byte %lld is 0x%02x, expected 0x%02x", i,
+                m[i].from, m[i].to, m[i].count, d, host[i][d], want[i][d]);
+      bad = 1;
+    }
+    ASSERT_EQ_INT(bufGet(host[i], sbuf[i], bytes[i] + GUARD), 0);
+    if (testFirstDiff(host[i], want[i], bytes[i] + GUARD) >= 0) {
+      TEST_FAIL("message %d: the send buffer changed", i);
+      bad = 1;
+    }
+    bufFree(sbuf[i]), bufFree(rbuf[i]), free(host[i]), free(want[i]);
+  }
+  return bad;
+}
+
+static int testOneProcess(void) {
+  for (int n = 2; n <= MAXN; n++) {
+    spSet s;
+    if (spInit(&s, n)) return 1;
+    msg ring[MAXN], pairs[16];
+    for (int r = 0; r < n; r++) ring[r] = (msg){r, (r + 1) % n, 1000 + 37 * (size_t)r};
+    int k = 0;
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++)
+        if (a != b) pairs[k++] = (msg){a, b, (size_t)(1 + a * 977 + b * 31)};
+    /* Several messages one way in one group: matched in call order. */
+    msg order[] = {{0, 1, 5}, {0, 1, 70000}, {1, 0, 3}, {0, 1, 0}, {0, 1, 123457}};
+    /* Large enough for the direct algorithms (above the 8 MB staging slot). */
+    msg big[] = {{0, n - 1, (size_t)3 << 20}, {n - 1, 0, (size_t)5 << 19}};
+    int rc = spRun(&s, ring, n, 1) || spRun(&s, pairs, k, 2) || spRun(&s, order, 5, 3) ||
+             spRun(&s, big, 2, 4) || spRun(&s, ring, n, 5);
+    spFini(&s);
+    if (rc) {
+      TEST_FAIL("%d ranks", n);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Counts that disagree: nothing lands, Synchronize says so, and the next
+ * exchange works. */
+static int testMismatch(void) {
+  spSet s;
+  if (spInit(&s, 2)) return 1;
+  size_t bytes = 64 * sizeof(float);
+  unsigned char host[64 * sizeof(float)], want[64 * sizeof(float)];
+  void *sb = bufAlloc(s.dev[0], bytes), *rb = bufAlloc(s.dev[1], bytes);
+  ASSERT_TRUE(sb && rb);
+  payload(host, bytes, 9, 0, 1, 0);
+  ASSERT_EQ_INT(bufPut(sb, host, bytes), 0);
+  memset(want, POISON, bytes);
+  ASSERT_EQ_INT(bufPut(rb, want, bytes), 0);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclSend(sb, 10, dmacclFloat32, 1, s.comm[0], s.st[0]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclRecv(rb, 12, dmacclFloat32, 0, s.comm[1], s.st[1]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  if (gpu) ASSERT_TRUE(cudaStreamSynchronize(s.st[1]) == cudaSuccess);
+  ASSERT_EQ_INT(dmacclCommSynchronize(s.comm[1]), dmacclInvalidUsage);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[1]), "Send/Recv from rank 0 to rank 1");
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[1]), "nothing was copied");
+  ASSERT_EQ_INT(dmacclCommSynchronize(s.comm[0]), dmacclInvalidUsage);
+  ASSERT_EQ_INT(dmacclCommSynchronize(s.comm[1]), dmacclSuccess); /* reported once */
+  ASSERT_EQ_INT(bufGet(host, rb, bytes), 0);
+  ASSERT_TRUE(testFirstDiff(host, want, bytes) < 0);
+  bufFree(sb), bufFree(rb);
+  msg ok[] = {{0, 1, 4096}, {1, 0, 17}};
+  int rc = spRun(&s, ok, 2, 11);
+  spFini(&s);
+  return rc;
+}
+
+static int testArgs(void) {
+  spSet s;
+  if (spInit(&s, 2)) return 1;
+  void *b = bufAlloc(s.dev[0], 64);
+  ASSERT_TRUE(b);
+  ASSERT_EQ_INT(dmacclSend(b, 4, dmacclFloat32, 2, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: peer 2 is not a rank (0 to 1)");
+  ASSERT_EQ_INT(dmacclRecv(b, 4, dmacclFloat32, -1, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclRecv: peer -1");
+  ASSERT_EQ_INT(dmacclSend(b, 4, dmacclFloat32, 0, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "this rank itself");
+  ASSERT_EQ_INT(dmacclSend(b, 4, (dmacclDataType_t)99, 1, s.comm[0], s.st[0]),
+                dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: datatype 99");
+  ASSERT_EQ_INT(dmacclSend(NULL, 4, dmacclFloat32, 1, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: sendbuff is NULL");
+  ASSERT_EQ_INT(dmacclRecv(NULL, 4, dmacclFloat32, 1, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclRecv: recvbuff is NULL");
+  ASSERT_EQ_INT(dmacclSend(b, 4, dmacclFloat32, 1, NULL, s.st[0]), dmacclInvalidArgument);
+  if (!gpu) {
+    ASSERT_EQ_INT(dmacclSend(b, 4, dmacclFloat32, 1, s.comm[0], (cudaStream_t)0x10),
+                  dmacclInvalidArgument);
+    ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: stream");
+  }
+  bufFree(b);
+  /* Nothing was issued: a matched exchange works. */
+  msg ok[] = {{1, 0, 300}, {0, 1, 3}};
+  int rc = spRun(&s, ok, 2, 21);
+  spFini(&s);
+  return rc;
+}
+
+/* ---------- ranks as processes ---------- */
+
+typedef struct {
+  size_t count; /* floats per message */
+  int graph;    /* capture the ring into a CUDA graph and replay it */
+} mpArg;
+
+/* The whole span of one receive (count floats + guard), checked. */
+static int checkRecv(int rank, const unsigned char *dev, size_t bytes, uint64_t seed, int from,
+                     int k) {
+  unsigned char *got = malloc(bytes + GUARD), *want = malloc(bytes + GUARD);
+  RANK_CHECK(got && want);
+  payload(want, bytes, seed, from, rank, k);
+  memset(want + bytes, POISON, GUARD);
+  RANK_CHECK(bufGet(got, dev, bytes + GUARD) == 0);
+  long long d = testFirstDiff(got, want, bytes + GUARD);
+  if (d >= 0)
+    fprintf(stderr, "rank %d: message %d from rank %d (%zu bytes): byte %lld is 0x%02x, not 0x%02x\n",
+            rank, k, from, bytes, d, got[d], want[d]);
+  free(got), free(want);
+  return d >= 0;
+}
+
+static int prime(int rank, unsigned char *sb, unsigned char *rb, size_t bytes, uint64_t seed,
+                 int to, int k) {
+  unsigned char *h = malloc(bytes + GUARD);
+  RANK_CHECK(h);
+  payload(h, bytes, seed, rank, to, k);
+  memset(h + bytes, POISON, GUARD);
+  RANK_CHECK(bufPut(sb, h, bytes + GUARD) == 0);
+  memset(h, POISON, bytes + GUARD);
+  RANK_CHECK(bufPut(rb, h, bytes + GUARD) == 0);
+  free(h);
+  return 0;
+}
+
+static int mpBodyFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
+  const mpArg *a = argp;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cudaStream_t st = NULL;
+  int dev = 0;
+  if (gpu) {
+    int ngpu = 0;
+    RANK_CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+    dev = rank % ngpu;
+    RANK_CHECK(cudaSetDevice(dev) == cudaSuccess);
+    RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  size_t bytes = a->count * sizeof(float), span = bytes + GUARD;
+  unsigned char *sb, *rb, *rb2;
+  if (gpu) {
+    RANK_CHECK((sb = bufAlloc(dev, span)) && (rb = bufAlloc(dev, span)) &&
+               (rb2 = bufAlloc(dev, span)));
+  } else { /* the host executor reaches peers only through dmacclMemAlloc memory */
+    RANK_CHECK(dmacclMemAlloc(comm, 3 * span, (void **)&sb) == dmacclSuccess);
+    rb = sb + span, rb2 = rb + span;
+  }
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  uint64_t seed = 100 + a->count;
+  if (!a->graph) {
+    /* A pipeline outside groups: receive from the previous rank, then send on. */
+    RANK_CHECK(prime(rank, sb, rb, bytes, seed, next, 0) == 0);
+    dmacclResult_t r1 = rank > 0 ? dmacclRecv(rb, a->count, dmacclFloat32, prev, comm, st) : 0;
+    dmacclResult_t r2 =
+        rank < n - 1 && !r1 ? dmacclSend(sb, a->count, dmacclFloat32, next, comm, st) : 0;
+    if (r1 || r2) fprintf(stderr, "rank %d: %s\n", rank, dmacclCommGetLastError(comm));
+    RANK_CHECK(!r1 && !r2);
+    if (gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    if (rank > 0 && checkRecv(rank, rb, bytes, seed, prev, 0)) return 1;
+  }
+  /* Both ways around the ring in one group (the graph replays it). */
+  cudaGraphExec_t exec = NULL;
+  for (int it = 0; it < (a->graph ? 3 : 1); it++) {
+    uint64_t s = seed + 10 + (uint64_t)it;
+    RANK_CHECK(prime(rank, sb, rb, bytes, s, next, 1) == 0);
+    /* rb2 receives from next; what next sends it is next's message to prev... */
+    unsigned char *h = malloc(span);
+    RANK_CHECK(h);
+    memset(h, POISON, span);
+    RANK_CHECK(bufPut(rb2, h, span) == 0);
+    free(h);
+    if (it == 0) {
+      if (a->graph) {
+        /* The first Send/Recv with a peer makes the channels: never in a
+         * capture (refused, saying so), so warm up first. */
+        RANK_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == 0);
+        dmacclResult_t r = dmacclSend(sb, a->count, dmacclFloat32, next, comm, st);
+        cudaGraph_t g0;
+        RANK_CHECK(cudaStreamEndCapture(st, &g0) == cudaSuccess);
+        cudaGraphDestroy(g0);
+        RANK_CHECK(r == dmacclInvalidUsage);
+        RANK_CHECK(strstr(dmacclCommGetLastError(comm), "warm-up") != NULL);
+        RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+        RANK_CHECK(dmacclSend(sb, a->count, dmacclFloat32, next, comm, st) == dmacclSuccess);
+        RANK_CHECK(dmacclRecv(rb, a->count, dmacclFloat32, prev, comm, st) == dmacclSuccess);
+        if (n > 2) {
+          RANK_CHECK(dmacclSend(sb, a->count, dmacclFloat32, prev, comm, st) == dmacclSuccess);
+          RANK_CHECK(dmacclRecv(rb2, a->count, dmacclFloat32, next, comm, st) == dmacclSuccess);
+        }
+        RANK_CHECK(dmacclGroupEnd() == dmacclSuccess);
+        RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+        RANK_CHECK(prime(rank, sb, rb, bytes, s, next, 1) == 0); /* rb poisoned again */
+        unsigned char *p = malloc(span);
+        RANK_CHECK(p);
+        memset(p, POISON, span);
+        RANK_CHECK(bufPut(rb2, p, span) == 0);
+        free(p);
+        RANK_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == 0);
+      }
+      RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+      if (n == 2) { /* next == prev: one message each way */
+        RANK_CHECK(dmacclSend(sb, a->count, dmacclFloat32, next, comm, st) == dmacclSuccess);
+        RANK_CHECK(dmacclRecv(rb, a->count, dmacclFloat32, prev, comm, st) == dmacclSuccess);
+      } else {
+        RANK_CHECK(dmacclRecv(rb, a->count, dmacclFloat32, prev, comm, st) == dmacclSuccess);
+        RANK_CHECK(dmacclSend(sb, a->count, dmacclFloat32, next, comm, st) == dmacclSuccess);
+        dmacclResult_t r = dmacclSend(sb, a->count, dmacclFloat32, prev, comm, st);
+        if (r) fprintf(stderr, "rank %d: %s\n", rank, dmacclCommGetLastError(comm));
+        RANK_CHECK(r == dmacclSuccess);
+        RANK_CHECK(dmacclRecv(rb2, a->count, dmacclFloat32, next, comm, st) == dmacclSuccess);
+      }
+      dmacclResult_t ge = dmacclGroupEnd();
+      if (ge) fprintf(stderr, "rank %d: %s\n", rank, dmacclCommGetLastError(comm));
+      RANK_CHECK(ge == dmacclSuccess);
+      if (a->graph) {
+        cudaGraph_t g;
+        RANK_CHECK(cudaStreamEndCapture(st, &g) == cudaSuccess);
+        RANK_CHECK(cudaGraphInstantiate(&exec, g, 0) == cudaSuccess);
+        cudaGraphDestroy(g);
+      }
+    }
+    if (a->graph) RANK_CHECK(cudaGraphLaunch(exec, st) == cudaSuccess);
+    if (gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    if (checkRecv(rank, rb, bytes, s, prev, 1)) return 1;
+    /* next sent this rank the payload it made for its own "next" (k = 1):
+     * the same sendbuff goes both ways. */
+    if (n > 2) {
+      unsigned char *got = malloc(span), *want = malloc(span);
+      RANK_CHECK(got && want);
+      payload(want, bytes, s, next, (next + 1) % n, 1);
+      memset(want + bytes, POISON, GUARD);
+      RANK_CHECK(bufGet(got, rb2, span) == 0);
+      long long d = testFirstDiff(got, want, span);
+      if (d >= 0) fprintf(stderr, "rank %d: from next, byte %lld wrong\n", rank, d);
+      free(got), free(want);
+      RANK_CHECK(d < 0);
+    }
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  if (gpu) {
+    bufFree(sb), bufFree(rb), bufFree(rb2);
+    cudaStreamDestroy(st);
+  } else {
+    RANK_CHECK(dmacclMemFree(comm, sb) == dmacclSuccess);
+  }
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testProcesses(void) {
+  /* Staged sizes, and direct ones (above the 8 MB staging slot). */
+  const size_t counts[] = {1, 3000, (size_t)3 << 20};
+  for (int n = 2; n <= 3; n++)
+    for (int i = 0; i < 3; i++)
+      for (int g = 0; g <= gpu; g++) {
+        mpArg a = {counts[i], g};
+        int failed = mpRun(n, mpBodyFn, &a, 300, 0);
+        if (failed) {
+          TEST_FAIL("%d ranks, %zu floats%s: %d rank(s) failed", n, counts[i],
+                    g ? ", CUDA graph" : "", failed);
+          return 1;
+        }
+      }
+  return 0;
+}
+
+/* GPUs: counted in a child, so that this process touches no CUDA before forking. */
+static int gpusPresent(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int k = 0;
+    _exit(cudaGetDeviceCount(&k) == cudaSuccess && k > 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv) {
+  gpu = argc > 1 && !strcmp(argv[1], "gpu");
+  const char *only = argc > 2 ? argv[2] : NULL;
+  if (gpu && !gpusPresent()) {
+    printf("test_p2p gpu: SKIPPED: no GPU\n");
+    return TEST_SKIP_CODE;
+  }
+  /* Processes first: the one-process tests touch CUDA. */
+  RUN_IF(testProcesses);
+  RUN_IF(testOneProcess);
+  RUN_IF(testMismatch);
+  RUN_IF(testArgs);
+  TEST_EXIT();
+}
