@@ -1,6 +1,7 @@
 """Time per call of dmaccl's Python communicator against torch.distributed's
-NCCL, in the same run: eager and inside a CUDA graph, AllReduce and
-AllGather, 8 KB to 8 MB (the decode region).
+NCCL, in the same run: eager and inside a CUDA graph, AllReduce, AllGather
+and a Send/Recv ring (send to the next rank, receive from the previous, in
+one group: batch_isend_irecv for NCCL), 8 KB to 8 MB (the decode region).
 
     python3 bench/comm_latency.py [-n RANKS] [--sizes 8K,64K,...] [--dtype bf16]
 
@@ -79,11 +80,24 @@ def body(rank, n, args, port, q):
         x = torch.randn(count, device=dev).to(dtype)
         y = torch.empty_like(x)
         big = torch.empty(count * n, device=dev, dtype=dtype)
+        nxt, prv = (rank + 1) % n, (rank - 1) % n
+
+        def dm_ring():  # send to the next rank, receive from the previous, one group
+            with dmaccl.group():
+                comm.send(x, nxt)
+                comm.recv(y, prv)
+
+        def nc_ring():
+            for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, x, nxt),
+                                             dist.P2POp(dist.irecv, y, prv)]):
+                w.wait()
+
         cases = {
             "allreduce": (lambda: comm.all_reduce(x, y),
                           lambda: dist.all_reduce(y)),
             "allgather": (lambda: comm.all_gather(big, x),
                           lambda: dist.all_gather_into_tensor(big, x)),
+            "sendrecv": (dm_ring, nc_ring),
         }
         for coll, (dm, nc) in cases.items():
             row = {"coll": coll, "bytes": size}

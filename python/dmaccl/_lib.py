@@ -63,6 +63,8 @@ _PROTOS = {
     "dmacclAllReduce": [_p, _p, _sz, _i, _i, _p, _p],
     "dmacclReduceScatter": [_p, _p, _sz, _i, _i, _p, _p],
     "dmacclBroadcast": [_p, _p, _sz, _i, _i, _p, _p],
+    "dmacclSend": [_p, _sz, _i, _i, _p, _p],
+    "dmacclRecv": [_p, _sz, _i, _i, _p, _p],
     "dmacclReduce": [_p, _p, _sz, _i, _i, _i, _p, _p],
     "dmacclGather": [_p, _p, _sz, _i, _i, _p, _p],
     "dmacclScatter": [_p, _p, _sz, _i, _i, _p, _p],

@@ -260,6 +260,7 @@ class Communicator:
             return
         comm, self._comm = self._comm, None
         if self._host_buf is not None:
+            lib().dmacclCommSynchronize(comm)  # sends may still read the buffer (errors: below)
             lib().dmacclMemFree(comm, self._host_buf[0])
             self._host_buf = None
         check(lib().dmacclCommDestroy(comm))
@@ -282,6 +283,8 @@ class Communicator:
         """Blocks until every call issued on this rank has completed."""
         self._live("synchronize")
         check(lib().dmacclCommSynchronize(self._comm), self._comm)
+        if self._mp and self.executor == "host" and not _in_group():
+            self._host_used, self._host_pending = 0, False
 
     def register_comm_window(self, tensor):
         """Registers a CUDA tensor's memory for peers ahead of its first use
@@ -475,23 +478,62 @@ class Communicator:
                     lambda sp, rp: (sp, arrays[0], arrays[1], rp, arrays[2], arrays[3], t), stream)
         return output
 
+    # --- point to point (vLLM's signatures) ---------------------------------------------------
     def send(self, tensor, dst, stream=None):
-        raise NotImplementedError("dmaccl has no Send/Recv yet (the C library lacks "
-                                  "dmacclSend/dmacclRecv): use NCCL for point-to-point")
+        """tensor to rank dst; matched, in order, with dst's recv from this rank."""
+        if self.disabled:
+            return None
+        what = "send"
+        self._live(what)
+        b, t, k = self._typed(what, False, read_only=("tensor",), tensor=tensor)
+        self._peer(what, "dst", dst)
+        self._issue("dmacclSend", b, None, lambda sp, rp: (sp, b.numel * k, t, dst), stream)
+        return tensor
 
     def recv(self, tensor, src, stream=None):
-        raise NotImplementedError("dmaccl has no Send/Recv yet (the C library lacks "
-                                  "dmacclSend/dmacclRecv): use NCCL for point-to-point")
+        """Fills tensor with what rank src sends this rank (same size and dtype)."""
+        if self.disabled:
+            return None
+        what = "recv"
+        self._live(what)
+        b, t, k = self._typed(what, False, tensor=tensor)
+        self._peer(what, "src", src)
+        self._issue("dmacclRecv", None, b, lambda sp, rp: (rp, b.numel * k, t, src), stream)
+        return tensor
+
+    def batch_isend_irecv(self, p2p_ops, stream=None):
+        """Sends and receives issued together (one group), as torch's
+        batch_isend_irecv: items are torch.distributed.P2POp, or any object
+        with op (dist.isend/dist.send or dist.irecv/dist.recv, or "send" /
+        "recv"), tensor and peer."""
+        if self.disabled:
+            return None
+        what = "batch_isend_irecv"
+        calls = []
+        for i, p in enumerate(p2p_ops):
+            op = getattr(p, "op", None)
+            kind = op if isinstance(op, str) else getattr(op, "__name__", "")
+            if kind in ("send", "isend"):
+                calls.append((self.send, p))
+            elif kind in ("recv", "irecv"):
+                calls.append((self.recv, p))
+            else:
+                raise ValueError(f"{what}: p2p_ops[{i}].op is {op!r}; expected "
+                                 "torch.distributed.isend/irecv (or send/recv, or 'send'/'recv')")
+        with group():
+            for fn, p in calls:
+                fn(p.tensor, p.peer, stream)
 
     # --- internals ----------------------------------------------------------------------------
     def _live(self, what):
         if self._comm is None:
             raise ValueError(f"{what}: the communicator was destroyed")
 
-    def _typed(self, what, reduces, **named):
+    def _typed(self, what, reduces, read_only=(), **named):
         """The named tensors' Bufs (checked, in order), then the call's dmaccl
         type and count scale (_buffers.common_type)."""
-        bufs = [B.describe(obj, name, writable=name in _WRITTEN) for name, obj in named.items()]
+        bufs = [B.describe(obj, name, writable=name in _WRITTEN and name not in read_only)
+                for name, obj in named.items()]
         self._check_device(bufs, what)
         return (*bufs, *B.common_type(bufs, reduces, what))
 
@@ -521,6 +563,13 @@ class Communicator:
                 raise ValueError(f"{what}: {name}[{i}] is negative ({x})")
         return sizes
 
+    def _peer(self, what, name, peer):
+        if isinstance(peer, bool) or not isinstance(peer, int):
+            raise TypeError(f"{what}: {name} must be an int rank, not {type(peer).__name__}")
+        if not 0 <= peer < self.world_size or peer == self.rank:
+            raise ValueError(f"{what}: {name} {peer} is not another rank (0 to "
+                             f"{self.world_size - 1}, this rank is {self.rank})")
+
     def _root(self, what, name, root):
         if not isinstance(root, int) or isinstance(root, bool) or \
                 not 0 <= root < self.world_size:
@@ -549,25 +598,31 @@ class Communicator:
         L = lib()
         st = self._stream(stream)
         if self.executor == "cuda":
-            check(getattr(L, fn)(*args(send.ptr, recv.ptr), self._comm, st), self._comm)
+            check(getattr(L, fn)(*args(send and send.ptr, recv and recv.ptr), self._comm, st),
+                  self._comm)
             return
         if not self._mp:
             # one process (init_all): the ranks' calls come from a group or
             # from one thread each; results are there at the group's end or
             # after synchronize(), as in C
-            check(getattr(L, fn)(*args(send.ptr, recv.ptr), self._comm, None), self._comm)
+            check(getattr(L, fn)(*args(send and send.ptr, recv and recv.ptr), self._comm, None),
+                  self._comm)
             if _in_group():
                 comm = self._comm
                 _group_state().finish.append(
                     lambda: check(L.dmacclCommSynchronize(comm), comm))
             return
         # across processes: recv's contents first (blocks the call leaves alone
-        # keep them), send aliased into it where the caller's buffers overlap
-        rp = self._host_take(recv.nbytes, fn)
-        ctypes.memmove(rp, recv.ptr, recv.nbytes)
-        if recv.ptr <= send.ptr and send.ptr + send.nbytes <= recv.ptr + recv.nbytes:
+        # keep them), send aliased into it where the caller's buffers overlap;
+        # None: the call has no such buffer (send, recv)
+        rp = sp = None
+        if recv is not None:
+            rp = self._host_take(recv.nbytes, fn)
+            ctypes.memmove(rp, recv.ptr, recv.nbytes)
+        if send is not None and recv is not None and recv.ptr <= send.ptr and \
+                send.ptr + send.nbytes <= recv.ptr + recv.nbytes:
             sp = rp + (send.ptr - recv.ptr)
-        else:
+        elif send is not None:
             sp = self._host_take(send.nbytes, fn)
             ctypes.memmove(sp, send.ptr, send.nbytes)
         try:
@@ -575,13 +630,20 @@ class Communicator:
         except DmacclError:
             self._host_release()
             raise
+        if recv is None:
+            # a send: its data was copied out of the caller's buffer, so it
+            # need not wait for its receiver; its part of the shared buffer
+            # stays taken until the next wait (a receive, synchronize)
+            self._host_pending = True
+            return
 
         def done():
             try:
                 check(L.dmacclCommSynchronize(self._comm), self._comm)
-                ctypes.memmove(recv.ptr, rp, recv.nbytes)
+                if recv is not None:
+                    ctypes.memmove(recv.ptr, rp, recv.nbytes)
             finally:
-                self._host_used = 0
+                self._host_used, self._host_pending = 0, False
 
         self._finish(done)
 
@@ -595,11 +657,14 @@ class Communicator:
         ptr = ctypes.c_void_p()
         check(lib().dmacclMemAlloc(self._comm, nbytes, ctypes.byref(ptr)), self._comm)
         self._host_buf = (ptr, nbytes)
-        self._host_used = 0
+        self._host_used, self._host_pending = 0, False
 
     def _host_take(self, nbytes, what):
         base, size = self._host_buf
         off = (self._host_used + 255) & ~255
+        if off + nbytes > size and self._host_pending and not _in_group():
+            self.synchronize()  # sends still reading the buffer: let them finish first
+            off = 0
         if off + nbytes > size:
             self._host_release()
             raise ValueError(f"{what}: the host executor across processes moves data through a "
@@ -610,7 +675,7 @@ class Communicator:
         return base.value + off
 
     def _host_release(self):
-        if not _in_group():
+        if not _in_group() and not self._host_pending:
             self._host_used = 0
 
 

@@ -12,7 +12,8 @@ group's store.
 Work runs on the caller's current CUDA stream, so ``async_op=True`` returns a
 Work whose ``wait()`` orders the then-current stream after it (an event), and
 whose future is complete. Coalesced calls (``_coalescing_manager``,
-``all_reduce_coalesced``...) are one dmaccl group. No Send/Recv yet.
+``all_reduce_coalesced``...) are one dmaccl group. send/recv match in order
+per pair of ranks (no receive from any source; tags are ignored).
 """
 
 import torch
@@ -74,6 +75,11 @@ class _Work(_C10dWork):
 
 
 class ProcessGroupDmaccl(_C10dBackend):
+    # torch's own property recurses for a backend written in Python (2.15);
+    # without coalescing, batch_isend_irecv issues its calls one by one, and
+    # a send returns without waiting for its receiver up to the staged sizes
+    supports_coalescing = False
+
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
         self._store = store
@@ -219,10 +225,14 @@ class ProcessGroupDmaccl(_C10dBackend):
         return _Work([t])
 
     def send(self, tensors, dst, tag):
-        raise RuntimeError("dmaccl has no Send/Recv yet; use 'cuda:nccl' for point-to-point")
+        t = tensors[0]
+        self._comm(t).send(t, dst)
+        return self._work(tensors, t)
 
     def recv(self, tensors, src, tag):
-        raise RuntimeError("dmaccl has no Send/Recv yet; use 'cuda:nccl' for point-to-point")
+        t = tensors[0]
+        self._comm(t).recv(t, src)
+        return self._work(tensors, t)
 
     def shutdown(self):
         for c in self._comms.values():

@@ -137,6 +137,69 @@ def test_collectives_across_processes(n, lib):
     run_ranks(collectives_body, n, lib, n)
 
 
+def p2p_body(uid, rank, n, lib):
+    """A pipeline (recv from the previous rank, send to the next, outside a
+    group), then a ring both ways in one batch_isend_irecv, then several
+    messages to one peer in order."""
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
+    nxt, prv = (rank + 1) % n, (rank - 1) % n
+
+    def msg(frm, to, k, count=777):
+        return data(100 + k, frm * n + to, count, "float32")
+
+    got = _as(lib, poison(np.empty(777, np.float32)))
+    if rank > 0:
+        comm.recv(got, prv)
+        np.testing.assert_array_equal(_np(got), msg(prv, rank, 0), err_msg="pipeline")
+    if rank < n - 1:
+        mine = msg(rank, nxt, 0)
+        mine.flags.writeable = False  # a send never writes its tensor
+        comm.send(_as(lib, mine) if lib == "numpy" else _as(lib, mine.copy()), nxt)
+
+    class Op:
+        def __init__(self, op, tensor, peer):
+            self.op, self.tensor, self.peer = op, tensor, peer
+
+    a, b = poison(np.empty(777, np.float32)), poison(np.empty(777, np.float32))
+    ops = [Op("send", _as(lib, msg(rank, nxt, 1)), nxt), Op("recv", _as(lib, a), prv),
+           Op("send", _as(lib, msg(rank, prv, 2)), prv), Op("recv", _as(lib, b), nxt)]
+    # any order inside the batch (with 2 ranks both messages go one way: order counts)
+    comm.batch_isend_irecv(ops[::-1] if rank % 2 and n > 2 else ops)
+    np.testing.assert_array_equal(a, msg(prv, rank, 1), err_msg="ring, from previous")
+    np.testing.assert_array_equal(b, msg(nxt, rank, 2), err_msg="ring, from next")
+    # in order: the k-th send meets the k-th recv; sizes differ, so a mix-up would show
+    if rank == 0:
+        with dmaccl.group():
+            for k in range(3):
+                comm.send(msg(0, 1, 10 + k, 50 + k), 1)
+    elif rank == 1:
+        outs = [poison(np.empty(50 + k, np.float32)) for k in range(3)]
+        for k in range(3):
+            comm.recv(outs[k], 0)
+        for k in range(3):
+            np.testing.assert_array_equal(outs[k], msg(0, 1, 10 + k, 50 + k))
+    # bad peers: refused before the library, nothing written
+    y = poison(np.empty(4, np.float32))
+    before = y.copy()
+    for call, exc, word in [(lambda: comm.send(y, rank), ValueError, "dst"),
+                            (lambda: comm.recv(y, n), ValueError, "src"),
+                            (lambda: comm.recv(y, 1.0), TypeError, "src"),
+                            (lambda: comm.batch_isend_irecv([Op("bcast", y, 0)]), ValueError,
+                             "op")]:
+        with pytest.raises(exc, match=word):
+            call()
+        np.testing.assert_array_equal(y.view(np.uint8), before.view(np.uint8))
+    comm.destroy()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_send_recv_across_processes(n, lib):
+    if lib == "torch":
+        pytest.importorskip("torch")
+    run_ranks(p2p_body, n, lib)
+
+
 def errors_body(uid, rank, n):
     comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
     x = np.arange(12, dtype=np.float32) + rank
@@ -206,6 +269,18 @@ def test_init_all_one_process_drives_every_rank():
     for r in range(n):
         comms[r].synchronize()
         np.testing.assert_array_equal(ys[r], reduce(xs, "sum"))
+    # send/recv: every rank to every other, one group
+    ins = {(a, b): data(40 + a, b, 64 + a + b, "int32") for a in range(n) for b in range(n)
+           if a != b}
+    outs = {k: poison(np.empty_like(v)) for k, v in ins.items()}
+    with dmaccl.group():
+        for (a, b), v in ins.items():
+            comms[a].send(v, b)
+            comms[b].recv(outs[(a, b)], a)
+    for r in range(n):
+        comms[r].synchronize()
+    for k, v in ins.items():
+        np.testing.assert_array_equal(outs[k], v, err_msg=f"send/recv {k}")
     for c in comms:
         c.destroy()
 

@@ -137,6 +137,54 @@ def test_cuda_graph_capture_and_replay():
     run_ranks(graph_body, 2)
 
 
+def p2p_body(uid, rank, n):
+    """send/recv on GPUs: a pipeline, a ring both ways in one batch (8 KB and
+    8 MB: staged and direct), and the ring captured in a CUDA graph."""
+    import dmaccl
+
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
+    nxt, prv = (rank + 1) % n, (rank - 1) % n
+    for count in (4096, 1 << 22):
+        xs = inputs(count % 89, n, count, torch.bfloat16)
+        got = poisoned(count, torch.bfloat16, dev)
+        if rank > 0:
+            comm.recv(got, prv)
+            torch.cuda.synchronize()
+            same(got, xs[prv], f"pipeline {count}")
+        if rank < n - 1:
+            comm.send(xs[rank].to(dev), nxt)
+        a = poisoned(count, torch.bfloat16, dev)
+        mine = xs[rank].to(dev)
+        with dmaccl.group():
+            comm.send(mine, nxt)
+            comm.recv(a, prv)
+        torch.cuda.synchronize()
+        same(a, xs[prv], f"ring {count}")
+    count = 4096
+    static_out = poisoned(count, torch.bfloat16, dev)
+    static_in = torch.zeros(count, dtype=torch.bfloat16, device=dev)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        with dmaccl.group():
+            comm.send(static_in, nxt)
+            comm.recv(static_out, prv)
+    for step in range(3):
+        xs = inputs(40 + step, n, count, torch.bfloat16)
+        static_in.copy_(xs[rank])
+        static_out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        same(static_out, xs[prv], f"graph replay {step}: send/recv")
+    del g
+    comm.destroy()
+
+
+def test_send_recv_and_graphs():
+    run_ranks(p2p_body, 2)
+
+
 def backend_body(uid, rank, n, port):
     import torch.distributed as dist
 

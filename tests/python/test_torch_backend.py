@@ -143,8 +143,24 @@ def backend_body(uid, rank, n, port):
     torch.testing.assert_close(p, p2)
     torch.testing.assert_close(q, q2)
     dist.barrier()
-    with pytest.raises(RuntimeError, match="Send/Recv"):
-        dist.send(torch.ones(1), (rank + 1) % n)
+    # point to point: a pipeline with send/recv, then a ring in batch_isend_irecv
+    nxt, prv = (rank + 1) % n, (rank - 1) % n
+    torch.manual_seed(500 + rank)
+    mine = torch.randn(33)
+    torch.manual_seed(500 + prv)
+    theirs = torch.randn(33)
+    got = poisoned(33)
+    if rank > 0:
+        dist.recv(got, prv)
+        same(got, theirs, "recv")
+    if rank < n - 1:
+        dist.send(mine, nxt)
+    a, b = poisoned(33), poisoned(33)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, nxt),
+                                   dist.P2POp(dist.irecv, a, prv)])
+    for r in reqs:
+        r.wait()
+    same(a, theirs, "batch_isend_irecv")
 
     # vLLM's way: a Communicator over a gloo group (rank 0's id broadcast on it)
     comm = dmaccl.Communicator(group=gloo, executor="host")
