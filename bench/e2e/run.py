@@ -1,0 +1,347 @@
+"""End-to-end LLM inference benchmark: tensor-parallel decode and prefill
+(Llama-3 shapes) and expert-parallel MoE layers (Qwen3-30B-A3B and
+DeepSeek-V3 shapes) on synthetic weights, with the collectives on NCCL
+(torch.distributed), dmaccl (dmaccl.Communicator) and no communication at
+all, eager and in CUDA graphs, in the same processes.
+
+    python3 bench/e2e/run.py --quick                  # a few minutes on 2 GPUs
+    python3 bench/e2e/run.py --models llama3-8b --modes dense --kv 1024
+    python3 bench/e2e/run.py --device cpu             # functional check on gloo
+
+One process per rank (rank r on GPU r % GPUs: with fewer GPUs than ranks,
+ranks share GPUs and NCCL's rows are skipped). Writes e2e.json (one record
+per row), e2e.txt (the table) and plots into --out (default $OUT if set,
+else build/e2e). The method: bench/e2e/README.md.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import queue
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+# NVLink multicast stays off: set before torch.distributed or NCCL starts
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+if importlib.util.find_spec("dmaccl") is None:  # not installed: the source tree's
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from dense import DENSE_MODELS, DENSE_VARIANTS  # noqa: E402
+from moe import MOE_MODELS, MOE_VARIANTS  # noqa: E402
+
+MODES = ("dense", "prefill", "moe")
+BACKENDS = ("nccl", "nccl-graph", "nccl-ce", "nccl-ce-graph", "gloo", "dmaccl",
+            "dmaccl-graph", "none", "none-graph")
+CPU_BACKENDS = ("gloo", "dmaccl", "none")
+
+# Defaults per device; --quick replaces some (explicit options win over both).
+DEFAULTS = {
+    "cuda": dict(models="llama3-8b,llama3-70b,qwen3-30b-a3b,deepseek-v3",
+                 backends="nccl,nccl-graph,dmaccl,dmaccl-graph,none,none-graph",
+                 batches="1,8,32,64,128,256", kv="1024,4096", tokens="1,16,64,128,256,4096",
+                 prefill="512,2048", steps=200, prefill_reps=10),
+    "cpu": dict(models="tiny,tiny-moe", backends="gloo,dmaccl,none", batches="1,4", kv="64",
+                tokens="1,4", prefill="32", steps=20, prefill_reps=5),
+}
+COMMON = dict(modes="dense,prefill,moe", dense_variants=",".join(DENSE_VARIANTS),
+              moe_variants=",".join(MOE_VARIANTS))
+QUICK = {
+    "cuda": dict(models="llama3-8b,qwen3-30b-a3b", batches="1,32,256", kv="1024",
+                 tokens="1,128,4096", prefill="512", moe_variants="agrs,a2a,agrs-tbo"),
+    "cpu": {},
+}
+SHARED_BACKENDS = "gloo,dmaccl,dmaccl-graph,none,none-graph"
+
+
+def names(choices, what):
+    """argparse type: a comma-separated list of names from `choices`."""
+    def parse(s):
+        items = list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))
+        if not items:
+            raise argparse.ArgumentTypeError(f"empty list of {what}")
+        bad = [x for x in items if x not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {', '.join(bad)} (choose from {', '.join(choices)})")
+        return items
+    return parse
+
+
+def counts(what):
+    """argparse type: a comma-separated list of positive ints."""
+    def parse(s):
+        try:
+            items = list(dict.fromkeys(int(x) for x in s.split(",") if x.strip()))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be comma-separated integers, "
+                                             f"not {s!r}") from None
+        if not items or min(items) < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be positive integers, not {s!r}")
+        return items
+    return parse
+
+
+def positive(kind):
+    def parse(s):
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {s}")
+        return v
+    return parse
+
+
+LISTS = {  # dest: (argparse type, help)
+    "models": (names(tuple(DENSE_MODELS) + tuple(MOE_MODELS), "models"), "models to run"),
+    "modes": (names(MODES, "modes"), "dense (decode), prefill, moe"),
+    "dense_variants": (names(DENSE_VARIANTS, "dense variants"),
+                       "decode and prefill variants: ar, sp, sp-overlap"),
+    "moe_variants": (names(MOE_VARIANTS, "MoE variants"),
+                     "MoE dispatch/combine: agrs, a2a, agrs-tbo, a2a-tbo"),
+    "backends": (names(BACKENDS, "backends"), "backends (-graph: in CUDA graphs)"),
+    "batches": (counts("batches"), "decode batch sizes"),
+    "kv": (counts("KV lengths"), "decode KV cache lengths (prefilled tokens)"),
+    "tokens": (counts("tokens"), "MoE tokens per rank"),
+    "prefill": (counts("prompt lengths"), "prefill prompt lengths"),
+}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Lists are comma-separated. Defaults depend on --device "
+                                        "and --quick: bench/e2e/README.md.")
+    for dest, (kind, help_) in LISTS.items():
+        ap.add_argument("--" + dest.replace("_", "-"), type=kind, help=help_)
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                    help="cpu: tiny shapes on gloo and dmaccl's host executor, eager only")
+    ap.add_argument("--ranks", type=positive(int), default=2, help="processes (TP = EP size)")
+    ap.add_argument("--quick", action="store_true", help="the few-minute preset")
+    ap.add_argument("--layers", type=positive(int), help="decoder layers (default per model)")
+    ap.add_argument("--moe-layers", type=positive(int), help="MoE layers (default per model)")
+    ap.add_argument("--steps", type=positive(int), help="timed steps per row")
+    ap.add_argument("--warmup", type=positive(int), default=10, help="untimed steps first")
+    ap.add_argument("--prefill-reps", type=positive(int), help="timed prefill passes per row")
+    ap.add_argument("--chunks", type=positive(int), default=2,
+                    help="pieces of each collective in sp-overlap")
+    ap.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    ap.add_argument("--tol", type=positive(float),
+                    help="numerical check: max|x - ref| / max|ref| (default 2e-2 bf16, "
+                         "1e-4 fp32)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--energy-min-s", type=positive(float), default=0.2,
+                    help="energy is read over at least this many seconds of steps")
+    ap.add_argument("--reserve-gb", type=float, default=8.0,
+                    help="GPU memory left free when sizing the KV caches")
+    ap.add_argument("--timeout", type=positive(float), default=180.0,
+                    help="seconds without a finished row before the run is stopped")
+    ap.add_argument("--out", help="output folder (default $OUT, else build/e2e)")
+    args = ap.parse_args(argv)
+    fill_defaults(args)
+    check(ap, args)
+    return args
+
+
+def fill_defaults(args):
+    """Options not given: from --quick's preset, else the device's defaults."""
+    preset = QUICK[args.device] if args.quick else {}
+    fallback = dict(COMMON, **DEFAULTS[args.device])
+    if args.device == "cuda" and args.backends is None and args.ranks > gpu_count():
+        fallback["backends"] = SHARED_BACKENDS  # NCCL cannot run: gloo is the reference
+    for key, value in fallback.items():
+        if getattr(args, key) is None:
+            value = preset.get(key, value)
+            setattr(args, key, LISTS[key][0](value) if key in LISTS else value)
+    if args.tol is None:
+        args.tol = 2e-2 if args.dtype == "bf16" else 1e-4
+    if args.out is None:
+        args.out = os.environ.get("OUT") or os.path.join(ROOT, "build", "e2e")
+
+
+def check(ap, args):
+    if args.ranks < 2:
+        ap.error("--ranks must be at least 2 (one rank has nothing to communicate)")
+    if args.device == "cuda" and gpu_count() == 0:
+        ap.error("--device cuda: torch sees no GPU (--device cpu runs the functional check)")
+    if args.device == "cpu":
+        bad = [b for b in args.backends if b not in CPU_BACKENDS]
+        if bad:
+            ap.error(f"--device cpu runs {', '.join(CPU_BACKENDS)} (eager), not "
+                     f"{', '.join(bad)}")
+    for m in args.models:
+        wanted = {"dense", "prefill"} if m in DENSE_MODELS else {"moe"}
+        if not wanted & set(args.modes):
+            ap.error(f"model {m} runs in --modes {' or '.join(sorted(wanted))}, not "
+                     f"{','.join(args.modes)}")
+
+
+def gpu_count():
+    import torch
+
+    return torch.cuda.device_count()
+
+
+# --- results --------------------------------------------------------------------------------
+def row_key(r, backend):
+    return (r["mode"], r["model"], r["variant"], r["batch"], r.get("kv"), r.get("prompt"),
+            backend)
+
+
+def derive(rows):
+    """comm_share and comm_us of each row: against the "none" row (eager or
+    graph, as the row) of the same shape."""
+    ok = {row_key(r, r["backend"]): r for r in rows if r["status"] == "ok"}
+    for r in rows:
+        if r["status"] != "ok" or r["backend"].startswith("none"):
+            continue
+        z = ok.get(row_key(r, "none-graph" if r["graph"] else "none"))
+        r["comm_us"] = r["p50_us"] - z["p50_us"] if z else None
+        r["comm_share"] = r["comm_us"] / r["p50_us"] if z else None
+
+
+def fmt(v, spec):
+    return format(v, spec) if v is not None else "-"
+
+
+def table(rows):
+    head = (f"{'mode':7} {'model':14} {'variant':10} {'backend':13} {'batch':>5} {'kv/pr':>5} "
+            f"{'p50 us':>9} {'p99 us':>9} {'tok/s':>9} {'comm':>5} {'J/step':>7} "
+            f"{'rel diff':>8} check")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lead = (f"{r['mode']:7} {r['model']:14} {r['variant']:10} {r['backend']:13} "
+                f"{r['batch']:>5} {fmt(r.get('kv') or r.get('prompt'), 'd'):>5} ")
+        if r["status"] != "ok":
+            lines.append(lead + r["status"])
+            continue
+        share = r.get("comm_share")
+        share = f"{share * 100:4.0f}%" if share is not None else "-"
+        lines.append(lead + f"{r['p50_us']:9.1f} {r['p99_us']:9.1f} {r['tok_s']:9.0f} "
+                     f"{share:>5} "
+                     f"{fmt(r['joules'], '7.3f'):>7} {fmt(r.get('rel_diff'), '8.1e'):>8} "
+                     f"{r.get('check', '-')}")
+    return "\n".join(lines)
+
+
+def write(out, meta, rows, notes):
+    derive(rows)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "e2e.json"), "w") as f:
+        json.dump({"meta": meta, "notes": notes, "rows": rows}, f, indent=1)
+    with open(os.path.join(out, "e2e.txt"), "w") as f:
+        f.write(table(rows) + "\n")
+
+
+def plot(out, rows):
+    """p50 step time and communication share against batch (tokens for MoE),
+    one figure per mode, model and KV length, one column per variant."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plots skipped: matplotlib is not importable")
+        return
+    groups = {}
+    for r in rows:
+        if r["status"] == "ok":
+            groups.setdefault((r["mode"], r["model"], r.get("kv")), []).append(r)
+    for (mode, model, kv), rs in groups.items():
+        variants = list(dict.fromkeys(r["variant"] for r in rs))
+        fig, axes = plt.subplots(2, len(variants), figsize=(4.5 * len(variants), 7),
+                                 squeeze=False)
+        for col, v in enumerate(variants):
+            for backend in dict.fromkeys(r["backend"] for r in rs):
+                pts = sorted(((r["prompt"] if mode == "prefill" else r["batch"], r)
+                              for r in rs if r["variant"] == v and r["backend"] == backend),
+                             key=lambda p: p[0])
+                xs = [x for x, _ in pts]
+                axes[0][col].plot(xs, [r["p50_us"] for _, r in pts], marker="o", label=backend)
+                share = [(x, r["comm_share"]) for x, r in pts if r.get("comm_share") is not None]
+                if share:
+                    axes[1][col].plot(*zip(*share), marker="o", label=backend)
+            axes[0][col].set_title(f"{model} {mode} {v}" + (f" kv {kv}" if kv else ""))
+            for ax, label in ((axes[0][col], "p50 step (us)"), (axes[1][col], "comm share")):
+                ax.set_xscale("log", base=2)
+                ax.set_xlabel({"moe": "tokens per rank", "prefill": "prompt tokens"}
+                              .get(mode, "batch"))
+                ax.set_ylabel(label)
+                ax.grid(True, alpha=0.3)
+            axes[0][col].set_yscale("log")
+            axes[0][col].legend(fontsize=7)
+        fig.tight_layout()
+        name = f"e2e-{mode}-{model}" + (f"-kv{kv}" if kv else "") + ".png"
+        fig.savefig(os.path.join(out, name), dpi=110)
+        plt.close(fig)
+        print(f"plot: {os.path.join(out, name)}")
+
+
+# --- the run --------------------------------------------------------------------------------
+def main(argv=None):
+    args = parse_args(argv)
+    import multiprocessing as mp
+
+    import worker
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker.main, args=(r, args.ranks, args, port, q))
+             for r in range(args.ranks)]
+    for p in procs:
+        p.start()
+    meta, rows, notes = {"args": vars(args)}, [], []
+    last, failure = time.time(), None
+    print(table([]), flush=True)
+    while True:  # a rank that dies or hangs must not leave the others waiting
+        try:
+            kind, payload = q.get(timeout=1)
+        except queue.Empty:
+            dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode is not None]
+            if any(code != 0 for _, code in dead) or len(dead) == len(procs):
+                failure = f"ranks exited early (rank, exit code): {dead}"
+            elif time.time() - last > args.timeout:
+                failure = f"no row finished in {args.timeout:.0f} s"
+            if failure:
+                break
+            continue
+        last = time.time()
+        if kind == "meta":
+            meta.update(payload)
+        elif kind == "note":
+            notes.append(payload)
+            print(f"note: {payload}")
+        elif kind == "row":
+            rows.append(payload)
+            print(table([payload]).splitlines()[-1], flush=True)
+            write(args.out, meta, rows, notes)
+        else:
+            break
+    if failure:
+        for p in procs:
+            p.kill()
+    for p in procs:
+        p.join()
+    write(args.out, meta, rows, notes)
+    print()
+    print(table(rows))
+    print(f"\nrows: {os.path.join(args.out, 'e2e.json')}")
+    if failure:
+        sys.exit(f"run stopped: {failure} (rows so far are written)")
+    plot(args.out, rows)
+    failed = [r for r in rows if r.get("check") == "FAIL"]
+    if failed:
+        sys.exit(f"{len(failed)} rows failed the numerical check (tolerance {args.tol})")
+
+
+if __name__ == "__main__":
+    main()
