@@ -13,8 +13,9 @@ the swap is a replacement of the class before the workers build it:
         dmaccl = "dmaccl_vllm:register"
   * or, in a script that builds the engine in-process, call register() first.
 
-Point-to-point (send/recv: pipeline parallelism) is not in dmaccl yet: the
-adapter keeps NCCL for it.
+Point-to-point (send/recv: pipeline parallelism) runs on dmaccl too. vLLM
+warms up before it captures graphs, which also makes dmaccl's Send/Recv
+channels (the first Send/Recv between two ranks cannot be captured).
 """
 
 import importlib
@@ -32,18 +33,10 @@ _TARGETS = [
 
 def _make_adapter(nccl_class):
     class DmacclCommunicator(dmaccl.Communicator):
-        """dmaccl for the collectives, NCCL kept for send/recv."""
+        """dmaccl for every call vLLM makes (collectives and send/recv)."""
 
         def __init__(self, group, device, library_path=None, **kwargs):
             super().__init__(group=group, device=device)
-            # made now, by every rank (NCCL's init is collective)
-            self._p2p = nccl_class(group, device, library_path)
-
-        def send(self, tensor, dst, stream=None):
-            return self._p2p.send(tensor, dst, stream)
-
-        def recv(self, tensor, src, stream=None):
-            return self._p2p.recv(tensor, src, stream)
 
     return DmacclCommunicator
 
