@@ -25,8 +25,8 @@ static int gpu; /* the CUDA executor */
 
 /* The bytes rank `from` sends to rank `to` in message k of a case. */
 static void payload(unsigned char *p, size_t bytes, uint64_t seed, int from, int to, int k) {
-  testFillRandom(p, bytes, seed * 1000003u + (uint64_t)from * 7919u + (uint64_t)to * 131u +
-                               (uint64_t)k);
+  testFillRandom(p, bytes,
+                 seed * 1000003u + (uint64_t)from * 7919u + (uint64_t)to * 131u + (uint64_t)k);
 }
 
 /* Buffers: device memory of the rank's GPU, or host memory. */
@@ -127,9 +127,9 @@ static int spRun(spSet *s, const msg *m, int k, uint64_t seed) {
     ASSERT_EQ_INT(dmacclSend(sbuf[i], m[i].count, dmacclFloat32, m[i].to, s->comm[m[i].from],
                              s->st[m[i].from]),
                   dmacclSuccess);
-    ASSERT_EQ_INT(dmacclRecv(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to],
-                             s->st[m[i].to]),
-                  dmacclSuccess);
+    ASSERT_EQ_INT(
+        dmacclRecv(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to], s->st[m[i].to]),
+        dmacclSuccess);
   }
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   ASSERT_EQ_INT(spSync(s), 0);
@@ -258,8 +258,9 @@ static int checkRecv(int rank, const unsigned char *dev, size_t bytes, uint64_t 
   RANK_CHECK(bufGet(got, dev, bytes + GUARD) == 0);
   long long d = testFirstDiff(got, want, bytes + GUARD);
   if (d >= 0)
-    fprintf(stderr, "rank %d: message %d from rank %d (%zu bytes): byte %lld is 0x%02x, not 0x%02x\n",
-            rank, k, from, bytes, d, got[d], want[d]);
+    fprintf(stderr,
+            "rank %d: message %d from rank %d (%zu bytes): byte %lld is 0x%02x, not 0x%02x\n", rank,
+            k, from, bytes, d, got[d], want[d]);
   free(got), free(want);
   return d >= 0;
 }

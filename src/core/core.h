@@ -152,11 +152,11 @@ typedef struct coreClique {
   pthread_t progress;
   int progressStarted, progressStop;
   pthread_cond_t progressCv;
-  double timeoutSec;   /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
-  uint64_t completed;  /* highest sequence number known complete (progress thread) */
-  uint64_t checked;    /* highest sequence number compared with every peer's call */
-  double pendingSince; /* when the oldest incomplete operation was first seen pending */
-  double deadSince;    /* when a peer was first seen dead with work pending */
+  double timeoutSec;       /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
+  uint64_t completed;      /* highest sequence number known complete (progress thread) */
+  uint64_t checked;        /* highest sequence number compared with every peer's call */
+  double pendingSince;     /* when the oldest incomplete operation was first seen pending */
+  double deadSince;        /* when a peer was first seen dead with work pending */
   pthread_mutex_t p2pLock; /* making Send/Recv channels (p2p.c) */
 } coreClique;
 

@@ -80,8 +80,8 @@ dmacclResult_t dmacclGroupEnd(void) {
       if (ops[j].comm == ops[i].comm) rankIdx[i]++;
   }
   for (int i = 1; i < nops; i++)
-    for (int j = i; j > 0 && (key[j] < key[j - 1] ||
-                              (key[j] == key[j - 1] && rankIdx[j] < rankIdx[j - 1]));
+    for (int j = i;
+         j > 0 && (key[j] < key[j - 1] || (key[j] == key[j - 1] && rankIdx[j] < rankIdx[j - 1]));
          j--) {
       coreOp t = ops[j];
       ops[j] = ops[j - 1];

@@ -20,8 +20,8 @@ static int ownerRank(dmacclComm_t comm, int rank) {
   return comm->parent ? comm->parentRank[rank] : rank;
 }
 
-dmacclResult_t coreMemCheckRange(dmacclComm_t user, const void *ptr, size_t bytes,
-                                 const char *call, const char *arg) {
+dmacclResult_t coreMemCheckRange(dmacclComm_t user, const void *ptr, size_t bytes, const char *call,
+                                 const char *arg) {
   dmacclComm_t comm = owner(user);
   uintptr_t p = (uintptr_t)ptr;
   dmacclResult_t rc = dmacclSuccess;

@@ -73,8 +73,8 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
   if (rc != dmacclSuccess) {
     char why[sizeof(comm->lastError)];
     snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));
-    return coreError(comm, rc, "%s: making the channel from rank %d to rank %d: %s", call, src,
-                     dst, why);
+    return coreError(comm, rc, "%s: making the channel from rank %d to rank %d: %s", call, src, dst,
+                     why);
   }
   linkChannel(made[0], a, src, dst);
   linkChannel(made[1], b, src, dst);
@@ -114,8 +114,7 @@ static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) 
       if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
         return coreError(comm, dmacclInvalidUsage, "%s: the communicator is being aborted", call);
       if (__atomic_load_n(&c->broken, __ATOMIC_ACQUIRE) != dmacclSuccess)
-        return coreError(comm, c->broken, "%s: the communicator is broken: %s", call,
-                         c->brokenWhy);
+        return coreError(comm, c->broken, "%s: the communicator is broken: %s", call, c->brokenWhy);
       if (coreNowSec() - start > limit)
         return coreError(comm, dmacclTimeout,
                          "%s: rank %d made no Send/Recv call with this rank (%d) within %.0f s "

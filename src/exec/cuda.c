@@ -353,7 +353,8 @@ static dmacclResult_t cudaIdentify(int *device, char *name, size_t namelen) {
       (e = cudaDeviceGetPCIBusId(name, (int)namelen, *device)) != cudaSuccess)
     return cudaFail(NULL, "dmacclCommInitRank: cudaGetDevice/cudaDeviceGetPCIBusId", e);
   return usableDevice(*device, "dmacclCommInitRank",
-                      current ? "the calling thread's current device" : "the communicator's device");
+                      current ? "the calling thread's current device"
+                              : "the communicator's device");
 }
 
 static dmacclResult_t cudaInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
