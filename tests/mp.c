@@ -155,3 +155,14 @@ long long mpCheckColl(dmacclComm_t comm, int gpu, cudaStream_t stream, int allto
   free(want);
   return wrong;
 }
+
+int mpGpusPresent(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int k = 0;
+    _exit(cudaGetDeviceCount(&k) == cudaSuccess && k > 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}

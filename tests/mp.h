@@ -39,6 +39,10 @@ long long mpCheckColl(dmacclComm_t comm, int gpu, cudaStream_t stream, int allto
                       dmacclDataType_t type, size_t count, int inPlace, void *send, void *recv,
                       uint64_t seed);
 
+/* 1 when a GPU is present, counted in a child process so that the caller
+ * touches no CUDA before it forks its ranks. */
+int mpGpusPresent(void);
+
 /* Element size of a type. */
 size_t mpTypeSize(dmacclDataType_t t);
 

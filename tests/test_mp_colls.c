@@ -14,7 +14,6 @@
 #include "common/colls.h"
 
 #include <cuda_runtime_api.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define GUARD 128
@@ -160,20 +159,8 @@ static int testHost(void) {
   return run(0);
 }
 
-/* GPUs: counted in a child, so that this process touches no CUDA before forking. */
-static int gpusPresent(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int k = 0;
-    _exit(cudaGetDeviceCount(&k) == cudaSuccess && k > 0 ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 static int testCuda(void) {
-  if (!gpusPresent()) {
+  if (!mpGpusPresent()) {
     printf("test_mp_colls gpu: SKIPPED: no GPU\n");
     exit(TEST_SKIP_CODE);
   }

@@ -14,7 +14,6 @@
 #include "mp.h"
 
 #include <cuda_runtime_api.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define GUARD 64
@@ -423,22 +422,10 @@ static int testProcesses(void) {
   return 0;
 }
 
-/* GPUs: counted in a child, so that this process touches no CUDA before forking. */
-static int gpusPresent(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int k = 0;
-    _exit(cudaGetDeviceCount(&k) == cudaSuccess && k > 0 ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(int argc, char **argv) {
   gpu = argc > 1 && !strcmp(argv[1], "gpu");
   const char *only = argc > 2 ? argv[2] : NULL;
-  if (gpu && !gpusPresent()) {
+  if (gpu && !mpGpusPresent()) {
     printf("test_p2p gpu: SKIPPED: no GPU\n");
     return TEST_SKIP_CODE;
   }

@@ -61,11 +61,14 @@ class Comm:
         raise NotImplementedError
 
     def all_gatherv(self, out, inp, sizes):
-        """sizes: rows per rank."""
-        raise NotImplementedError
+        """sizes: rows per rank. Backends without a V form run the uniform
+        one, which the benchmark's equal sizes allow."""
+        _equal(sizes, "all_gatherv")
+        self.all_gather(out, inp)
 
     def reduce_scatterv(self, out, inp, sizes):
-        raise NotImplementedError
+        _equal(sizes, "reduce_scatterv")
+        self.reduce_scatter(out, inp)
 
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         """torch's all_to_all_single: equal blocks, or rows to and from each rank."""
@@ -87,14 +90,6 @@ class TorchComm(Comm):
 
     def reduce_scatter(self, out, inp):
         dist.reduce_scatter_tensor(out, inp, group=self.group)
-
-    def all_gatherv(self, out, inp, sizes):
-        _equal(sizes, "all_gatherv")
-        self.all_gather(out, inp)
-
-    def reduce_scatterv(self, out, inp, sizes):
-        _equal(sizes, "reduce_scatterv")
-        self.reduce_scatter(out, inp)
 
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         dist.all_to_all_single(out, inp, out_splits, in_splits, group=self.group)
@@ -178,14 +173,6 @@ class GlooComm(Comm):
         dist.all_reduce(h, group=self.group)
         out.copy_(h.view(self.world, -1)[self.rank].view(out.shape))
 
-    def all_gatherv(self, out, inp, sizes):
-        _equal(sizes, "all_gatherv")
-        self.all_gather(out, inp)
-
-    def reduce_scatterv(self, out, inp, sizes):
-        _equal(sizes, "reduce_scatterv")
-        self.reduce_scatter(out, inp)
-
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         h = self._host(out)
         dist.all_to_all_single(h, self._host(inp), out_splits, in_splits, group=self.group)
@@ -241,14 +228,6 @@ class NoComm(Comm):
 
     def reduce_scatter(self, out, inp):
         out.copy_(inp.view(self.world, -1)[self.rank].view(out.shape))
-
-    def all_gatherv(self, out, inp, sizes):
-        _equal(sizes, "all_gatherv")
-        self.all_gather(out, inp)
-
-    def reduce_scatterv(self, out, inp, sizes):
-        _equal(sizes, "reduce_scatterv")
-        self.reduce_scatter(out, inp)
 
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         n = min(out.shape[0], inp.shape[0])  # the splits exchange returns ours: same rows

@@ -31,7 +31,7 @@ _TARGETS = [
 ]
 
 
-def _make_adapter(nccl_class):
+def _make_adapter():
     class DmacclCommunicator(dmaccl.Communicator):
         """dmaccl for every call vLLM makes (collectives and send/recv)."""
 
@@ -52,7 +52,7 @@ def register():
         original = getattr(mod, attr, None)
         if original is None or getattr(original, "_dmaccl", False):
             continue
-        adapter = _make_adapter(original)
+        adapter = _make_adapter()
         adapter._dmaccl = True
         setattr(mod, attr, adapter)
         replaced.append(f"{mod_name}.{attr}")
