@@ -135,10 +135,10 @@ static int testStreamOrder(void) {
   return 0;
 }
 
-/* Captures one grouped AllGather + AlltoAll per rank. joint: one graph,
+/* Captures `reps` grouped AllGather + AlltoAll per rank. joint: one graph,
  * rank 0's stream begins the capture and the others join it through events
  * (ranks that share a GPU need this); else one graph per rank's stream. */
-static int captureColls(ccEnv *env, dmacclComm_t *comms, int n, int joint, size_t count,
+static int captureColls(ccEnv *env, dmacclComm_t *comms, int n, int joint, int reps, size_t count,
                         unsigned char **ag, unsigned char **agOut, unsigned char **aa,
                         unsigned char **aaOut, cudaGraph_t *graph, dmacclResult_t *issued) {
   cudaEvent_t ev[CC_MAXR];
@@ -156,14 +156,18 @@ static int captureColls(ccEnv *env, dmacclComm_t *comms, int n, int joint, size_
       ASSERT_EQ_INT(cudaStreamWaitEvent(env->stream[r], ev[0], 0), cudaSuccess);
     if (joint && r == 0) ASSERT_EQ_INT(cudaEventRecord(ev[0], env->stream[0]), cudaSuccess);
   }
-  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  for (int r = 0; r < n; r++) {
-    ASSERT_EQ_INT(dmacclAllGather(ag[r], agOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
-                  dmacclSuccess);
-    ASSERT_EQ_INT(dmacclAlltoAll(aa[r], aaOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
-                  dmacclSuccess);
+  *issued = dmacclSuccess;
+  for (int k = 0; k < reps && *issued == dmacclSuccess; k++) {
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(
+          dmacclAllGather(ag[r], agOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
+          dmacclSuccess);
+      ASSERT_EQ_INT(dmacclAlltoAll(aa[r], aaOut[r], count, dmacclFloat32, comms[r], env->stream[r]),
+                    dmacclSuccess);
+    }
+    *issued = dmacclGroupEnd();
   }
-  *issued = dmacclGroupEnd();
   for (int r = n - 1; r >= 0; r--) {
     cudaSetDevice(env->dev[r]);
     if (joint && r > 0) {
@@ -180,8 +184,11 @@ static int captureColls(ccEnv *env, dmacclComm_t *comms, int n, int joint, size_
   return 0;
 }
 
-/* Replays the graph(s) 50 times with fresh random inputs, every byte checked. */
-static int graphCase(int n, int joint) {
+/* Replays the graph(s) 50 times with fresh random inputs, every byte checked.
+ * An eager call comes first and dmacclCommSynchronize right after the
+ * capture: with reps * 2 >= CORE_BOARD_DEPTH (64) the captured operations
+ * reuse the eager one's slot, whose tail Synchronize reads. */
+static int graphCase(int n, int joint, int reps) {
   enum { COUNT = 30011 };
   dmacclComm_t comms[CC_MAXR];
   ASSERT_EQ_INT(ccInitAlgo(comms, n, 1, "auto"), dmacclSuccess);
@@ -200,8 +207,11 @@ static int graphCase(int n, int joint) {
     ASSERT_EQ_INT(cudaMalloc((void **)&aaOut[r], total), cudaSuccess);
   }
   dmacclResult_t issued = dmacclSuccess;
-  if (captureColls(&env, comms, n, joint, COUNT, ag, agOut, aa, aaOut, graph, &issued)) return 1;
+  ASSERT_EQ_INT(ccRun(&env, comms, n, COLL_ALLGATHER, dmacclFloat32, 3001, 0, 40), 0);
+  if (captureColls(&env, comms, n, joint, reps, COUNT, ag, agOut, aa, aaOut, graph, &issued))
+    return 1;
   ASSERT_EQ_INT(issued, dmacclSuccess);
+  for (int r = 0; r < n; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
   int ngraphs = joint ? 1 : n;
   for (int r = 0; r < ngraphs; r++) { /* only once no stream of this thread captures */
     cudaSetDevice(env.dev[r]);
@@ -254,9 +264,10 @@ static int graphCase(int n, int joint) {
 
 static int testGraphCapture(void) {
   int n = ngpu > 4 ? 4 : ngpu;
-  if (n >= 2 && graphCase(n, 0)) return 1; /* a graph per rank, a GPU per rank */
-  if (graphCase(2, 1)) return 1;           /* one graph; on one GPU the ranks share it */
-  return graphCase(4, 1);                  /* 4 ranks: shared GPUs (and mixed with 2 GPUs) */
+  if (n >= 2 && graphCase(n, 0, 1)) return 1; /* a graph per rank, a GPU per rank */
+  if (graphCase(2, 1, 1)) return 1;           /* one graph; on one GPU the ranks share it */
+  if (graphCase(2, 1, 40)) return 1;          /* 80 operations per rank in the graph */
+  return graphCase(4, 1, 1);                  /* 4 ranks: shared GPUs (and mixed with 2 GPUs) */
 }
 
 /* Ranks that share a GPU, captured into separate graphs: refused with a
@@ -281,7 +292,7 @@ static int testGraphRefused(void) {
   }
   cudaGraph_t graph[N] = {0};
   dmacclResult_t issued = dmacclSuccess;
-  if (captureColls(&env, comms, N, 0, COUNT, ag, agOut, aa, aaOut, graph, &issued)) return 1;
+  if (captureColls(&env, comms, N, 0, 1, COUNT, ag, agOut, aa, aaOut, graph, &issued)) return 1;
   ASSERT_EQ_INT(issued, dmacclInvalidUsage);
   ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "share GPU 0");
   for (int r = 0; r < N; r++) {

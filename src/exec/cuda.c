@@ -76,6 +76,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
   for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     if (s->fork[k]) cudaEventDestroy(s->fork[k]);
     if (s->tail[k]) cudaEventDestroy(s->tail[k]);
+    if (s->capTail[k]) cudaEventDestroy(s->capTail[k]);
   }
   for (int k = 0; s->sigEv && k < PLAN_NUM_PHASES * comm->nranks; k++)
     if (s->sigEv[k]) cudaEventDestroy(s->sigEv[k]);
@@ -150,6 +151,7 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   for (int k = 0; k < CORE_BOARD_DEPTH; k++) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->fork[k], cudaEventDisableTiming));
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->tail[k], cudaEventDisableTiming));
+    CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->capTail[k], cudaEventDisableTiming));
   }
   size_t flagBytes = FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t);
   if (comm->clique->mp) {
@@ -687,6 +689,11 @@ out:
  * run on another thread (one process: the last rank's caller): the fork is
  * recorded here, on the caller's thread, and the caller's stream waits for
  * the tail in attach. */
+static cudaEvent_t tailOf(cudaState *s, const coreOp *op) {
+  int slot = (int)(op->seq % CORE_BOARD_DEPTH);
+  return op->capture ? s->capTail[slot] : s->tail[slot];
+}
+
 static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
   dmacclResult_t rc = dmacclSuccess;
   if (op->stream != cudaStreamPerThread) return rc;
@@ -703,7 +710,7 @@ static dmacclResult_t cudaAttach(dmacclComm_t comm, const coreOp *op) {
   if (op->stream != cudaStreamPerThread) return rc;
   cudaState *s = stateOf(comm);
   int prev = cudaEnterDevice(s->device);
-  CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->tail[op->seq % CORE_BOARD_DEPTH], 0));
+  CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, tailOf(s, op), 0));
 out:
   cudaLeaveDevice(prev, s->device);
   return rc;
@@ -748,9 +755,9 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
 out:
   /* The end is issued even after a failure: the caller's stream is joined. */
   if (to == sch->nsteps) {
-    cudaError_t e = cudaEventRecord(s->tail[slot], L[0]);
+    cudaError_t e = cudaEventRecord(tailOf(s, op), L[0]);
     if (e == cudaSuccess && !onCaller && !perThread)
-      e = cudaStreamWaitEvent(op->stream, s->tail[slot], 0);
+      e = cudaStreamWaitEvent(op->stream, tailOf(s, op), 0);
     if (e != cudaSuccess && rc == dmacclSuccess)
       rc = cudaFail(comm, "joining the caller's stream", e);
     if (!op->capture) {

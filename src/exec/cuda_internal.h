@@ -59,8 +59,12 @@ typedef struct {
   cudaStream_t aside;  /* abort and watchdog reads (a hardware queue it shares may be blocked) */
   uint32_t *asideHost; /* pinned: the watchdog's read of the eager slots */
   cudaEvent_t fork[CORE_BOARD_DEPTH]; /* legacy default stream: lane 0 starts after it */
-  cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 at the end of each operation */
-  int captured[CORE_BOARD_DEPTH];     /* that launch went into a graph */
+  cudaEvent_t tail[CORE_BOARD_DEPTH]; /* recorded on lane 0 at the end of each eager operation */
+  /* ... and of each captured one: an event recorded in a capture can only
+   * be waited on inside it, so it must not take the place of an eager
+   * operation's tail that Synchronize or the next launch still reads. */
+  cudaEvent_t capTail[CORE_BOARD_DEPTH];
+  int captured[CORE_BOARD_DEPTH]; /* that launch went into a graph */
   cudaEvent_t *join;
   uint32_t *flags;      /* own flag words */
   uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
