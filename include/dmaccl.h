@@ -497,6 +497,14 @@ dmacclResult_t dmacclAlltoAllvInit(const void *sendbuff, const size_t sendcounts
                                    const size_t recvcounts[], const size_t rdispls[],
                                    dmacclDataType_t datatype, dmacclComm_t comm,
                                    dmacclRequest_t *request);
+/* Send and Recv (not in NCCL): the arguments of dmacclSend / dmacclRecv
+ * without the stream. A start is matched as the eager call is (the k-th
+ * send from a to b, started or called, meets the k-th receive on b from a).
+ * The first start with a peer makes their channel: not inside a capture. */
+dmacclResult_t dmacclSendInit(const void *sendbuff, size_t count, dmacclDataType_t datatype,
+                              int peer, dmacclComm_t comm, dmacclRequest_t *request);
+dmacclResult_t dmacclRecvInit(void *recvbuff, size_t count, dmacclDataType_t datatype, int peer,
+                              dmacclComm_t comm, dmacclRequest_t *request);
 dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream);
 dmacclResult_t dmacclRequestFree(dmacclRequest_t request);
 

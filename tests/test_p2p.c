@@ -2,11 +2,14 @@
  * dmacclSend / dmacclRecv. Random data, poisoned receive buffers with guard
  * bytes after them, every byte checked, on both kinds of set:
  *  - one process driving every rank (dmacclCommInitAll): a ring and all pairs
- *    in one group, several messages to one peer in order, a count mismatch
+ *    in one group, several messages to one peer in order, the same as
+ *    persistent requests (dmacclSendInit / dmacclRecvInit, started three
+ *    times), a count mismatch
  *    (reported, nothing written, the communicator still usable), argument
  *    errors (nothing issued);
  *  - ranks as processes (dmacclCommInitRank): a pipeline outside groups and a
- *    two-way ring in groups, at staged and direct sizes; on GPUs also a ring
+ *    two-way ring in groups, at staged and direct sizes, the ring as started
+ *    requests; on GPUs also a ring
  *    captured into a CUDA graph and replayed with fresh data.
  * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
  */
@@ -103,52 +106,83 @@ typedef struct {
 } msg;
 
 /* Issues msgs (in list order per rank, all in one group), then checks every
- * receive buffer byte by byte (guards included) and that inputs are unchanged. */
-static int spRun(spSet *s, const msg *m, int k, uint64_t seed) {
+ * receive buffer byte by byte (guards included) and that inputs are unchanged.
+ * persist: as dmacclSendInit / dmacclRecvInit requests, made once and
+ * started in a group three times with fresh data. */
+static int spRunMode(spSet *s, const msg *m, int k, uint64_t seed, int persist) {
   unsigned char *sbuf[16], *rbuf[16], *host[16], *want[16];
+  dmacclRequest_t sreq[16], rreq[16];
   size_t bytes[16];
   ASSERT_TRUE(k <= 16);
   for (int i = 0; i < k; i++) {
     bytes[i] = m[i].count * sizeof(float);
     host[i] = malloc(bytes[i] + GUARD);
     want[i] = malloc(bytes[i] + GUARD);
-    payload(want[i], bytes[i], seed, m[i].from, m[i].to, i);
-    memset(want[i] + bytes[i], POISON, GUARD);
     sbuf[i] = bufAlloc(s->dev[m[i].from], bytes[i] + GUARD);
     rbuf[i] = bufAlloc(s->dev[m[i].to], bytes[i] + GUARD);
     ASSERT_TRUE(host[i] && want[i] && sbuf[i] && rbuf[i]);
-    memset(host[i], POISON, bytes[i] + GUARD);
-    ASSERT_EQ_INT(bufPut(rbuf[i], host[i], bytes[i] + GUARD), 0);
-    ASSERT_EQ_INT(bufPut(sbuf[i], want[i], bytes[i] + GUARD), 0);
-  }
-  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  for (int i = 0; i < k; i++) {
-    ASSERT_EQ_INT(dmacclSend(sbuf[i], m[i].count, dmacclFloat32, m[i].to, s->comm[m[i].from],
-                             s->st[m[i].from]),
-                  dmacclSuccess);
-    ASSERT_EQ_INT(
-        dmacclRecv(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to], s->st[m[i].to]),
-        dmacclSuccess);
-  }
-  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
-  ASSERT_EQ_INT(spSync(s), 0);
-  int bad = 0;
-  for (int i = 0; i < k; i++) {
-    ASSERT_EQ_INT(bufGet(host[i], rbuf[i], bytes[i] + GUARD), 0);
-    long long d = testFirstDiff(host[i], want[i], bytes[i] + GUARD);
-    if (d >= 0) {
-      TEST_FAIL("message %d (rank %d -> %d, %zu floats): byte %lld is 0x%02x, expected 0x%02x", i,
-                m[i].from, m[i].to, m[i].count, d, host[i][d], want[i][d]);
-      bad = 1;
+    if (persist) {
+      ASSERT_EQ_INT(
+          dmacclSendInit(sbuf[i], m[i].count, dmacclFloat32, m[i].to, s->comm[m[i].from], &sreq[i]),
+          dmacclSuccess);
+      ASSERT_EQ_INT(
+          dmacclRecvInit(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to], &rreq[i]),
+          dmacclSuccess);
     }
-    ASSERT_EQ_INT(bufGet(host[i], sbuf[i], bytes[i] + GUARD), 0);
-    if (testFirstDiff(host[i], want[i], bytes[i] + GUARD) >= 0) {
-      TEST_FAIL("message %d: the send buffer changed", i);
-      bad = 1;
+  }
+  int bad = 0;
+  for (int rep = 0; rep < (persist ? 3 : 1) && !bad; rep++) {
+    for (int i = 0; i < k; i++) {
+      payload(want[i], bytes[i], seed + 1000u * (uint64_t)rep, m[i].from, m[i].to, i);
+      memset(want[i] + bytes[i], POISON, GUARD);
+      memset(host[i], POISON, bytes[i] + GUARD);
+      ASSERT_EQ_INT(bufPut(rbuf[i], host[i], bytes[i] + GUARD), 0);
+      ASSERT_EQ_INT(bufPut(sbuf[i], want[i], bytes[i] + GUARD), 0);
+    }
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int i = 0; i < k; i++) {
+      if (persist) {
+        ASSERT_EQ_INT(dmacclStart(sreq[i], s->st[m[i].from]), dmacclSuccess);
+        ASSERT_EQ_INT(dmacclStart(rreq[i], s->st[m[i].to]), dmacclSuccess);
+        continue;
+      }
+      ASSERT_EQ_INT(dmacclSend(sbuf[i], m[i].count, dmacclFloat32, m[i].to, s->comm[m[i].from],
+                               s->st[m[i].from]),
+                    dmacclSuccess);
+      ASSERT_EQ_INT(dmacclRecv(rbuf[i], m[i].count, dmacclFloat32, m[i].from, s->comm[m[i].to],
+                               s->st[m[i].to]),
+                    dmacclSuccess);
+    }
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+    ASSERT_EQ_INT(spSync(s), 0);
+    for (int i = 0; i < k; i++) {
+      ASSERT_EQ_INT(bufGet(host[i], rbuf[i], bytes[i] + GUARD), 0);
+      long long d = testFirstDiff(host[i], want[i], bytes[i] + GUARD);
+      if (d >= 0) {
+        TEST_FAIL("message %d (rank %d -> %d, %zu floats%s): byte %lld is 0x%02x, expected 0x%02x",
+                  i, m[i].from, m[i].to, m[i].count, persist ? ", started" : "", d, host[i][d],
+                  want[i][d]);
+        bad = 1;
+      }
+      ASSERT_EQ_INT(bufGet(host[i], sbuf[i], bytes[i] + GUARD), 0);
+      if (testFirstDiff(host[i], want[i], bytes[i] + GUARD) >= 0) {
+        TEST_FAIL("message %d: the send buffer changed", i);
+        bad = 1;
+      }
+    }
+  }
+  for (int i = 0; i < k; i++) {
+    if (persist) {
+      ASSERT_EQ_INT(dmacclRequestFree(sreq[i]), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclRequestFree(rreq[i]), dmacclSuccess);
     }
     bufFree(sbuf[i]), bufFree(rbuf[i]), free(host[i]), free(want[i]);
   }
   return bad;
+}
+
+static int spRun(spSet *s, const msg *m, int k, uint64_t seed) {
+  return spRunMode(s, m, k, seed, 0);
 }
 
 static int testOneProcess(void) {
@@ -167,6 +201,31 @@ static int testOneProcess(void) {
     msg big[] = {{0, n - 1, (size_t)3 << 20}, {n - 1, 0, (size_t)5 << 19}};
     int rc = spRun(&s, ring, n, 1) || spRun(&s, pairs, k, 2) || spRun(&s, order, 5, 3) ||
              spRun(&s, big, 2, 4) || spRun(&s, ring, n, 5);
+    spFini(&s);
+    if (rc) {
+      TEST_FAIL("%d ranks", n);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The same exchanges as persistent requests. */
+static int testPersistent(void) {
+  for (int n = 2; n <= MAXN; n++) {
+    spSet s;
+    if (spInit(&s, n)) return 1;
+    msg ring[MAXN], pairs[16];
+    for (int r = 0; r < n; r++) ring[r] = (msg){r, (r + 1) % n, 999 + 41 * (size_t)r};
+    int k = 0;
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++)
+        if (a != b) pairs[k++] = (msg){a, b, (size_t)(3 + a * 1013 + b * 29)};
+    msg order[] = {{1, 0, 7}, {1, 0, 65537}, {0, 1, 0}, {1, 0, 12}};
+    msg big[] = {{n - 1, 0, (size_t)3 << 20}};
+    int rc = spRunMode(&s, ring, n, 31, 1) || spRunMode(&s, pairs, k, 32, 1) ||
+             spRunMode(&s, order, 4, 33, 1) || spRunMode(&s, big, 1, 34, 1) ||
+             spRun(&s, ring, n, 35); /* eager calls after the requests are freed */
     spFini(&s);
     if (rc) {
       TEST_FAIL("%d ranks", n);
@@ -232,6 +291,18 @@ static int testArgs(void) {
                   dmacclInvalidArgument);
     ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: stream");
   }
+  dmacclRequest_t req = (dmacclRequest_t)0x1;
+  ASSERT_EQ_INT(dmacclSendInit(b, 4, dmacclFloat32, 2, s.comm[0], &req), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]),
+                  "dmacclSendInit: peer 2 is not a rank (0 to 1)");
+  ASSERT_EQ_INT(dmacclRecvInit(b, 4, dmacclFloat32, 1, s.comm[1], &req), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[1]), "dmacclRecvInit: peer 1 is this rank itself");
+  ASSERT_EQ_INT(dmacclRecvInit(NULL, 4, dmacclFloat32, 1, s.comm[0], &req), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclRecvInit: recvbuff is NULL");
+  ASSERT_EQ_INT(dmacclSendInit(b, 4, dmacclFloat32, 1, s.comm[0], NULL), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSendInit: request is NULL");
+  ASSERT_EQ_INT(dmacclSendInit(b, 4, dmacclFloat32, 1, NULL, &req), dmacclInvalidArgument);
+  ASSERT_TRUE(req == (dmacclRequest_t)0x1); /* nothing made */
   bufFree(b);
   /* Nothing was issued: a matched exchange works. */
   msg ok[] = {{1, 0, 300}, {0, 1, 3}};
@@ -395,6 +466,27 @@ static int mpBodyFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
     }
   }
   if (exec) cudaGraphExecDestroy(exec);
+  /* The ring as persistent requests, started twice (their channels exist). */
+  if (!a->graph) {
+    dmacclRequest_t sr, rr;
+    RANK_CHECK(dmacclSendInit(sb, a->count, dmacclFloat32, next, comm, &sr) == dmacclSuccess);
+    RANK_CHECK(dmacclRecvInit(rb, a->count, dmacclFloat32, prev, comm, &rr) == dmacclSuccess);
+    for (int it = 0; it < 2; it++) {
+      uint64_t s = seed + 50 + (uint64_t)it;
+      RANK_CHECK(prime(rank, sb, rb, bytes, s, next, 2) == 0);
+      RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+      RANK_CHECK(dmacclStart(sr, st) == dmacclSuccess);
+      RANK_CHECK(dmacclStart(rr, st) == dmacclSuccess);
+      dmacclResult_t ge = dmacclGroupEnd();
+      if (ge) fprintf(stderr, "rank %d: %s\n", rank, dmacclCommGetLastError(comm));
+      RANK_CHECK(ge == dmacclSuccess);
+      if (gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+      RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+      if (checkRecv(rank, rb, bytes, s, prev, 2)) return 1;
+    }
+    RANK_CHECK(dmacclRequestFree(sr) == dmacclSuccess);
+    RANK_CHECK(dmacclRequestFree(rr) == dmacclSuccess);
+  }
   if (gpu) {
     bufFree(sb), bufFree(rb), bufFree(rb2);
     cudaStreamDestroy(st);
@@ -432,6 +524,7 @@ int main(int argc, char **argv) {
   /* Processes first: the one-process tests touch CUDA. */
   RUN_IF(testProcesses);
   RUN_IF(testOneProcess);
+  RUN_IF(testPersistent);
   RUN_IF(testMismatch);
   RUN_IF(testArgs);
   TEST_EXIT();

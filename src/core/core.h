@@ -283,6 +283,16 @@ uint64_t coreP2pOrderKey(const coreOp *op);
  * making the channel if needed; on success the channel's end is entered
  * (coreEnter) and the parent left. */
 dmacclResult_t coreP2pBind(coreOp *op);
+/* A Send (send 1) or Recv on comm (the parent), not yet checked (comm is
+ * not touched); no stream. */
+coreOp coreP2pOp(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
+                 dmacclComm_t comm);
+/* Checks it on the parent (entered): the peer, then as a collective
+ * (a Broadcast whose root is the sender). */
+dmacclResult_t coreP2pCheck(coreOp *op, const char *call);
+/* Outside a group: binds op (checked, its parent entered) and posts it on
+ * its channel; the parent is left on return, and errors are on it. */
+dmacclResult_t coreP2pPost(coreOp *op, const char *call);
 void coreFreeComm(dmacclComm_t comm);
 void coreFreeClique(coreClique *c);
 

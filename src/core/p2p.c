@@ -183,48 +183,66 @@ dmacclResult_t coreP2pBind(coreOp *op) {
   return dmacclSuccess;
 }
 
+dmacclResult_t coreP2pCheck(coreOp *op, const char *call) {
+  dmacclComm_t comm = op->comm;
+  int peer = op->peer;
+  if (comm->parent)
+    return coreError(comm, dmacclInvalidUsage, "%s: comm is a Send/Recv channel", call);
+  if (peer < 0 || peer >= comm->nranks)
+    return coreError(comm, dmacclInvalidArgument, "%s: peer %d is not a rank (0 to %d)", call, peer,
+                     comm->nranks - 1);
+  if (peer == comm->rank)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: peer %d is this rank itself; a Send/Recv to oneself is not supported "
+                     "yet (copy the buffer instead)",
+                     call, peer);
+  op->root = op->p2p == 1 ? comm->rank : peer;
+  return coreCheckCollArgs(op, call);
+}
+
+dmacclResult_t coreP2pPost(coreOp *op, const char *call) {
+  dmacclComm_t parent = op->comm;
+  dmacclResult_t rc = coreP2pBind(op);
+  if (rc != dmacclSuccess) {
+    coreLeave(parent);
+    return rc;
+  }
+  /* op->comm is the channel's end now, entered; the parent was left. */
+  rc = coreCheckSoloUse(op->comm, call);
+  if (rc == dmacclSuccess) rc = corePost(op);
+  coreLeave(op->comm);
+  return onParent(parent, rc);
+}
+
+/* A Broadcast from the sender, in place there; the receiver's send buffer is
+ * unused. Checked on the parent (same device, executor and stream rules),
+ * then bound to the channel: at once, or at the group's end in channel order
+ * (making a channel between processes is a rendezvous). */
+coreOp coreP2pOp(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
+                 dmacclComm_t comm) {
+  return (coreOp){.comm = comm,
+                  .coll = PLAN_COLL_BROADCAST,
+                  .call = send ? "dmacclSend" : "dmacclRecv",
+                  .sendbuff = send ? buf : NULL,
+                  .recvbuff = buf,
+                  .count = count,
+                  .datatype = datatype,
+                  .p2p = send ? 1 : 2,
+                  .peer = peer};
+}
+
 static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
                           dmacclComm_t comm, cudaStream_t stream) {
   const char *call = send ? "dmacclSend" : "dmacclRecv";
   dmacclResult_t rc = coreEnter(comm, call);
   if (rc != dmacclSuccess) return rc;
-  int me = comm->rank;
-  if (comm->parent) {
-    rc = coreError(comm, dmacclInvalidUsage, "%s: comm is a Send/Recv channel", call);
-  } else if (peer < 0 || peer >= comm->nranks) {
-    rc = coreError(comm, dmacclInvalidArgument, "%s: peer %d is not a rank (0 to %d)", call, peer,
-                   comm->nranks - 1);
-  } else if (peer == me) {
-    rc = coreError(comm, dmacclInvalidArgument,
-                   "%s: peer %d is this rank itself; a Send/Recv to oneself is not supported yet "
-                   "(copy the buffer instead)",
-                   call, peer);
-  }
-  /* A Broadcast from the sender, in place there; the receiver's send buffer
-   * is unused. Checked on the parent (same device, executor and stream
-   * rules), then bound to the channel: at once, or at the group's end in
-   * channel order (making a channel between processes is a rendezvous). */
-  coreOp op = {.comm = comm,
-               .coll = PLAN_COLL_BROADCAST,
-               .call = call,
-               .sendbuff = send ? buf : NULL,
-               .recvbuff = buf,
-               .count = count,
-               .datatype = datatype,
-               .root = send ? me : peer,
-               .stream = stream,
-               .p2p = send ? 1 : 2,
-               .peer = peer};
-  if (rc == dmacclSuccess) rc = coreCheckCollArgs(&op, call);
-  if (rc == dmacclSuccess && coreGroupActive()) {
+  coreOp op = coreP2pOp(send, buf, count, datatype, peer, comm);
+  op.stream = stream;
+  rc = coreP2pCheck(&op, call);
+  if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(&op);
-  } else if (rc == dmacclSuccess && (rc = coreP2pBind(&op)) == dmacclSuccess) {
-    /* op.comm is the channel's end now, entered; the parent was left. */
-    rc = coreCheckSoloUse(op.comm, call);
-    if (rc == dmacclSuccess) rc = corePost(&op);
-    coreLeave(op.comm);
-    return onParent(comm, rc);
-  }
+  else if (rc == dmacclSuccess)
+    return coreP2pPost(&op, call); /* leaves comm */
   coreLeave(comm);
   return rc;
 }

@@ -10,6 +10,12 @@
  * checks only its stream. The device commands are those of the eager call
  * of the same algorithm: a staged start goes straight onto the stream (no
  * peer rendezvous on the host), like an eager staged call.
+ *
+ * dmacclSendInit / dmacclRecvInit: the request holds the call as checked on
+ * the parent communicator; each start binds it to its channel as an eager
+ * Send/Recv does (inside a group: at the group's end, in channel order), so
+ * the first start with a peer makes the channel and must not be captured.
+ * Between processes the buffers are exported at each start (on the channel).
  */
 #include "../exec/exec.h"
 
@@ -28,8 +34,8 @@ struct dmacclRequest {
 static dmacclResult_t requestInit(coreOp *op, const size_t *const *arrays, const char *const *names,
                                   int k, dmacclRequest_t *request) {
   char call[64];
-  snprintf(call, sizeof(call), "%sInit", planCollOf(op->coll)->call);
-  op->call = planCollOf(op->coll)->call;
+  if (!op->call) op->call = planCollOf(op->coll)->call; /* Send/Recv name themselves */
+  snprintf(call, sizeof(call), "%sInit", op->call);
   dmacclResult_t rc = coreEnter(op->comm, call);
   if (rc != dmacclSuccess) return rc;
   struct dmacclRequest *r = NULL;
@@ -40,7 +46,8 @@ static dmacclResult_t requestInit(coreOp *op, const size_t *const *arrays, const
     goto out;
   }
   if (arrays && (rc = corePackArrays(op, arrays, names, k, packed)) != dmacclSuccess) goto out;
-  if ((rc = coreCheckCollArgs(op, call)) != dmacclSuccess) goto out;
+  if ((rc = op->p2p ? coreP2pCheck(op, call) : coreCheckCollArgs(op, call)) != dmacclSuccess)
+    goto out;
   if (!(r = calloc(1, sizeof(*r))) || (arrays && !(r->vec = coreVecDup(op)))) {
     rc = coreError(op->comm, dmacclSystemError, "%s: out of memory", call);
     goto out;
@@ -48,7 +55,9 @@ static dmacclResult_t requestInit(coreOp *op, const size_t *const *arrays, const
   r->magic = REQUEST_MAGIC;
   r->op = *op;
   r->op.vec = r->vec;
-  if (op->comm->clique->mp && (rc = coreMpExportOp(&r->op, call)) != dmacclSuccess) goto out;
+  /* Send/Recv: exported at each start, on the channel (made at the first). */
+  if (op->comm->clique->mp && !op->p2p && (rc = coreMpExportOp(&r->op, call)) != dmacclSuccess)
+    goto out;
   if ((rc = coreRegisterRequest(r)) != dmacclSuccess) goto out;
   *request = r;
   r = NULL;
@@ -116,6 +125,18 @@ dmacclResult_t dmacclScatterInit(const void *sendbuff, void *recvbuff, size_t co
                                  dmacclRequest_t *request) {
   INIT(SCATTER, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count, .datatype = datatype,
        .root = root);
+}
+
+dmacclResult_t dmacclSendInit(const void *sendbuff, size_t count, dmacclDataType_t datatype,
+                              int peer, dmacclComm_t comm, dmacclRequest_t *request) {
+  coreOp op = coreP2pOp(1, (void *)sendbuff, count, datatype, peer, comm);
+  return requestInit(&op, NULL, NULL, 0, request);
+}
+
+dmacclResult_t dmacclRecvInit(void *recvbuff, size_t count, dmacclDataType_t datatype, int peer,
+                              dmacclComm_t comm, dmacclRequest_t *request) {
+  coreOp op = coreP2pOp(0, recvbuff, count, datatype, peer, comm);
+  return requestInit(&op, NULL, NULL, 0, request);
 }
 
 static const char *const countsDispls[] = {"counts", "displs"};
@@ -186,6 +207,8 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
   rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture);
   if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(&op);
+  else if (rc == dmacclSuccess && op.p2p)
+    return coreP2pPost(&op, call); /* leaves the communicator */
   else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
     rc = corePost(&op);
   coreLeave(op.comm);
