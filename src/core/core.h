@@ -57,6 +57,7 @@ typedef struct coreOp {
    * it is bound to its channel (coreP2pBind), comm is the parent and root
    * the sender's rank; then comm is the channel's end and root 0. */
   int p2p, peer;
+  int oneRank; /* a communicator of one rank: issued by exec->oneRank, not sequenced */
 } coreOp;
 
 /* Entries of an op's vec (0 for the forms without arrays). */

@@ -254,7 +254,23 @@ dmacclResult_t coreWaitLaunched(dmacclComm_t comm, uint64_t seq) {
   return rc;
 }
 
+/* One rank: no peer to meet, so no board, sequence number or schedule: the
+ * one copy the collective is (or nothing), issued at once by the executor. */
+static dmacclResult_t postOneRank(coreOp *op) {
+  dmacclComm_t comm = op->comm;
+  const size_t *vecs[1] = {op->vec};
+  planArgs a = coreOpArgs(op, 0, 1, vecs, comm->clique->scratchBytes);
+  planBlock b = planOneRankBlock(&a);
+  op->oneRank = 1;
+  if (!b.bytes) return dmacclSuccess;
+  const char *src = (const char *)op->sendbuff + b.srcOff;
+  char *dst = (char *)op->recvbuff + b.dstOff;
+  if (src == dst) return dmacclSuccess; /* in place */
+  return comm->exec->oneRank(comm, op, src, dst, b.bytes);
+}
+
 dmacclResult_t corePostNoAttach(coreOp *op) {
+  if (op->comm->nranks == 1 && op->comm->exec->oneRank) return postOneRank(op);
   return op->comm->clique->mp ? coreMpPost(op) : spPost(op);
 }
 
@@ -263,6 +279,7 @@ dmacclResult_t corePostNoAttach(coreOp *op) {
  * the host executor's calls return at once. Then the executor's attach. */
 dmacclResult_t coreAttach(coreOp *op) {
   dmacclComm_t comm = op->comm;
+  if (op->oneRank) return dmacclSuccess; /* issued on the caller's thread and stream */
   if (!comm->clique->mp && comm->exec->launchBeforeReturn) {
     dmacclResult_t rc = coreWaitLaunched(comm, op->seq);
     if (rc != dmacclSuccess) return rc;

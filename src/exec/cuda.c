@@ -78,6 +78,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->tail[k]) cudaEventDestroy(s->tail[k]);
     if (s->capTail[k]) cudaEventDestroy(s->capTail[k]);
   }
+  if (s->oneTail) cudaEventDestroy(s->oneTail);
   for (int k = 0; s->sigEv && k < PLAN_NUM_PHASES * comm->nranks; k++)
     if (s->sigEv[k]) cudaEventDestroy(s->sigEv[k]);
   if (comm->clique->mp) {
@@ -153,6 +154,7 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->tail[k], cudaEventDisableTiming));
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->capTail[k], cudaEventDisableTiming));
   }
+  CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->oneTail, cudaEventDisableTiming));
   size_t flagBytes = FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t);
   if (comm->clique->mp) {
     rc = cudaVmmCreate(comm, flagBytes, &s->flagVmm, call);
@@ -790,6 +792,30 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
   }
 }
 
+/* One rank: one cudaMemcpyAsync on the caller's stream (a copy engine; no
+ * lanes, flags or events but one). Calls on another stream than the last
+ * eager one's wait for it, so that a rank's calls run in order; a capture
+ * neither waits for work outside it nor records the tail Synchronize reads. */
+static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
+                                  size_t bytes) {
+  dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
+  int prev = cudaEnterDevice(s->device);
+  /* (the per-thread stream names a different stream on each thread) */
+  int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;
+  if (!op->capture && s->oneSeen && moved)
+    CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->oneTail, 0));
+  CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, op->stream));
+  if (!op->capture) {
+    CUDA_TRY(comm, cudaEventRecord(s->oneTail, op->stream));
+    s->oneSeen = 1;
+    s->oneStream = op->stream;
+  }
+out:
+  cudaLeaveDevice(prev, s->device);
+  return rc;
+}
+
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   (void)seq;
   dmacclResult_t rc = dmacclSuccess;
@@ -799,6 +825,7 @@ static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   /* Operations of a rank run in order: the last eager one's tail is the end
    * of all of them (captured ones run when their graphs do). */
   if (s->lastSeq) rc = pollDone(comm, NULL, s->tail[s->lastSeq % CORE_BOARD_DEPTH], &stop);
+  if (s->oneSeen && rc == dmacclSuccess) rc = pollDone(comm, NULL, s->oneTail, &stop);
   for (int l = 0; l < s->nlanes && rc == dmacclSuccess && !stop; l++)
     rc = pollDone(comm, s->lanes[l], NULL, &stop);
   cudaLeaveDevice(prev, s->device);
@@ -963,6 +990,7 @@ const execOps execCudaOps = {
     .attach = cudaAttach,
     .launch = cudaLaunch,
     .sync = cudaSync,
+    .oneRank = cudaOneRank,
     .identify = cudaIdentify,
     .initRank = cudaInitRank,
     .memAlloc = cudaMemAllocOp,

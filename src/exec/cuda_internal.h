@@ -64,6 +64,10 @@ typedef struct {
    * be waited on inside it, so it must not take the place of an eager
    * operation's tail that Synchronize or the next launch still reads. */
   cudaEvent_t capTail[CORE_BOARD_DEPTH];
+  /* One rank (cudaOneRank): the last eager copy's end and its stream. */
+  cudaEvent_t oneTail;
+  cudaStream_t oneStream;
+  int oneSeen;
   int captured[CORE_BOARD_DEPTH]; /* that launch went into a graph */
   cudaEvent_t *join;
   uint32_t *flags;      /* own flag words */

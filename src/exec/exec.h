@@ -85,6 +85,13 @@ typedef struct execOps {
   /* Waits for every launched operation of comm to complete; gives up with
    * the async error if one is recorded meanwhile. */
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
+  /* A communicator of one rank, on the caller's thread at the call (or at
+   * the group's end): op is the copy of bytes from src to dst (distinct,
+   * bytes > 0), issued on op's stream in the order of the rank's calls; no
+   * sequence number, board or schedule (planOneRankBlock). sync waits for
+   * it too. */
+  dmacclResult_t (*oneRank)(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
+                            size_t bytes);
 
   /* --- Ranks as processes --- */
   /* The device (in: -1 for the calling thread's current one, else that

@@ -27,6 +27,11 @@ size_t planTotal(const size_t *counts, int n, size_t elemSize) {
   return s;
 }
 
+planBlock planOneRankBlock(const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  return ci->reduces ? ci->target(a, 0, 0) : ci->block(a, 0, 0);
+}
+
 size_t planStageNeed(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (ci->peerArrays) return SIZE_MAX;

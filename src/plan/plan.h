@@ -220,6 +220,10 @@ extern const planCollInfo *const planColls[PLAN_NUM_COLLS];
 static inline const planCollInfo *planCollOf(planColl c) {
   return planColls[c];
 }
+/* One rank (a->nranks == 1): every collective is one copy from the send
+ * buffer to the receive buffer (a reduction of one rank is its input), this
+ * block; nothing when bytes is 0 or the two ends are the same address. */
+planBlock planOneRankBlock(const planArgs *a);
 /* Staging bytes the collective needs on its busiest rank (SIZE_MAX: it
  * cannot be staged). */
 size_t planStageNeed(const planArgs *a);
