@@ -143,8 +143,12 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
 
   rc = comm->exec->checkStream(comm, op->stream, call, &op->capture);
   if (rc != dmacclSuccess) return rc;
+  /* In place at the same address (AllReduce, Broadcast, ...): the range the
+   * send check covered needs no second pointer query. */
+  int covered = op->recvbuff == op->sendbuff && op->recvBytes <= op->sendBytes;
   if ((rc = checkBuf(comm, op->sendbuff, op->sendBytes, call, "sendbuff")) != dmacclSuccess ||
-      (rc = checkBuf(comm, op->recvbuff, op->recvBytes, call, "recvbuff")) != dmacclSuccess)
+      (!covered &&
+       (rc = checkBuf(comm, op->recvbuff, op->recvBytes, call, "recvbuff")) != dmacclSuccess))
     return rc;
 
   if (overlaps(op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes)) {
