@@ -14,6 +14,9 @@ const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb", "pull1",
                                         "pulln", "pullb", "stage", "stage2d"};
 
 int ccAlgoTakes(collId coll, const char *algo) {
+  /* the row whose selection entry applies (collInfo.select): sendrecv
+   * runs with Broadcast's */
+  coll = (collId)collByName(collTable[coll].select);
   if (collTable[coll].flags & COLL_REDUCES)
     return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0;
   if (coll == COLL_ALLTOALLV)
@@ -26,8 +29,11 @@ int ccAlgoTakes(collId coll, const char *algo) {
 void ccAlgoTable(const char *algo, char *buf, size_t len) {
   size_t at = 0;
   buf[0] = 0;
+  /* the library's names only: rows that follow another row's entry
+   * (sendrecv: broadcast's) add nothing */
   for (int c = 0; c < COLL_NUM; c++)
-    if (ccAlgoTakes((collId)c, algo) && at < len)
+    if (strcmp(collTable[c].select, collTable[c].name) == 0 && ccAlgoTakes((collId)c, algo) &&
+        at < len)
       at += (size_t)snprintf(buf + at, len - at, "%s%s:%s", at ? ";" : "", collTable[c].name, algo);
 }
 
@@ -131,7 +137,7 @@ typedef struct {
   int sendNull, recvNull;
   unsigned char *wantMain, *wantAux, *got; /* host: expected contents, a download */
   unsigned char *hostSend;                 /* this rank's input, sendElems elements */
-  dmacclRequest_t req;
+  dmacclRequest_t req[COLL_MAX_REQUESTS];  /* persistent: collRequests(coll) of them */
 } ccRank;
 
 struct ccOp {
@@ -186,7 +192,7 @@ void ccOpFree(ccOp *o) {
   if (!o) return;
   for (int r = 0; r < o->n; r++) {
     ccRank *k = &o->r[r];
-    if (k->req) dmacclRequestFree(k->req);
+    collFree(o->c.coll, k->req);
     devFree(o->env, r, k->main);
     devFree(o->env, r, k->aux);
     free(k->wantMain), free(k->wantAux), free(k->got), free(k->hostSend);
@@ -197,6 +203,12 @@ void ccOpFree(ccOp *o) {
 ccOp *ccOpNew(ccEnv *env, int n, const ccCase *c) {
   ccOp *o = calloc(1, sizeof(*o));
   if (!o || n < 1 || n > CC_MAXR || (unsigned)c->coll >= COLL_NUM) {
+    free(o);
+    return NULL;
+  }
+  if (n < collMinRanks(c->coll)) {
+    fprintf(stderr, "  %s needs %d ranks or more, not %d\n", ccCollName(c->coll),
+            collMinRanks(c->coll), n);
     free(o);
     return NULL;
   }
@@ -305,7 +317,7 @@ static dmacclResult_t issueCall(ccOp *o, dmacclComm_t *comms, int r, int init) {
   s.sendcounts = tmp->sendcounts, s.sdispls = tmp->sdispls;
   s.recvcounts = tmp->recvcounts, s.rdispls = tmp->rdispls;
   dmacclResult_t rc =
-      collIssue(c->coll, &s, r, send, recv, c->type, c->op, comms[r], st, init ? &k->req : NULL);
+      collIssue(c->coll, &s, r, send, recv, c->type, c->op, comms[r], st, init ? k->req : NULL);
   memset(tmp, 0xEE, sizeof(*tmp));
   free(tmp);
   if (rc != dmacclSuccess) {
@@ -318,14 +330,15 @@ static dmacclResult_t issueCall(ccOp *o, dmacclComm_t *comms, int r, int init) {
 }
 
 dmacclResult_t ccOpInit(ccOp *o, dmacclComm_t *comms, int r) {
-  if (!o->c.persistent || o->r[r].req) return dmacclSuccess;
+  if (!o->c.persistent || o->r[r].req[0]) return dmacclSuccess;
   return issueCall(o, comms, r, 1);
 }
 
 dmacclResult_t ccOpIssue(ccOp *o, dmacclComm_t *comms, int r) {
   if (!o->c.persistent) return issueCall(o, comms, r, 0);
   dmacclResult_t rc = ccOpInit(o, comms, r);
-  if (rc == dmacclSuccess) rc = dmacclStart(o->r[r].req, o->env->gpu ? o->env->stream[r] : NULL);
+  if (rc == dmacclSuccess)
+    rc = collStart(o->c.coll, o->r[r].req, o->env->gpu ? o->env->stream[r] : NULL);
   if (rc != dmacclSuccess)
     fprintf(stderr, "  rank %d: dmacclStart: %s\n", r, dmacclCommGetLastError(comms[r]));
   return rc;

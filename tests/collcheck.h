@@ -1,6 +1,8 @@
 /* Runs collectives of the table (tools/common/colls.h) on every rank of a set
  * with random data, poisoned outputs and guard bytes, and checks every byte
- * against the table's reference. Works on both executors. */
+ * against the table's reference. Works on both executors. The sendrecv row
+ * (a ring of dmacclSend/dmacclRecv) is one of them; it needs 2 ranks or more
+ * (collMinRanks), and callers that iterate the table skip it below. */
 #ifndef DMACCL_TEST_COLLCHECK_H_
 #define DMACCL_TEST_COLLCHECK_H_
 
@@ -36,7 +38,7 @@ typedef struct {
   size_t count;              /* uniform forms: the count argument; V forms: the largest block */
   int root;                  /* rooted collectives */
   int inPlace;               /* the in-place form (collectives that have one) */
-  int persistent;            /* Init form, started by ccOpIssue */
+  int persistent;            /* Init form (sendrecv: two requests), started by ccOpIssue */
   int nullUnused;            /* NULL for the buffers a rank does not use (else poisoned ones) */
   uint64_t seed;             /* the V layout (fixed for the op's life) and the first data */
   const collVArrays *arrays; /* V forms: these arrays instead of random ones from seed */
@@ -45,20 +47,23 @@ typedef struct {
 /* A collective's buffers on every rank (ccOpNew), their contents
  * (ccOpFill), its calls (ccOpIssue) and the check (ccOpCheck). */
 typedef struct ccOp ccOp;
-ccOp *ccOpNew(ccEnv *env, int n, const ccCase *c); /* NULL (and a line) on failure */
+/* NULL (and a line) on failure, fewer ranks than collMinRanks(c->coll) included. */
+ccOp *ccOpNew(ccEnv *env, int n, const ccCase *c);
 /* Random inputs (sanitized for reductions of floating types), poisoned
  * outputs and guards, and the expected bytes. */
 int ccOpFill(ccOp *o, uint64_t seed);
-/* Rank r's call: the eager call, or (persistent) the Init form on the first
- * call and dmacclStart. The arrays of V forms are copies, overwritten once
- * the call returns (they must be read during the call only). */
+/* Rank r's call (collIssue): the eager call, or (persistent) the Init form on
+ * the first call and collStart. The arrays of V forms are copies, overwritten
+ * once the call returns (they must be read during the call only). */
 dmacclResult_t ccOpIssue(ccOp *o, dmacclComm_t *comms, int r);
 /* Downloads every buffer of every rank and compares every byte (guards,
  * gaps, unused buffers and unchanged inputs included). Returns the number of
  * wrong bytes (printing the first per buffer), or -1. */
 long long ccOpCheck(ccOp *o);
-/* Persistent: makes rank r's request now (ccOpIssue then only starts it),
- * e.g. before a graph capture. Eager: nothing. */
+/* Persistent: makes rank r's requests now (ccOpIssue then only starts them),
+ * e.g. before a graph capture. Eager: nothing. (A sendrecv's first start
+ * also makes the Send/Recv channels, which cannot be captured: run one
+ * before capturing.) */
 dmacclResult_t ccOpInit(ccOp *o, dmacclComm_t *comms, int r);
 void ccOpFree(ccOp *o); /* frees its requests too */
 const ccCase *ccOpCase(const ccOp *o);
@@ -91,7 +96,9 @@ dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo)
 
 /* The selection string naming algo for every collective that takes it
  * (docs/algorithms.md: movement ones all eight, alltoallv the push forms,
- * reductions stage and pull1). Returns 1 when coll takes algo. */
+ * reductions stage and pull1), in the library's names only. Returns 1 when
+ * coll takes algo; sendrecv takes what Broadcast takes, through the
+ * broadcast entry (collInfo.select), and adds no entry of its own. */
 int ccAlgoTakes(collId coll, const char *algo);
 void ccAlgoTable(const char *algo, char *buf, size_t len);
 

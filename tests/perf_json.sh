@@ -59,21 +59,45 @@ rows, cfg = d["rows"], d["config"]
 assert cfg["op"] == "max" and cfg["root"] == 2 and cfg["uneven"] and cfg["persistent"], cfg
 assert cfg["kernels"] is False and cfg["reduce_ctas"] >= 1, cfg
 colls = ["allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
-         "scatter", "allgatherv", "reducescatterv", "alltoallv"]
+         "scatter", "allgatherv", "reducescatterv", "alltoallv", "sendrecv"]
 assert sorted({r["coll"] for r in rows}) == sorted(colls), {r["coll"] for r in rows}
 assert all(r["wrong"] == 0 for r in rows)
 assert all(r["kernels_per_op"] is None and r["kernel_ctas"] is None for r in rows)
 inplace = {r["coll"] for r in rows if r["in_place"]}
-assert inplace == set(colls) - {"alltoall", "alltoallv"}, inplace
-# 3 sizes x (auto, and stage where the collective takes it) x (1 or 2 places);
-# alltoallv takes only push1/pushn/pushb: no stage row
+assert inplace == set(colls) - {"alltoall", "alltoallv", "sendrecv"}, inplace
+# 3 sizes x (auto, and stage where the collective takes it: sendrecv through
+# broadcast's entry) x (1 or 2 places); alltoallv takes only
+# push1/pushn/pushb: no stage row; alltoall(v) and sendrecv: no in place
 for c in colls:
     n = sum(1 for r in rows if r["coll"] == c)
-    want = 3 * (1 if c == "alltoallv" else 2) * (1 if c.startswith("alltoall") else 2)
+    want = 3 * (1 if c == "alltoallv" else 2) * (1 if c.startswith("alltoall") or c == "sendrecv" else 2)
     assert n == want, (c, n, want)
 ar = next(r for r in rows if r["coll"] == "allreduce")
 assert abs(ar["busbw"] - ar["algbw"] * 4 / 3) < 2e-3 + 1e-3 * ar["busbw"], ar
 assert ar["size"] == ar["count"] * 2  # count bytes of half
+sr = next(r for r in rows if r["coll"] == "sendrecv")
+assert sr["size"] == sr["count"] * 2, sr  # count bytes of half, not n * count
+assert abs(sr["busbw"] - sr["algbw"]) < 1e-3 + 1e-3 * sr["busbw"], sr  # factor 1
+PY
+
+# one rank: sendrecv (a Send to oneself) is skipped with a reason, not an
+# error; the other collectives of the run still run
+"$perf" -B host -g 1 -o sendrecv,allgather -b 1K -e 2K -n 2 -w 1 -A auto -J "$tmp/one.json" \
+  >"$tmp/one.txt" 2>"$tmp/one.err" || { cat "$tmp/one.txt" "$tmp/one.err"; fail "-g 1 run"; }
+grep -q "^# no sendrecv rows: it needs 2 ranks or more" "$tmp/one.txt" ||
+  fail "-g 1: no reason for the missing sendrecv rows: $(cat "$tmp/one.txt")"
+grep -q "^  sendrecv " "$tmp/one.txt" && fail "-g 1: sendrecv rows"
+grep -q "^  allgather " "$tmp/one.txt" || fail "-g 1: no allgather rows"
+"$py" "$plot" --check "$tmp/one.json" || fail "schema check of -g 1"
+# sendrecv with ranks as processes, persistent (two requests per rank), checked
+"$perf" -B host -p 3 -o sendrecv --persistent -b 1K -e 64K -f 8 -n 2 -w 1 -c 2 -A auto,pull1 \
+  -J "$tmp/sr.json" >"$tmp/sr.txt" 2>"$tmp/sr.err" || { cat "$tmp/sr.txt" "$tmp/sr.err"; fail "-p 3 sendrecv"; }
+"$py" "$plot" --check "$tmp/sr.json" || fail "schema check of -p 3 sendrecv"
+"$py" - "$tmp/sr.json" <<'PY' || fail "content of -p 3 sendrecv"
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert len(rows) == 3 * 2 and all(r["coll"] == "sendrecv" and not r["in_place"] for r in rows), rows
+assert all(r["wrong"] == 0 for r in rows), rows
 PY
 
 # --compare of a run with itself: every dmaccl row, each 1.000x

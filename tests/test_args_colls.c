@@ -9,8 +9,10 @@
  * collectives afterwards; the Init forms likewise (no request made). Also
  * AlltoAllv whose counts disagree between ranks (found at launch:
  * synchronize fails once, nothing written), a failing call inside a group
- * (not recorded, the group still runs), and algorithms a collective does not
- * take.
+ * (not recorded, the group still runs), algorithms a collective does not
+ * take, and the table's sendrecv row refused where it cannot run: on one
+ * rank (a Send to oneself) and with a bad datatype (the Send fails, so its
+ * Recv is not made and nothing is left recorded), eager and Init forms.
  */
 #include "collcheck.h"
 #include "harness.h"
@@ -49,6 +51,7 @@ static int untouchedAndUsable(void) {
       {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 100, 0, 0, 0, 0, 31338, NULL},
       {COLL_REDUCE, dmacclBfloat16, dmacclMax, 77, 3, 1, 0, 0, 31339, NULL},
       {COLL_REDUCESCATTERV, dmacclInt8, dmacclProd, 50, 0, 0, 0, 0, 31340, NULL},
+      {COLL_SENDRECV, dmacclFloat64, dmacclSum, 93, 0, 0, 1, 0, 31341, NULL},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     ASSERT_EQ_INT(ccRunCase(&env, comms, N, &cases[i]), 0);
@@ -349,6 +352,47 @@ static int testFailInGroup(void) {
   return 0;
 }
 
+/* The sendrecv row where the library refuses it: on a set of one rank the
+ * ring's peer is the rank itself; with a bad datatype the Send fails. Either
+ * way collIssue returns the Send's error, makes no Recv (nothing is left
+ * recorded in its group to run later), leaves no request alive and writes
+ * nothing; the 4-rank set still runs correct collectives afterwards. */
+static int testSendRecvRefused(void) {
+  poison();
+  dmacclComm_t one;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  ASSERT_EQ_INT(dmacclCommInitAll(&one, 1, NULL, &cfg), dmacclSuccess);
+  ASSERT_EQ_INT(collMinRanks(COLL_SENDRECV), 2);
+  collShape s1 = {.nranks = 1, .count = COUNT};
+  dmacclRequest_t req[COLL_MAX_REQUESTS];
+  EXPECT_ERR(collIssue(COLL_SENDRECV, &s1, 0, sendb[0], recvb[0], dmacclFloat32, dmacclSum, one,
+                       NULL, NULL),
+             dmacclInvalidArgument, one, "dmacclSend: peer 0 is this rank itself");
+  req[0] = req[1] = (dmacclRequest_t)&s1; /* garbage: collIssue must clear both */
+  EXPECT_ERR(collIssue(COLL_SENDRECV, &s1, 0, sendb[0], recvb[0], dmacclFloat32, dmacclSum, one,
+                       NULL, req),
+             dmacclInvalidArgument, one, "peer 0 is this rank itself");
+  ASSERT_TRUE(req[0] == NULL && req[1] == NULL);
+  ASSERT_EQ_INT(dmacclCommSynchronize(one), dmacclSuccess); /* nothing was recorded */
+  ASSERT_EQ_INT(dmacclCommDestroy(one), dmacclSuccess);
+  /* a bad datatype on every rank of the 4-rank set, in one group */
+  collShape s4 = {.nranks = N, .count = COUNT / N};
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    EXPECT_ERR(collIssue(COLL_SENDRECV, &s4, r, sendb[r], recvb[r],
+                         (dmacclDataType_t)dmacclNumTypes, dmacclSum, comms[r], NULL, NULL),
+               dmacclInvalidArgument, comms[r], "is not a dmacclDataType_t");
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  req[0] = req[1] = NULL;
+  EXPECT_ERR(collIssue(COLL_SENDRECV, &s4, 2, sendb[2], recvb[2], (dmacclDataType_t)-1, dmacclSum,
+                       comms[2], NULL, req),
+             dmacclInvalidArgument, comms[2], "dmacclSendInit: datatype -1");
+  ASSERT_TRUE(req[0] == NULL && req[1] == NULL);
+  return untouchedAndUsable();
+}
+
 /* An algorithm a collective does not take fails the communicator's creation
  * with a message naming it; nothing is created. */
 static int testAlgorithmRefused(void) {
@@ -391,6 +435,7 @@ int main(void) {
   RUN(testCountOverflow);
   RUN(testAlltoallvDisagree);
   RUN(testFailInGroup);
+  RUN(testSendRecvRefused);
   RUN(testAlgorithmRefused);
   for (int r = 0; r < N; r++) {
     free(sendb[r]);

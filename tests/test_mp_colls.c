@@ -6,7 +6,10 @@
  * one stream per rank). Every rank regenerates every rank's inputs from the
  * seed and checks its whole receive allocation (gaps and guard included)
  * against tools/common/colls.c's reference. Both the built-in selection and
- * the direct forms; several collectives in one group.
+ * the direct forms, one collective at a time. The table's sendrecv
+ * row (each rank sends to the next and receives from the previous, one group
+ * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
+ * (direct: pushb), and is skipped on one rank (a Send to oneself is refused).
  * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
  */
 #include "harness.h"
@@ -123,6 +126,7 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   for (int c = 0; c < COLL_NUM; c++)
     for (size_t ti = 0; ti < 3; ti++) {
       if (!(collTable[c].flags & COLL_REDUCES) && ti > 0) break;
+      if (n < collMinRanks((collId)c)) break; /* sendrecv on one rank */
       for (size_t k = 0; k < 4; k++)
         for (int inPlace = 0; inPlace <= 1; inPlace++) {
           collShape s = {.nranks = n, .count = counts[k], .root = (int)(seed % (uint64_t)n)};

@@ -87,7 +87,14 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.root, 3);
   ASSERT_EQ_INT(parse(&a, err, "-o all"), 0);
   ASSERT_EQ_INT(a.colls, PERF_ALL_COLLS);
-  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,sendrecv"), -1);
+  ASSERT_TRUE(a.colls & PERF_COLL(COLL_SENDRECV));
+  /* nccl-tests' sendrecv_perf: a row of the tools' table, not a library collective */
+  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,sendrecv"), 0);
+  ASSERT_EQ_INT(a.colls, PERF_COLL(COLL_ALLREDUCE) | PERF_COLL(COLL_SENDRECV));
+  ASSERT_EQ_INT(parse(&a, err, "-o sendrecv --op avg -d int32"), 0); /* it takes no op */
+  ASSERT_EQ_INT(a.colls, PERF_COLL(COLL_SENDRECV));
+  ASSERT_EQ_INT(parse(&a, err, "-o allreduce,sendrecvx"), -1);
+  ASSERT_EQ_INT(parse(&a, err, "-o send"), -1);
   ASSERT_EQ_INT(parse(&a, err, "-o allreduce,"), -1);
   ASSERT_EQ_INT(parse(&a, err, "--op xor"), -1);
   ASSERT_CONTAINS(err, "--op");
@@ -228,6 +235,11 @@ static int testArithmetic(void) {
   /* AllReduce: 2(n-1)/n; Broadcast: 1 */
   ASSERT_TRUE(fabs(perfBusBw(COLL_ALLREDUCE, 8000, 1.0, 8) - 14.0) < 1e-12);
   ASSERT_TRUE(fabs(perfBusBw(COLL_BROADCAST, 8000, 1.0, 8) - 8.0) < 1e-12);
+  /* sendrecv (nccl-tests): size = count bytes, busbw = algbw */
+  ASSERT_EQ_INT(perfShape(COLL_SENDRECV, 1000, 3, 0, 0, 4, &sh, &va), 250);
+  ASSERT_EQ_INT(collSizeBytes(COLL_SENDRECV, &sh, 2, 4), 1000);
+  ASSERT_TRUE(fabs(perfBusBw(COLL_SENDRECV, 8000, 1.0, 8) - 8.0) < 1e-12);
+  ASSERT_TRUE(fabs(perfBusBw(COLL_SENDRECV, 8000, 2.0, 2) - 4.0) < 1e-12);
   ASSERT_TRUE(perfBusBw(COLL_ALLGATHER, 1024, 0.0, 4) == 0.0); /* no division by zero */
   ASSERT_TRUE(perfBusBw(COLL_ALLGATHER, 1024, 1.0, 1) == 0.0); /* one rank moves nothing */
   return 0;

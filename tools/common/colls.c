@@ -7,27 +7,41 @@
 #include <string.h>
 
 const collInfo collTable[COLL_NUM] = {
-    [COLL_ALLGATHER] = {"allgather", "dmacclAllGather", COLL_IN_PLACE, COLL_BW_NM1},
-    [COLL_ALLTOALL] = {"alltoall", "dmacclAlltoAll", 0, COLL_BW_NM1},
-    [COLL_ALLREDUCE] = {"allreduce", "dmacclAllReduce", COLL_REDUCES | COLL_IN_PLACE, COLL_BW_2NM1},
-    [COLL_REDUCESCATTER] = {"reducescatter", "dmacclReduceScatter", COLL_REDUCES | COLL_IN_PLACE,
-                            COLL_BW_NM1},
-    [COLL_BROADCAST] = {"broadcast", "dmacclBroadcast", COLL_ROOTED | COLL_IN_PLACE, COLL_BW_ONE},
-    [COLL_REDUCE] = {"reduce", "dmacclReduce", COLL_REDUCES | COLL_ROOTED | COLL_IN_PLACE,
+    [COLL_ALLGATHER] = {"allgather", "allgather", "dmacclAllGather", COLL_IN_PLACE, COLL_BW_NM1},
+    [COLL_ALLTOALL] = {"alltoall", "alltoall", "dmacclAlltoAll", 0, COLL_BW_NM1},
+    [COLL_ALLREDUCE] = {"allreduce", "allreduce", "dmacclAllReduce", COLL_REDUCES | COLL_IN_PLACE,
+                        COLL_BW_2NM1},
+    [COLL_REDUCESCATTER] = {"reducescatter", "reducescatter", "dmacclReduceScatter",
+                            COLL_REDUCES | COLL_IN_PLACE, COLL_BW_NM1},
+    [COLL_BROADCAST] = {"broadcast", "broadcast", "dmacclBroadcast", COLL_ROOTED | COLL_IN_PLACE,
+                        COLL_BW_ONE},
+    [COLL_REDUCE] = {"reduce", "reduce", "dmacclReduce", COLL_REDUCES | COLL_ROOTED | COLL_IN_PLACE,
                      COLL_BW_ONE},
-    [COLL_GATHER] = {"gather", "dmacclGather", COLL_ROOTED | COLL_IN_PLACE, COLL_BW_NM1},
-    [COLL_SCATTER] = {"scatter", "dmacclScatter", COLL_ROOTED | COLL_IN_PLACE, COLL_BW_NM1},
-    [COLL_ALLGATHERV] = {"allgatherv", "dmacclAllGatherV", COLL_VECTOR | COLL_IN_PLACE,
-                         COLL_BW_NM1},
-    [COLL_REDUCESCATTERV] = {"reducescatterv", "dmacclReduceScatterV",
+    [COLL_GATHER] = {"gather", "gather", "dmacclGather", COLL_ROOTED | COLL_IN_PLACE, COLL_BW_NM1},
+    [COLL_SCATTER] = {"scatter", "scatter", "dmacclScatter", COLL_ROOTED | COLL_IN_PLACE,
+                      COLL_BW_NM1},
+    [COLL_ALLGATHERV] = {"allgatherv", "allgatherv", "dmacclAllGatherV",
+                         COLL_VECTOR | COLL_IN_PLACE, COLL_BW_NM1},
+    [COLL_REDUCESCATTERV] = {"reducescatterv", "reducescatterv", "dmacclReduceScatterV",
                              COLL_REDUCES | COLL_VECTOR | COLL_IN_PLACE, COLL_BW_NM1},
-    [COLL_ALLTOALLV] = {"alltoallv", "dmacclAlltoAllv", COLL_VECTOR, COLL_BW_NM1},
+    [COLL_ALLTOALLV] = {"alltoallv", "alltoallv", "dmacclAlltoAllv", COLL_VECTOR, COLL_BW_NM1},
+    /* nccl-tests' sendrecv_perf: a ring of Send/Recv; a 2-rank Broadcast per
+     * channel in the library, so Broadcast's selection entry applies */
+    [COLL_SENDRECV] = {"sendrecv", "broadcast", "dmacclSend/dmacclRecv", COLL_P2P, COLL_BW_ONE},
 };
 
 int collByName(const char *name) {
   for (int c = 0; c < COLL_NUM; c++)
     if (name && strcmp(name, collTable[c].name) == 0) return c;
   return -1;
+}
+
+int collMinRanks(collId c) {
+  return (unsigned)c < COLL_NUM && (collTable[c].flags & COLL_P2P) ? 2 : 1;
+}
+
+int collRequests(collId c) {
+  return c == COLL_SENDRECV ? 2 : 1;
 }
 
 /* --- types and ops ----------------------------------------------------------- */
@@ -103,7 +117,8 @@ size_t collSendCount(collId c, const collShape *s, int rank) {
   case COLL_ALLGATHER:
   case COLL_ALLREDUCE:
   case COLL_REDUCE:
-  case COLL_GATHER: return s->count;
+  case COLL_GATHER:
+  case COLL_SENDRECV: return s->count;
   case COLL_ALLTOALL:
   case COLL_REDUCESCATTER: return n * s->count;
   case COLL_BROADCAST: return rank == s->root ? s->count : 0;
@@ -124,7 +139,8 @@ size_t collRecvCount(collId c, const collShape *s, int rank) {
   case COLL_ALLREDUCE:
   case COLL_REDUCESCATTER:
   case COLL_BROADCAST:
-  case COLL_SCATTER: return s->count;
+  case COLL_SCATTER:
+  case COLL_SENDRECV: return s->count;
   case COLL_REDUCE: return rank == s->root ? s->count : 0;
   case COLL_GATHER: return rank == s->root ? n * s->count : 0;
   case COLL_ALLGATHERV: return extent(s->counts, s->displs, s->nranks);
@@ -157,7 +173,8 @@ size_t collSizeBytes(collId c, const collShape *s, int rank, size_t typeSize) {
   switch (c) {
   case COLL_ALLREDUCE:
   case COLL_BROADCAST:
-  case COLL_REDUCE: return s->count * typeSize;
+  case COLL_REDUCE:
+  case COLL_SENDRECV: return s->count * typeSize;
   case COLL_ALLGATHER:
   case COLL_ALLTOALL:
   case COLL_REDUCESCATTER:
@@ -391,7 +408,7 @@ int collReference(collId c, const collShape *s, int rank, dmacclDataType_t t, dm
   int nr = s->nranks, root = s->root;
   unsigned char *out = recv;
   const unsigned char *src[COLL_MAX_RANKS];
-  if (!ts || nr < 1 || nr > COLL_MAX_RANKS || (unsigned)c >= COLL_NUM) return -1;
+  if (!ts || (unsigned)c >= COLL_NUM || nr < collMinRanks(c) || nr > COLL_MAX_RANKS) return -1;
   if ((collTable[c].flags & COLL_REDUCES) && !collOpSupported(t, op)) return -1;
   const unsigned char *const *in = (const unsigned char *const *)sends;
   size_t me = (size_t)rank;
@@ -432,6 +449,7 @@ int collReference(collId c, const collShape *s, int rank, dmacclDataType_t t, dm
         copyBytes(out + s->rdispls[me * n + f] * ts, in[f] + s->sdispls[f * n + me] * ts, got * ts);
     }
     return 0;
+  case COLL_SENDRECV: copyBytes(out, in[(rank - 1 + nr) % nr], cnt * ts); return 0;
   default: return -1;
   }
 }

@@ -6,6 +6,14 @@
  * buffer sizes, the in-place form, nccl-tests' size, the dmaccl call, and an
  * independent reference of the result in plain C (the arithmetic of
  * dmacclRedOp_t written from the header's comment).
+ *
+ * One row is not a collective of the library: sendrecv, nccl-tests'
+ * sendrecv_perf pattern, in which every rank r sends count elements to rank
+ * (r+1)%n and receives count elements from rank (r-1+n)%n (dmacclSend and
+ * dmacclRecv in a group). It needs 2 ranks or more (collMinRanks: a
+ * Send/Recv to oneself is refused by the library), its persistent form is
+ * two requests (collRequests), and its algorithm is the one the selection
+ * table gives Broadcast (collInfo.select).
  */
 #ifndef DMACCL_TOOLS_COLLS_H_
 #define DMACCL_TOOLS_COLLS_H_
@@ -31,6 +39,7 @@ typedef enum {
   COLL_ALLGATHERV,
   COLL_REDUCESCATTERV,
   COLL_ALLTOALLV,
+  COLL_SENDRECV,
   COLL_NUM
 } collId;
 
@@ -40,19 +49,27 @@ enum {
   COLL_ROOTED = 2u,   /* takes a root */
   COLL_VECTOR = 4u,   /* takes count and displacement arrays */
   COLL_IN_PLACE = 8u, /* has an in-place form */
+  COLL_P2P = 16u,     /* dmacclSend/dmacclRecv, not a collective call: needs 2 ranks or more */
 };
 
 /* nccl-tests' bus bandwidth factor: busbw = algbw * factor. */
 typedef enum {
-  COLL_BW_ONE = 0, /* 1: broadcast, reduce */
+  COLL_BW_ONE = 0, /* 1: broadcast, reduce, sendrecv */
   COLL_BW_NM1 = 1, /* (n-1)/n */
   COLL_BW_2NM1 = 2 /* 2(n-1)/n: allreduce */
 } collBw;
 
 typedef struct {
-  const char *name; /* "allgather": the name dmacclConfig_t.algorithm and DMACCL_ALGO use */
-  const char *call; /* "dmacclAllGather" */
-  unsigned flags;   /* COLL_REDUCES | COLL_ROOTED | COLL_VECTOR | COLL_IN_PLACE */
+  const char *name; /* "allgather": the tools' name (dmaccl-perf -o, the tests) */
+  /* The collective of the library's selection grammar (dmacclConfig_t.algorithm,
+   * DMACCL_ALGO, tuning files; src/plan) whose entry picks this row's
+   * algorithm: name itself, except for sendrecv, which is "broadcast" (each
+   * Send/Recv runs as a 2-rank Broadcast on a channel per direction, made
+   * with the parent communicator's selection table). "sendrecv" is no name
+   * of that grammar: never write it into a selection string. */
+  const char *select;
+  const char *call; /* "dmacclAllGather"; sendrecv: "dmacclSend/dmacclRecv" */
+  unsigned flags;   /* COLL_REDUCES | COLL_ROOTED | COLL_VECTOR | COLL_IN_PLACE | COLL_P2P */
   collBw bw;
 } collInfo;
 
@@ -63,6 +80,16 @@ int collByName(const char *name);
 
 /* Largest number of ranks the helpers below take (collVArrays). */
 #define COLL_MAX_RANKS 16
+
+/* Fewest ranks collective c runs on: 2 for sendrecv (the library refuses a
+ * Send/Recv to oneself), 1 for the others. Whatever iterates the table skips
+ * a row below it, and says so where it lists or prints the rows. */
+int collMinRanks(collId c);
+
+/* Persistent requests one rank's call makes (collIssue with requests): 2 for
+ * sendrecv (dmacclSendInit, dmacclRecvInit), 1 for the others. */
+#define COLL_MAX_REQUESTS 2
+int collRequests(collId c);
 
 /*
  * One collective's arguments on every rank. count: the uniform forms' count
@@ -93,29 +120,50 @@ int collInPlace(collId c, const collShape *s, int rank, long long *delta);
 
 /* nccl-tests' size in bytes (docs/algorithms.md's selection size):
  * allgather(v): total output bytes; reducescatter(v): total input bytes;
- * alltoall(v): the bytes rank sends; allreduce, broadcast, reduce: count
- * bytes; gather, scatter: the root's buffer. */
+ * alltoall(v): the bytes rank sends; allreduce, broadcast, reduce, sendrecv:
+ * count bytes; gather, scatter: the root's buffer. */
 size_t collSizeBytes(collId c, const collShape *s, int rank, size_t typeSize);
 
 /* busbw / algbw for nranks (0 for one rank where the factor is (n-1)/n). */
 double collBusBwFactor(collId c, int nranks);
 
-/* Issues rank's call: the eager call when request is NULL, else the Init
- * form (which stores *request; start it with dmacclStart). op is ignored by
- * collectives that do not reduce. */
+/*
+ * Issues rank's call: the eager call when requests is NULL, else the Init
+ * form, which stores collRequests(c) requests in requests[0..) (start them
+ * with collStart, free them with collFree; on failure no request is left
+ * alive). op is
+ * ignored by collectives that do not reduce.
+ *
+ * sendrecv: dmacclSend of count elements of sendbuff to rank (rank+1)%n,
+ * then dmacclRecv of count elements into recvbuff from rank (rank-1+n)%n,
+ * inside a dmacclGroupStart/End of their own (groups nest: inside the
+ * caller's group they are recorded with its calls; outside any group the
+ * group makes the exchange, where two calls one after the other would wait
+ * for each other between processes). A Send that fails is not recorded and
+ * the Recv is not made; a Recv that fails leaves the Send recorded (a group
+ * cannot drop a recorded call), so the caller must treat the set as broken.
+ * Its Init form: requests[0] from dmacclSendInit, requests[1] from
+ * dmacclRecvInit.
+ */
 dmacclResult_t collIssue(collId c, const collShape *s, int rank, const void *sendbuff,
                          void *recvbuff, dmacclDataType_t type, dmacclRedOp_t op, dmacclComm_t comm,
-                         cudaStream_t stream, dmacclRequest_t *request);
+                         cudaStream_t stream, dmacclRequest_t *requests);
+/* Starts the collRequests(c) requests of one rank's Init form on stream:
+ * dmacclStart of each in order; more than one (sendrecv) inside one
+ * dmacclGroupStart/End, as collIssue's eager call. */
+dmacclResult_t collStart(collId c, dmacclRequest_t *requests, cudaStream_t stream);
+/* Frees the collRequests(c) requests that are not NULL and sets them NULL. */
+void collFree(collId c, dmacclRequest_t *requests);
 
 /*
  * The reference: writes into recv (rank's receive buffer, collRecvCount
  * elements) what the collective defines there, from every rank's send
  * buffer (sends[r]: collSendCount(c, s, r) elements; NULL where that is 0),
  * and leaves every other byte (gaps of V layouts, a non-root's buffer)
- * untouched. Returns 0; -1 for an op the type does not take, AlltoAllv
- * arrays that disagree between ranks, or a reduction whose floating-point
- * result is NaN (the header leaves NaN's bits open: collSanitize avoids
- * it).
+ * untouched. sendrecv: recv = sends[(rank-1+n)%n]. Returns 0; -1 for an op
+ * the type does not take, AlltoAllv arrays that disagree between ranks, a
+ * reduction whose floating-point result is NaN (the header leaves NaN's
+ * bits open: collSanitize avoids it), or fewer ranks than collMinRanks.
  */
 int collReference(collId c, const collShape *s, int rank, dmacclDataType_t type, dmacclRedOp_t op,
                   const void *const *sends, void *recv);

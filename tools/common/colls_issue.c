@@ -1,7 +1,33 @@
-/* collIssue (colls.h): the one part of the collective table that calls the
- * library, apart so that programs that only name collectives (the parsers'
- * fuzzer) need not link it. */
+/* collIssue, collStart and collFree (colls.h): the part of the collective
+ * table that calls the library, apart so that programs that only name
+ * collectives (the parsers' fuzzer) need not link it. */
 #include "colls.h"
+
+#include <stddef.h>
+
+/* sendrecv: rank's Send to the next rank, then its Receive from the
+ * previous one, in a group of their own (inside the caller's group they
+ * join it); the Init form makes the two requests. */
+static dmacclResult_t sendRecv(const collShape *s, int rank, const void *sendbuff, void *recvbuff,
+                               dmacclDataType_t t, dmacclComm_t comm, cudaStream_t stream,
+                               dmacclRequest_t *req) {
+  int n = s->nranks, next = n > 0 ? (rank + 1) % n : 0, prev = n > 0 ? (rank - 1 + n) % n : 0;
+  size_t cnt = s->count;
+  dmacclResult_t rc;
+  if (req) {
+    req[0] = req[1] = NULL;
+    rc = dmacclSendInit(sendbuff, cnt, t, next, comm, &req[0]);
+    if (rc == dmacclSuccess) rc = dmacclRecvInit(recvbuff, cnt, t, prev, comm, &req[1]);
+    if (rc != dmacclSuccess) collFree(COLL_SENDRECV, req);
+    return rc;
+  }
+  rc = dmacclGroupStart();
+  if (rc != dmacclSuccess) return rc;
+  rc = dmacclSend(sendbuff, cnt, t, next, comm, stream);
+  if (rc == dmacclSuccess) rc = dmacclRecv(recvbuff, cnt, t, prev, comm, stream);
+  dmacclResult_t e = dmacclGroupEnd();
+  return rc != dmacclSuccess ? rc : e;
+}
 
 dmacclResult_t collIssue(collId c, const collShape *s, int rank, const void *sendbuff,
                          void *recvbuff, dmacclDataType_t t, dmacclRedOp_t op, dmacclComm_t comm,
@@ -46,6 +72,25 @@ dmacclResult_t collIssue(collId c, const collShape *s, int rank, const void *sen
                                      s->recvcounts + row, s->rdispls + row, t, comm, req)
                : dmacclAlltoAllv(sb, s->sendcounts + row, s->sdispls + row, rb, s->recvcounts + row,
                                  s->rdispls + row, t, comm, stream);
+  case COLL_SENDRECV: return sendRecv(s, rank, sb, rb, t, comm, stream, req);
   default: return dmacclInvalidArgument;
   }
+}
+
+dmacclResult_t collStart(collId c, dmacclRequest_t *requests, cudaStream_t stream) {
+  int k = collRequests(c);
+  if (k == 1) return dmacclStart(requests[0], stream);
+  dmacclResult_t rc = dmacclGroupStart();
+  if (rc != dmacclSuccess) return rc;
+  for (int i = 0; i < k && rc == dmacclSuccess; i++) rc = dmacclStart(requests[i], stream);
+  dmacclResult_t e = dmacclGroupEnd();
+  return rc != dmacclSuccess ? rc : e;
+}
+
+void collFree(collId c, dmacclRequest_t *requests) {
+  for (int i = 0; i < collRequests(c); i++)
+    if (requests[i]) {
+      dmacclRequestFree(requests[i]);
+      requests[i] = NULL;
+    }
 }

@@ -75,8 +75,10 @@ void perfUsage(FILE *f) {
       "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
       "            stage stage2d, or all (default: auto,all)\n"
       "  -o LIST   collectives, comma separated: allgather alltoall allreduce reducescatter\n"
-      "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv, or all\n"
-      "            (default allgather,alltoall); a reduction op name (nccl-tests' -o) sets --op\n"
+      "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv sendrecv,\n"
+      "            or all (default allgather,alltoall); a reduction op name (nccl-tests' -o)\n"
+      "            sets --op. sendrecv: nccl-tests' ring of Send/Recv (2 ranks or more; skipped\n"
+      "            on one rank), its algorithm Broadcast's (-A pull1: broadcast:pull1)\n"
       "  --op OP   sum prod max min avg: the reducing collectives' op (default sum)\n"
       "  --root R  the rooted collectives' root (default 0)\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
@@ -88,7 +90,8 @@ void perfUsage(FILE *f) {
       "            sync (CUPTI; a second pass after the timed sweep)\n"
       "  --energy         energy per operation and average power of all GPUs (NVML)\n"
       "  --persistent     dmaccl rows use persistent collectives: dmaccl<Collective>Init once\n"
-      "            per size, then dmacclStart per operation\n"
+      "            per size, then dmacclStart per operation (sendrecv: dmacclSendInit and\n"
+      "            dmacclRecvInit, both started in one group)\n"
       "  --uneven         the V forms' blocks are uneven (default: equal counts, comparable with\n"
       "            the fixed forms): rank r's block of AllGatherV/ReduceScatterV is "
       "(r+1)/(1+..+n)\n"
@@ -101,11 +104,12 @@ void perfUsage(FILE *f) {
       "            fastest dmaccl algorithm measured (dmaccl-tune: default dmaccl-tune.txt)\n"
       "  -h        this help\n"
       "Sizes and busbw follow nccl-tests: AllGather(V) = output bytes, ReduceScatter(V) = input\n"
-      "bytes, AlltoAll(v) = bytes each rank sends, AllReduce/Broadcast/Reduce = count bytes,\n"
-      "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce), 1 (Broadcast,\n"
-      "Reduce), (n-1)/n (the others). The V forms run with equal counts unless --uneven. NCCL\n"
-      "has no V forms: their baseline is vLLM's emulation (grouped Broadcast / Reduce; grouped\n"
-      "Send/Recv for AlltoAllv). speedup = best baseline's time / dmaccl's.\n");
+      "bytes, AlltoAll(v) = bytes each rank sends, AllReduce/Broadcast/Reduce/SendRecv = count\n"
+      "bytes, Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce), 1\n"
+      "(Broadcast, Reduce, SendRecv), (n-1)/n (the others). The V forms run with equal counts\n"
+      "unless --uneven. NCCL has no V forms: their baseline is vLLM's emulation (grouped\n"
+      "Broadcast / Reduce; grouped Send/Recv for AlltoAllv); sendrecv's is ncclSend/ncclRecv on\n"
+      "the same ring. speedup = best baseline's time / dmaccl's.\n");
 }
 
 /* Adds one algorithm name unless it is already listed. */

@@ -174,7 +174,8 @@ int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, ch
 #endif
 }
 
-/* One rank's part of collective c (V forms: vLLM's grouped emulation). */
+/* One rank's part of collective c (V forms: vLLM's grouped emulation;
+ * sendrecv: nccl-tests' sendrecv_perf ring), inside ncclBaseIssue's group. */
 static ncclResult_t issueOne(ncclComm_t comm, int c, const collShape *s, void *send, void *recv,
                              ncclDataType_t t, ncclRedOp_t op, size_t ts, cudaStream_t st) {
   int me = 0, n = s->nranks;
@@ -218,6 +219,10 @@ static ncclResult_t issueOne(ncclComm_t comm, int c, const collShape *s, void *s
         r = ncclRecv((char *)recv + s->rdispls[k] * ts, s->recvcounts[k], t, j, comm, st);
     }
     return r;
+  case COLL_SENDRECV: /* count elements to the next rank, count from the previous one */
+    r = ncclSend(send, count, t, (me + 1) % n, comm, st);
+    if (r == ncclSuccess) r = ncclRecv(recv, count, t, (me - 1 + n) % n, comm, st);
+    return r;
   default: return ncclInvalidArgument;
   }
 }
@@ -253,6 +258,9 @@ const char *ncclBaseLacks(int coll, int ce) {
   if (!ce || coll == COLL_ALLGATHER || coll == COLL_ALLTOALL || coll == COLL_GATHER ||
       coll == COLL_SCATTER)
     return NULL;
+  if (coll == COLL_SENDRECV)
+    return "NCCL's copy-engine path covers AllGather, AlltoAll, Gather and Scatter, not "
+           "ncclSend/ncclRecv";
   if (coll >= COLL_ALLGATHERV)
     return "its emulation (grouped Broadcast, Reduce or Send/Recv) has no copy-engine path";
   return collTable[coll].flags & COLL_REDUCES

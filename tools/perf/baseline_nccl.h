@@ -28,7 +28,9 @@ ncclBase *ncclBaseInitRank(int n, int rank, const void *id128, int ce, int maxCT
 int ncclBaseAllocBuffers(ncclBase *b, size_t bytes, void **send, void **recv, char *err,
                          size_t errlen);
 /* Issues collective coll (a collId) on every local rank, grouped; the V
- * forms as vLLM emulates them (grouped Broadcast, Reduce, Send/Recv). 0 on
+ * forms as vLLM emulates them (grouped Broadcast, Reduce, Send/Recv);
+ * sendrecv as nccl-tests' sendrecv_perf (ncclSend of count elements to rank
+ * (r+1)%n and ncclRecv of count from rank (r-1+n)%n, in the same group). 0 on
  * success. */
 int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
                   dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams);

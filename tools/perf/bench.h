@@ -49,8 +49,9 @@ typedef struct {
   void *send[MAXR], *recv[MAXR];
   int ownBuffers; /* send/recv from dmacclMemAlloc on this contender's comm */
   int ownSend;    /* send buffers of its own (filled from the input pool): not b->send */
-  /* --persistent: the requests of the current (collective, count, in place) */
-  dmacclRequest_t req[MAXR];
+  /* --persistent: the requests of the current (collective, count, in place):
+   * collRequests(reqColl) per local rank (sendrecv: two) */
+  dmacclRequest_t req[MAXR][COLL_MAX_REQUESTS];
   int reqColl, reqInPlace;
   size_t reqCount;
 } contender;
@@ -92,6 +93,7 @@ typedef struct {
   int nlocal, first; /* ranks of this process: first .. first+nlocal-1 */
   int ngpu;          /* GPUs found; rank r runs on GPU r % ngpu */
   int shared;        /* more ranks than GPUs: ranks share GPUs */
+  unsigned tooFew;   /* PERF_COLL bits of the -o rows skipped: fewer ranks than collMinRanks */
   int mp;            /* one rank per process (-p) */
   int print;         /* this process prints (rank 0) */
   perfShared *sh;
@@ -137,8 +139,9 @@ int perfWantsExact(const bench *b, int coll);
 /* Fills exact[] from pool[] (perfWantsExact's data). */
 void perfExactData(const bench *b, unsigned char *out, const unsigned char *random, size_t bytes);
 /* 1 when contender c runs collective coll: a dmaccl algorithm the collective
- * takes, NCCL, or NCCL's copy-engine path where NCCL has one (AllGather,
- * AlltoAll). */
+ * takes (sendrecv: one its selection entry, Broadcast's, takes), NCCL, or
+ * NCCL's copy-engine path where NCCL has one (AllGather, AlltoAll, Gather,
+ * Scatter). */
 int perfTakes(const bench *b, const contender *c, int coll);
 void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);

@@ -1,6 +1,7 @@
 /*
  * dmaccl-perf: nccl-tests-style benchmark of every dmaccl collective (the
- * table of tools/common/colls.h), every algorithm each takes, with NCCL's SM
+ * table of tools/common/colls.h, with nccl-tests' sendrecv ring of
+ * Send/Recv as one more row), every algorithm each takes, with NCCL's SM
  * path (its call, or vLLM's emulation of the V forms) and NCCL's copy-engine
  * path as baseline rows in the same run, and the kernels each operation
  * launched (CUPTI, a pass before the sweep). With no GPU it runs on the host
@@ -71,12 +72,15 @@ static int makeDmaccl(bench *b, contender *c, const char *algo) {
   snprintf(c->name, sizeof(c->name), "%s", algo);
   c->kind = KIND_DMACCL;
   char sel[512];
-  /* the algorithm for every collective that takes it (perfTakes) */
+  /* the algorithm for every collective that takes it (perfTakes), in the
+   * library's names: a row whose algorithm another row's entry picks
+   * (sendrecv: broadcast's, collInfo.select) adds no entry */
   size_t used = 0;
   sel[0] = 0;
   for (int k = 0; k < COLL_NUM; k++) {
     snprintf(c->name, sizeof(c->name), "%s", algo);
-    if (perfTakes(b, c, k) && used + 40 < sizeof(sel))
+    if (strcmp(collTable[k].select, collTable[k].name) == 0 && perfTakes(b, c, k) &&
+        used + 40 < sizeof(sel))
       used += (size_t)snprintf(sel + used, sizeof(sel) - used, "%s%s:%s", used ? ";" : "",
                                collTable[k].name, algo);
   }
@@ -384,6 +388,13 @@ static int benchMain(bench *b) {
       fprintf(stderr, "dmaccl-perf: %s with %d ranks: the V forms' layouts take at most %d\n",
               collTable[c].name, b->n, COLL_MAX_RANKS);
       return 2;
+    }
+  /* sendrecv on one rank would be a Send to oneself, which the library
+   * refuses: its rows are skipped, and the header says why */
+  for (int c = 0; c < COLL_NUM; c++)
+    if ((b->args.colls & PERF_COLL(c)) && b->n < collMinRanks((collId)c)) {
+      b->args.colls &= ~PERF_COLL(c);
+      b->tooFew |= PERF_COLL(c);
     }
   b->nsizes = perfNumSizes(&b->args);
   /* More ranks than GPUs: rank r runs on GPU r % GPUs (the ranks share them). */

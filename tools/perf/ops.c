@@ -114,8 +114,7 @@ static void bufsOf(bench *b, contender *c, int l, int coll, const collShape *s, 
 }
 
 void perfFreeRequests(bench *b, contender *c) {
-  for (int r = 0; r < b->nlocal; r++)
-    if (c->req[r]) dmacclRequestFree(c->req[r]), c->req[r] = NULL;
+  for (int r = 0; r < b->nlocal; r++) collFree((collId)c->reqColl, c->req[r]);
 }
 
 int perfTakes(const bench *b, const contender *c, int coll) {
@@ -124,7 +123,10 @@ int perfTakes(const bench *b, const contender *c, int coll) {
   planColl pc;
   planAlgo pa;
   (void)b;
-  return planCollParse(collTable[coll].name, strlen(collTable[coll].name), &pc) == 0 &&
+  /* the library's collective whose entry picks the algorithm: sendrecv
+   * runs with Broadcast's (collInfo.select) */
+  const char *sel = collTable[coll].select;
+  return planCollParse(sel, strlen(sel), &pc) == 0 &&
          planAlgoParse(c->name, strlen(c->name), &pa) == 0 &&
          (planCollOf(pc)->algos & PLAN_ALGO_BIT(pa));
 }
@@ -139,20 +141,21 @@ int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace) {
   if (c->kind != KIND_DMACCL)
     return ncclBaseIssue(c->nccl, coll, &s, send, recv, b->args.type, b->args.op, b->streams);
   dmacclResult_t rc = dmacclSuccess;
-  /* --persistent: the requests of this row, made once (Init is local) */
+  /* --persistent: the requests of this row, made once (Init is local);
+   * collRequests(coll) per rank (sendrecv: a Send and a Recv request) */
   if (b->args.persistent &&
-      !(c->req[0] && c->reqColl == coll && c->reqCount == count && c->reqInPlace == inPlace)) {
+      !(c->req[0][0] && c->reqColl == coll && c->reqCount == count && c->reqInPlace == inPlace)) {
     perfFreeRequests(b, c);
+    c->reqColl = coll, c->reqCount = count, c->reqInPlace = inPlace;
     for (int l = 0; l < b->nlocal && rc == dmacclSuccess; l++)
       rc = collIssue((collId)coll, &s, b->first + l, send[l], recv[l], b->args.type, b->args.op,
-                     c->comms[l], NULL, &c->req[l]);
-    c->reqColl = coll, c->reqCount = count, c->reqInPlace = inPlace;
+                     c->comms[l], NULL, c->req[l]);
     if (rc != dmacclSuccess) perfFreeRequests(b, c);
   }
   dmacclGroupStart();
   for (int l = 0; l < b->nlocal && rc == dmacclSuccess; l++) {
     cudaStream_t st = b->gpu ? b->streams[l] : NULL;
-    rc = b->args.persistent ? dmacclStart(c->req[l], st)
+    rc = b->args.persistent ? collStart((collId)coll, c->req[l], st)
                             : collIssue((collId)coll, &s, b->first + l, send[l], recv[l],
                                         b->args.type, b->args.op, c->comms[l], st, NULL);
   }
@@ -264,7 +267,11 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, 
 int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
                 cudaGraphExec_t *graphs) {
   perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
-  if (runOps(b, c, coll, count, inPlace, b->args.warmup, NULL) || perfSyncAll(b, c)) return -1;
+  /* A Send/Recv channel is made at the first operation between two ranks,
+   * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
+  long warmup = b->args.warmup;
+  if (b->args.graphs && (collTable[coll].flags & COLL_P2P) && warmup < 1) warmup = 1;
+  if (runOps(b, c, coll, count, inPlace, warmup, NULL) || perfSyncAll(b, c)) return -1;
   long ops = b->args.iters;
   cudaGraphExec_t *g = NULL;
   if (b->args.graphs) {

@@ -41,12 +41,13 @@ KERNEL_KEYS = {"kernels_per_op": float, "kernel_us_per_op": float, "kernel_ctas"
 # nccl-tests' size (count elements of the collective's count argument) and
 # bus-bandwidth factor, per collective (tools/common/colls.c)
 COLLS = ["allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
-         "scatter", "allgatherv", "reducescatterv", "alltoallv"]
-COUNT_BYTES = {"allreduce", "broadcast", "reduce"}  # size = count bytes; the others n * count
+         "scatter", "allgatherv", "reducescatterv", "alltoallv", "sendrecv"]
+# size = count bytes; the others n * count
+COUNT_BYTES = {"allreduce", "broadcast", "reduce", "sendrecv"}
 
 
 def bus_factor(coll, n):
-    if coll in ("broadcast", "reduce"):
+    if coll in ("broadcast", "reduce", "sendrecv"):
         return 1.0
     return (2.0 if coll == "allreduce" else 1.0) * (n - 1) / n
 BREAKDOWN_KEYS = ["control_us", "schedule_us", "copy_us", "sync_us", "total_us"]

@@ -61,11 +61,17 @@ void perfHeader(bench *b) {
     printf("# time = %s per operation (-a %d); bandwidths and speedup use it\n",
            avgName[a->average], a->average);
   printf("# size (nccl-tests): AllGather(V) = output bytes, ReduceScatter(V) = input bytes, "
-         "AlltoAll(v) = bytes each rank sends,\n#   AllReduce/Broadcast/Reduce = count bytes, "
-         "Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce),\n#   1 "
-         "(Broadcast, Reduce), (n-1)/n (the others); op %s, root %d; DMACCL_REDUCE_CTAS=%d%s\n",
+         "AlltoAll(v) = bytes each rank sends,\n#   AllReduce/Broadcast/Reduce/SendRecv = count "
+         "bytes, Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce),\n#   1 "
+         "(Broadcast, Reduce, SendRecv), (n-1)/n (the others); op %s, root %d; "
+         "DMACCL_REDUCE_CTAS=%d%s\n",
          collOpName(a->op), a->root, reduceCtas(),
          getenv("DMACCL_REDUCE_CTAS") ? "" : " (default)");
+  for (int c = 0; c < COLL_NUM; c++)
+    if (b->tooFew & PERF_COLL(c))
+      printf("# no %s rows: it needs %d ranks or more (a Send/Recv to oneself is refused by the "
+             "library); this run has %d\n",
+             collName(c), collMinRanks((collId)c), b->n);
   if (anyColl(b, COLL_VECTOR))
     printf("# V forms: %s; count = the mean block\n",
            a->uneven ? "--uneven: rank r's block of AllGatherV/ReduceScatterV is (r+1)/(1+..+n) "
@@ -79,6 +85,14 @@ void perfHeader(bench *b) {
            collOpName(a->op));
   int base = 0;
   for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
+  if (anyColl(b, COLL_P2P))
+    printf("# sendrecv (nccl-tests' sendrecv_perf): rank r sends count elements to rank (r+1)%%n "
+           "and receives count from rank (r-1+n)%%n,\n#   dmacclSend then dmacclRecv in a group "
+           "per rank%s%s; no in-place form. Each Send/Recv is a\n#   2-rank Broadcast on a "
+           "channel per direction: a named algorithm reaches it as broadcast:ALGO\n",
+           a->persistent ? " (persistent: dmacclSendInit + dmacclRecvInit, both started in a group)"
+                         : "",
+           base ? "; nccl: ncclSend/ncclRecv, the same ring, one group" : "");
   if (base && anyColl(b, COLL_VECTOR))
     printf("# NCCL has no V forms: their nccl rows are vLLM's emulation (AllGatherV: grouped "
            "Broadcast; ReduceScatterV: grouped Reduce; AlltoAllv: grouped Send/Recv)\n");

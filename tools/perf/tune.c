@@ -2,7 +2,9 @@
  * Selection from measurements: per collective and size, the fastest dmaccl
  * algorithm (out of place, the -a time); the "auto vs best" table that shows
  * how far the library's own choice is from it; and the tuning file that
- * dmaccl-tune writes (--tune-out), which DMACCL_TUNE_FILE loads.
+ * dmaccl-tune writes (--tune-out), which DMACCL_TUNE_FILE loads. The file
+ * names the library's collectives only: sendrecv's rows (whose algorithm is
+ * Broadcast's entry, collInfo.select) are in the table, not in the file.
  */
 #include "bench.h"
 
@@ -65,7 +67,7 @@ void perfPrintAutoVsBest(bench *b) {
       "coll", "size(B)", "best", "best(us)", "auto(us)", "ratio");
   double worst = 0;
   size_t worstBytes = 0;
-  int worstColl = 0;
+  int worstColl = 0, shown = 0;
   for (int coll = 0; coll < COLL_NUM; coll++) {
     size_t sizes[256];
     size_t ns = sizesOf(b, coll, sizes, 256);
@@ -77,8 +79,13 @@ void perfPrintAutoVsBest(bench *b) {
       double t = a->us.v[b->args.average], ratio = t / best;
       printf("  %-9s %12zu %-8s %10.2f %10.2f %6.2fx\n", collTable[coll].name, sizes[k],
              b->cs[bc].name, best, t, ratio);
+      shown++;
       if (ratio > worst) worst = ratio, worstBytes = sizes[k], worstColl = coll;
     }
+  }
+  if (!shown) {
+    printf("# (no rows)\n");
+    return;
   }
   printf("# worst: auto takes %.2fx the best time (%s, %zu bytes)\n", worst,
          collTable[worstColl].name, worstBytes);
@@ -104,6 +111,9 @@ int perfWriteTune(bench *b, const char *path) {
           b->n);
   int firstColl = 1;
   for (int coll = 0; coll < COLL_NUM; coll++) {
+    /* not a name of the file's grammar (sendrecv): its algorithm is another
+     * row's entry, which that row's own measurements set */
+    if (strcmp(collTable[coll].select, collTable[coll].name) != 0) continue;
     size_t sizes[256];
     size_t ns = sizesOf(b, coll, sizes, 256);
     int prevAlgo = -1, wrote = 0;
