@@ -158,6 +158,7 @@ typedef struct coreClique {
   uint64_t checked;        /* highest sequence number compared with every peer's call */
   double pendingSince;     /* when the oldest incomplete operation was first seen pending */
   double deadSince;        /* when a peer was first seen dead with work pending */
+  int deadRank;            /* ... that peer (named even if others exit in the grace period) */
   pthread_mutex_t p2pLock; /* making Send/Recv channels (p2p.c) */
 } coreClique;
 

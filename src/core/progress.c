@@ -89,9 +89,12 @@ static void watch(coreClique *c, double now) {
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->localRank || !processGone(c->pids[r])) continue;
     /* A peer that finished cleanly may exit while our last copies drain:
-     * give pending work a grace period before calling it lost. */
-    if (c->deadSince == 0) c->deadSince = now;
+     * give pending work a grace period before calling it lost. The peer
+     * named is the first seen gone: peers that see the same death give up
+     * and may exit within the grace period, and are not the cause. */
+    if (c->deadSince == 0) c->deadSince = now, c->deadRank = r;
     if (now - c->deadSince < 2.0) return;
+    if (processGone(c->pids[c->deadRank])) r = c->deadRank;
     snprintf(why, sizeof(why),
              "rank %d (pid %d) exited while operation %llu was pending on rank %d; it cannot "
              "complete: call dmacclCommAbort",
