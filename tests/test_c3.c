@@ -1,9 +1,12 @@
 /* dmaccl-c3's plain-C parts: scenario files, contender names, the command
- * line, ConCCL's metrics, repetition counts and the JSON writer.
+ * line, the collectives a scenario takes (the tools' table) with their
+ * counts, skipped contenders and selection strings, the exact bf16 data,
+ * ConCCL's metrics, repetition counts and the JSON writer.
  *   test_c3 [out.json]   with a path, also writes a JSON of a made-up run
  *                        (tests/c3.sh checks it with tools/c3/plot.py). */
 #include "c3.h"
 #include "harness.h"
+#include "plan.h"
 
 /* A check that records a failure and goes on. */
 #define CHECK(c, ...)                                                                              \
@@ -16,6 +19,7 @@ static const char *jsonOut; /* argv[1] */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int errNames(const char *text, const char *only, const char *want) {
   c3Scenario sc[8];
@@ -39,19 +43,51 @@ static int testScenarios(void) {
   int n = c3ParseScenarios(text, "", sc, 8, err, sizeof(err));
   CHECK(n == 2, "two scenarios (%d: %s)", n, err);
   CHECK(!strcmp(sc[0].name, "a") && sc[0].m == 64 && sc[0].n == 6144 && sc[0].k == 4096 &&
-            sc[0].coll == C3_ALLGATHER && sc[0].size == (1u << 20) && sc[0].commShare == 0.5 &&
+            sc[0].coll == COLL_ALLGATHER && sc[0].size == (1u << 20) && sc[0].commShare == 0.5 &&
             sc[0].line == 2,
         "first scenario's fields");
-  CHECK(sc[1].coll == C3_ALLTOALL && sc[1].size == (32u << 20) &&
+  CHECK(sc[1].coll == COLL_ALLTOALL && sc[1].size == (32u << 20) &&
             fabs(sc[1].commShare - 0.25) < 1e-12 && sc[1].line == 4,
         "second scenario's fields");
   n = c3ParseScenarios(text, "b", sc, 8, err, sizeof(err));
   CHECK(n == 1 && !strcmp(sc[0].name, "b"), "-s keeps one scenario");
+  /* the reducing collectives and the rooted ones of the table */
+  const char *more = "ar  1024 8192 7168 allreduce 16M\n"
+                     "rs  8192 8192 7168 reducescatter 128M comm=30%\n"
+                     "bc  64 64 64 broadcast 1M\n"
+                     "red 64 64 64 reduce 2M\n"
+                     "ga  64 64 64 gather 4M\n"
+                     "sc  64 64 64 scatter 8M\n";
+  n = c3ParseScenarios(more, "", sc, 8, err, sizeof(err));
+  CHECK(n == 6, "six scenarios (%d: %s)", n, err);
+  if (n == 6) {
+    CHECK(!strcmp(sc[0].name, "ar") && sc[0].m == 1024 && sc[0].n == 8192 && sc[0].k == 7168 &&
+              sc[0].coll == COLL_ALLREDUCE && sc[0].size == (16u << 20) && sc[0].commShare == 0.5,
+          "allreduce line");
+    CHECK(sc[1].coll == COLL_REDUCESCATTER && sc[1].size == (128u << 20) &&
+              fabs(sc[1].commShare - 0.3) < 1e-12 && sc[1].line == 2,
+          "reducescatter line");
+    CHECK(sc[2].coll == COLL_BROADCAST && sc[3].coll == COLL_REDUCE && sc[4].coll == COLL_GATHER &&
+              sc[5].coll == COLL_SCATTER,
+          "rooted collectives");
+  }
   CHECK(errNames(text, "a,zz", "'zz'"), "-s with an unknown name");
   CHECK(errNames("a 1 2 3 allgather\n", "", "line 1"), "too few fields");
   CHECK(errNames("\na 1 x 3 allgather 1M\n", "", "line 2: N 'x'"), "bad dimension");
   CHECK(errNames("a 0 2 3 allgather 1M\n", "", "M '0'"), "zero dimension");
-  CHECK(errNames("a 1 2 3 allreduce 1M\n", "", "'allreduce'"), "unknown collective");
+  CHECK(errNames("a 1 2 3 frob 1M\n", "",
+                 "line 1: collective 'frob' is not one of allgather, "
+                 "alltoall, allreduce, reducescatter"),
+        "unknown collective, the accepted ones named");
+  /* the table's rows with count arrays, and Send/Recv: named, with the reason */
+  const char *refused[] = {"alltoallv", "sendrecv", "allgatherv", "reducescatterv"};
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+    char line[64], want[64];
+    snprintf(line, sizeof(line), "a 1 2 3 %s 1M\n", refused[i]);
+    snprintf(want, sizeof(want), "collective '%s' is not one of", refused[i]);
+    CHECK(errNames(line, "", want) && errNames(line, "", "(no count arrays, no Send/Recv)"),
+          "%s refused with the sentence", refused[i]);
+  }
   CHECK(errNames("a 1 2 3 alltoall 1Q\n", "", "size '1Q'"), "bad size");
   CHECK(errNames("a 1 2 3 alltoall 100\n", "", "size '100'"), "size below 1K");
   CHECK(errNames("a 1 2 3 alltoall 1M comm=0%\n", "", "comm=0%"), "share out of range");
@@ -72,11 +108,14 @@ static int testShippedScenarios(void) {
   c3Scenario sc[C3_MAX_SCENARIOS];
   int n = c3ParseScenarios(text, "", sc, C3_MAX_SCENARIOS, err, sizeof(err));
   free(text);
-  CHECK(n >= 12, "at least 12 scenarios (%d: %s)", n, err);
-  int ag = 0, a2a = 0, membound = 0, small = 0, large = 0;
+  CHECK(n >= 24, "at least 24 scenarios (%d: %s)", n, err);
+  int ag = 0, a2a = 0, ar = 0, rs = 0, membound = 0, small = 0, large = 0;
   for (int i = 0; i < n; i++) {
-    ag += sc[i].coll == C3_ALLGATHER;
-    a2a += sc[i].coll == C3_ALLTOALL;
+    CHECK(c3CollAccepted(sc[i].coll), "%s: a collective c3CollAccepted takes", sc[i].name);
+    ag += sc[i].coll == COLL_ALLGATHER;
+    a2a += sc[i].coll == COLL_ALLTOALL;
+    ar += sc[i].coll == COLL_ALLREDUCE;
+    rs += sc[i].coll == COLL_REDUCESCATTER;
     double flops = 2.0 * sc[i].m * sc[i].n * sc[i].k;
     double bytes = 2.0 * (sc[i].m * sc[i].k + sc[i].k * sc[i].n + sc[i].m * sc[i].n);
     membound += flops / bytes < 100; /* H200: ~200 flop/byte is the ridge */
@@ -88,6 +127,218 @@ static int testShippedScenarios(void) {
   CHECK(ag && a2a && membound && small && large,
         "AllGather %d, AlltoAll %d, memory-bound %d, 1M %d, 1G %d: each at least one", ag, a2a,
         membound, small, large);
+  CHECK(ar >= 3 && rs >= 2, "AllReduce %d (3 or more), ReduceScatter %d (2 or more)", ar, rs);
+  /* the AllGather and AlltoAll matrix of the first results stays */
+  CHECK(ag + a2a >= 17, "17 or more AllGather/AlltoAll scenarios: %d + %d", ag, a2a);
+  return 0;
+}
+
+/* Which collectives a scenario may name, and their counts and shapes. */
+static int testCollectives(void) {
+  int accepted = 0;
+  for (int c = -1; c <= COLL_NUM; c++) {
+    int want = c >= 0 && c < COLL_NUM && !(collTable[c].flags & (COLL_VECTOR | COLL_P2P));
+    CHECK(c3CollAccepted(c) == want, "c3CollAccepted(%d) is %d", c, want);
+    accepted += want;
+  }
+  CHECK(accepted == 8, "8 collectives accepted (%d)", accepted);
+  CHECK(c3CollAccepted(COLL_ALLREDUCE) && c3CollAccepted(COLL_REDUCESCATTER) &&
+            !c3CollAccepted(COLL_ALLTOALLV) && !c3CollAccepted(COLL_SENDRECV),
+        "allreduce and reducescatter in, alltoallv and sendrecv out");
+
+  /* c3Count: the largest count whose nccl-tests size (collSizeBytes, bf16)
+   * is at most the scenario's size, and at least 1 */
+  const size_t sizes[] = {1024,         1u << 20,        3u << 20,      (25u << 20),
+                          (128u << 20), (size_t)1 << 30, (1u << 20) + 6};
+  for (int c = 0; c < COLL_NUM; c++) {
+    if (!c3CollAccepted(c)) continue;
+    for (int n = 1; n <= 8; n++)
+      for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        c3Scenario s = {.coll = (collId)c, .size = sizes[i], .commShare = 0.5};
+        collShape sh, one = {.nranks = n, .count = 1};
+        c3Shape(&s, n, &sh);
+        size_t count = c3Count(&s, n), unit = collSizeBytes((collId)c, &one, 0, 2);
+        size_t got = collSizeBytes((collId)c, &sh, 0, 2);
+        CHECK(sh.nranks == n && sh.root == 0 && sh.count == count && !sh.counts && !sh.sendcounts,
+              "%s on %d: c3Shape", collTable[c].name, n);
+        CHECK(count >= 1 && (count == 1 || got <= sizes[i]) && got + unit > sizes[i],
+              "%s on %d ranks, size %zu: count %zu gives %zu bytes", collTable[c].name, n, sizes[i],
+              count, got);
+      }
+  }
+  /* the shapes of the scenario file's comments */
+  c3Scenario ar = {.coll = COLL_ALLREDUCE, .size = 16u << 20};
+  c3Scenario rs = {.coll = COLL_REDUCESCATTER, .size = 128u << 20};
+  c3Scenario ag = {.coll = COLL_ALLGATHER, .size = 64u << 20};
+  c3Scenario a2a = {.coll = COLL_ALLTOALL, .size = 4u << 20};
+  CHECK(c3Count(&ar, 4) == (8u << 20), "AllReduce 16M: 8M elements on any ranks (%zu)",
+        c3Count(&ar, 4));
+  CHECK(c3Count(&rs, 4) == (16u << 20), "ReduceScatter 128M on 4: 16M elements each (%zu)",
+        c3Count(&rs, 4));
+  CHECK(c3Count(&ag, 8) == (4u << 20), "AllGather 64M on 8: 4M elements each (%zu)",
+        c3Count(&ag, 8));
+  CHECK(c3Count(&a2a, 2) == (1u << 20), "AlltoAll 4M on 2: 1M elements a block (%zu)",
+        c3Count(&a2a, 2));
+  return 0;
+}
+
+/* A stand-in for the NCCL baseline's ncclBaseLacks: no reductions on the
+ * copy-engine path. */
+static int fakeCalls;
+static const char *fakeLacks(int coll, int ce) {
+  fakeCalls++;
+  return ce && (collTable[coll].flags & COLL_REDUCES) ? "fake: no reductions on copy engines"
+                                                      : NULL;
+}
+
+static int testLacksAndSelection(void) {
+  c3ContenderSpec s;
+  char err[256], buf[256];
+  /* dmaccl algorithms: exactly what the collective's selection entry takes */
+  for (int a = -1; a < PLAN_NUM_ALGOS; a++) {
+    const char *name = a < 0 ? "auto" : planAlgoName((planAlgo)a);
+    CHECK(c3ParseContender(name, &s, err, sizeof(err)) == 0, "contender %s", name);
+    for (int c = 0; c < COLL_NUM; c++) {
+      planColl pc;
+      const char *sel = collTable[c].select;
+      CHECK(planCollParse(sel, strlen(sel), &pc) == 0, "selection entry %s", sel);
+      int takes = a < 0 || (planCollOf(pc)->algos & PLAN_ALGO_BIT(a));
+      buf[0] = '\0';
+      const char *why = c3Lacks(&s, c, fakeLacks, buf, sizeof(buf));
+      CHECK(takes ? why == NULL : why == buf && strstr(buf, collTable[c].name) && strstr(buf, name),
+            "%s for %s: %s", name, collTable[c].name, why ? why : "(runs it)");
+    }
+  }
+  CHECK(fakeCalls == 0, "ncclLacks is not asked about dmaccl contenders");
+  /* the reductions take pull1 and stage: the sentence names them */
+  CHECK(c3ParseContender("pushb", &s, err, sizeof(err)) == 0, "pushb");
+  const char *why = c3Lacks(&s, COLL_ALLREDUCE, NULL, buf, sizeof(buf));
+  CHECK(why && !strcmp(why, "allreduce takes pull1 and stage (its algorithms in src/plan), not "
+                            "pushb"),
+        "pushb for allreduce: '%s'", why ? why : "(runs it)");
+  CHECK(c3Lacks(&s, COLL_ALLGATHER, NULL, buf, sizeof(buf)) == NULL, "pushb runs allgather");
+  CHECK(c3ParseContender("stage/DMACCL_X=1", &s, err, sizeof(err)) == 0 &&
+            c3Lacks(&s, COLL_REDUCESCATTER, NULL, buf, sizeof(buf)) == NULL,
+        "a variant of stage runs reducescatter");
+  /* NCCL settings: the baseline's answer, ce only for nccl-ce */
+  const char *nccls[] = {"nccl", "nccl-prio", "nccl-cta8", "nccl-ce"};
+  for (int i = 0; i < 4; i++) {
+    CHECK(c3ParseContender(nccls[i], &s, err, sizeof(err)) == 0, "%s", nccls[i]);
+    for (int c = 0; c < COLL_NUM; c++) {
+      int lacks = i == 3 && (collTable[c].flags & COLL_REDUCES);
+      why = c3Lacks(&s, c, fakeLacks, buf, sizeof(buf));
+      CHECK(lacks ? why && !strcmp(why, "fake: no reductions on copy engines") : why == NULL,
+            "%s for %s: %s", nccls[i], collTable[c].name, why ? why : "(runs it)");
+      CHECK(c3Lacks(&s, c, NULL, buf, sizeof(buf)) == NULL, "%s without a baseline answer",
+            nccls[i]);
+    }
+  }
+
+  /* selection strings over a run's collectives */
+  struct {
+    const char *algo;
+    unsigned colls;
+    const char *want;
+  } sel[] = {
+      {"pushb", 1u << COLL_ALLGATHER | 1u << COLL_ALLTOALL | 1u << COLL_ALLREDUCE,
+       "allgather:pushb;alltoall:pushb"},
+      {"stage", 1u << COLL_ALLGATHER | 1u << COLL_ALLREDUCE | 1u << COLL_REDUCESCATTER,
+       "allgather:stage;allreduce:stage;reducescatter:stage"},
+      {"pull1", 1u << COLL_REDUCESCATTER, "reducescatter:pull1"},
+      {"pushb", 1u << COLL_ALLREDUCE | 1u << COLL_REDUCESCATTER, ""},
+      {"auto", 1u << COLL_ALLGATHER | 1u << COLL_ALLREDUCE, ""},
+      {"nccl", 1u << COLL_ALLGATHER, ""},
+      /* sendrecv's entry is broadcast's: one entry, not two */
+      {"push1", 1u << COLL_BROADCAST | 1u << COLL_SENDRECV, "broadcast:push1"},
+  };
+  for (size_t i = 0; i < sizeof(sel) / sizeof(sel[0]); i++) {
+    char out[256] = "x";
+    CHECK(c3ParseContender(sel[i].algo, &s, err, sizeof(err)) == 0, "%s", sel[i].algo);
+    int rc = c3Selection(&s, sel[i].colls, out, sizeof(out));
+    CHECK(rc == 0 && !strcmp(out, sel[i].want), "%s over %#x: '%s' (%d), wanted '%s'", sel[i].algo,
+          sel[i].colls, out, rc, sel[i].want);
+  }
+  char small[20];
+  CHECK(c3ParseContender("stage", &s, err, sizeof(err)) == 0 &&
+            c3Selection(&s, 1u << COLL_ALLGATHER | 1u << COLL_ALLREDUCE, small, sizeof(small)) ==
+                -1 &&
+            small[0] == '\0',
+        "a selection string that does not fit: -1 and empty");
+  return 0;
+}
+
+/* bf16 bits of a float value (truncation: exact for the values here). */
+static uint16_t bf16Of(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  return (uint16_t)(u >> 16);
+}
+static float floatOf(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float v;
+  memcpy(&v, &u, 4);
+  return v;
+}
+/* bf16 rounding of a float, to nearest even (a sum's rounding on the GPU). */
+static uint16_t bf16Round(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static int testExactBf16(void) {
+  enum { N = 1 << 16 };
+  static unsigned char buf[2 * N + 1];
+  dataFillRandom(buf, sizeof(buf), 7);
+  unsigned char last = buf[2 * N];
+  c3ExactBf16(buf, sizeof(buf));
+  int seen[17] = {0}, bad = 0;
+  for (size_t i = 0; i < N; i++) {
+    uint16_t b;
+    memcpy(&b, buf + 2 * i, 2);
+    float v = floatOf(b);
+    int k = (int)v;
+    if (!(v >= -8 && v <= 8) || (float)k != v || bf16Of(v) != b) {
+      if (bad++ < 5) TEST_FAIL("element %zu: bits %#x, value %g", i, b, (double)v);
+      continue;
+    }
+    seen[k + 8]++;
+  }
+  CHECK(bad == 0, "%d elements not an integer from -8 to 8", bad);
+  for (int k = 0; k < 17; k++) CHECK(seen[k] > 0, "value %d never made", k - 8);
+  CHECK(buf[2 * N] == last, "an odd last byte is left as it is");
+  /* the same bits give the same values */
+  unsigned char again[64];
+  dataFillRandom(again, sizeof(again), 7);
+  c3ExactBf16(again, sizeof(again));
+  CHECK(memcmp(again, buf, sizeof(again)) == 0, "deterministic");
+
+  /* the point: a bf16 sum over ranks is the reference's bytes in any order
+   * of adding with rounding after each step (NCCL's and dmaccl's orders) */
+  enum { R = COLL_MAX_RANKS, C = 4096 };
+  static uint16_t send[R][C], want[C];
+  const void *sends[R];
+  for (int r = 0; r < R; r++) {
+    dataFillRandom(send[r], sizeof(send[r]), 100 + (uint64_t)r);
+    c3ExactBf16(send[r], sizeof(send[r]));
+    sends[r] = send[r];
+  }
+  collShape sh = {.nranks = R, .count = C};
+  CHECK(collReference(COLL_ALLREDUCE, &sh, 0, dmacclBfloat16, dmacclSum, sends, want) == 0,
+        "reference");
+  int differ = 0;
+  for (int i = 0; i < C; i++) {
+    uint16_t down = send[R - 1][i], pair[R];
+    for (int r = R - 2; r >= 0; r--) down = bf16Round(floatOf(down) + floatOf(send[r][i]));
+    /* a tree: pairs, then pairs of pairs */
+    for (int r = 0; r < R; r++) pair[r] = send[r][i];
+    for (int w = R; w > 1; w /= 2)
+      for (int r = 0; r < w / 2; r++)
+        pair[r] = bf16Round(floatOf(pair[2 * r]) + floatOf(pair[2 * r + 1]));
+    differ += down != want[i] || pair[0] != want[i];
+  }
+  CHECK(differ == 0, "%d sums depend on the order", differ);
   return 0;
 }
 
@@ -191,39 +442,45 @@ static int testMetrics(void) {
   return 0;
 }
 
-/* A made-up run through the table, the summary and the JSON writer. */
+/* A made-up run through the table, the summary and the JSON writer: three
+ * scenarios, the third an AllReduce that pushb (an algorithm the reductions
+ * do not take) and nccl-ce (fakeLacks) have no row in. */
 static int testReport(void) {
-  const char *json = jsonOut;
   c3Args a;
   char err[256];
   CHECK(parse(&a, err, "-A", "nccl,nccl-ce,auto,pushb", NULL) == 0, "contenders");
-  c3Scenario sc[2];
-  int n = c3ParseScenarios("s1 64 64 64 allgather 1M\ns2 128 128 128 alltoall 64M comm=10%\n", "",
-                           sc, 2, err, sizeof(err));
-  CHECK(n == 2, "scenarios");
-  c3Row rows[8];
+  c3Scenario sc[3];
+  int n = c3ParseScenarios("s1 64 64 64 allgather 1M\ns2 128 128 128 alltoall 64M comm=10%\n"
+                           "s3 512 8192 2048 allreduce 8M\n",
+                           "", sc, 3, err, sizeof(err));
+  CHECK(n == 3, "scenarios");
+  c3Row rows[12];
   int nr = 0;
   uint64_t seed = 99;
-  for (int s = 0; s < 2; s++)
+  for (int s = 0; s < 3; s++)
     for (int c = 0; c < 4; c++) {
+      char buf[256];
+      if (c3Lacks(&a.cs[c], sc[s].coll, fakeLacks, buf, sizeof(buf))) continue;
       c3Row *r = &rows[nr++];
       memset(r, 0, sizeof(*r));
       r->scenario = s, r->contender = c, r->gemms = 10, r->colls = 20;
-      double g = 1000 + (double)(dataRand(&seed) % 1000), k = s ? g / 9 : g;
+      double g = 1000 + (double)(dataRand(&seed) % 1000), k = s == 1 ? g / 9 : g;
       r->t = (c3Times){.gemm = g, .comm = k, .gemmTogether = g * 1.05, .commTogether = k * 1.5};
       r->t.both = fmax(r->t.gemmTogether, r->t.commTogether) + (double)c * 50;
       c3Compute(&r->t, &r->m);
       r->wrong = 0;
       r->joules = c == 3 ? 0 : 1.5;
     }
+  CHECK(nr == 10, "rows: every contender in s1 and s2, nccl and auto in s3 (%d)", nr);
   c3Result res = {.args = &a,
                   .sc = sc,
-                  .nsc = 2,
+                  .nsc = 3,
                   .cs = a.cs,
                   .ncs = a.ncs,
                   .rows = rows,
                   .nrows = nr,
                   .nranks = 4,
+                  .ncclLacks = fakeLacks,
                   .driverVersion = 13000};
   snprintf(res.gpu, sizeof(res.gpu), "test \"GPU\"");
   snprintf(res.ncclVersion, sizeof(res.ncclVersion), "2.28.9");
@@ -232,16 +489,57 @@ static int testReport(void) {
   CHECK(f != NULL, "tmpfile");
   if (!f) return 1;
   c3PrintScenario(f, &res, 0);
+  c3PrintScenario(f, &res, 2);
   c3PrintSummary(f, &res);
   rewind(f);
-  char buf[8192];
+  char buf[16384];
   size_t got = fread(buf, 1, sizeof(buf) - 1, f);
   buf[got] = '\0';
   fclose(f);
   CHECK(strstr(buf, "s1: GEMM 64x64x64") && strstr(buf, "<- dmaccl default") &&
             strstr(buf, "pushb"),
         "table and summary text:\n%s", buf);
-  if (json) CHECK(c3WriteJson(&res, json) == 0, "JSON written to %s", json);
+  CHECK(strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
+            strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
+            strstr(buf, "# no pushb row: allreduce takes pull1 and stage (its algorithms in "
+                        "src/plan), not pushb\n"),
+        "the AllReduce table and why two contenders have no row:\n%s", buf);
+  char *s1 = strstr(buf, "s1: GEMM"), *s3 = strstr(buf, "s3: GEMM");
+  CHECK(s1 && s3, "both tables");
+  if (s1 && s3) {
+    *s3 = '\0'; /* s1's table alone */
+    CHECK(!strstr(s1, "# no "), "s1 leaves nobody out:\n%s", s1);
+    *s3 = 's';
+  }
+  /* the summary's rows column: pushb and nccl-ce ran 2 of 3 */
+  CHECK(strstr(buf, "  pushb                         2") &&
+            strstr(buf, "  nccl-ce                       2") &&
+            strstr(buf, "  nccl                          3"),
+        "rows per contender:\n%s", buf);
+
+  /* the JSON: the collective's table name and the skipped contenders */
+  char tmp[] = "/tmp/test_c3_XXXXXX";
+  const char *json = jsonOut;
+  if (!json) {
+    int fd = mkstemp(tmp);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return 1;
+    close(fd);
+    json = tmp;
+  }
+  CHECK(c3WriteJson(&res, json) == 0, "JSON written to %s", json);
+  f = fopen(json, "r");
+  got = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+  buf[got] = '\0';
+  if (f) fclose(f);
+  if (json == tmp) unlink(tmp);
+  CHECK(strstr(buf, "\"coll\": \"allreduce\"") && strstr(buf, "\"coll\": \"allgather\"") &&
+            strstr(buf, "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
+                        "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
+                        "\"allreduce takes pull1 and stage (its algorithms in src/plan), not "
+                        "pushb\"}]") &&
+            strstr(buf, "\"skipped\": []"),
+        "JSON names the collective and the skipped contenders:\n%s", buf);
   return 0;
 }
 
@@ -249,6 +547,9 @@ int main(int argc, char **argv) {
   jsonOut = argc > 1 ? argv[1] : NULL;
   RUN(testScenarios);
   RUN(testShippedScenarios);
+  RUN(testCollectives);
+  RUN(testLacksAndSelection);
+  RUN(testExactBf16);
   RUN(testContenders);
   RUN(testArgs);
   RUN(testMetrics);

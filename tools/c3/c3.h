@@ -10,6 +10,8 @@
 #ifndef DMACCL_C3_H_
 #define DMACCL_C3_H_
 
+#include "common/colls.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -17,18 +19,21 @@
 #define C3_MAX_CONTENDERS 24
 #define C3_NAME 48
 
-enum { C3_ALLGATHER = 1, C3_ALLTOALL = 2 };
-
 /* One line of a scenario file:
- *   name  M N K  allgather|alltoall  size  [comm=P%]
- * A bf16 GEMM C[MxN] = A[MxK] B[KxN] on every GPU, next to collectives of
- * `size` (nccl-tests' size: AllGather output bytes, AlltoAll bytes each rank
- * sends). comm= sets the share of communication in the isolated time that
- * the repetition counts aim at (default 50%: both sides equally long). */
+ *   name  M N K  COLL  size  [comm=P%]
+ * A bf16 GEMM C[MxN] = A[MxK] B[KxN] on every GPU, next to collectives COLL
+ * (a name of the tools' collective table, tools/common/colls.h, that
+ * c3CollAccepted takes) of `size`: nccl-tests' size (collSizeBytes:
+ * AllGather output bytes, AlltoAll bytes each rank sends, AllReduce,
+ * Broadcast and Reduce count bytes, ReduceScatter input bytes, Gather and
+ * Scatter the root's buffer). Rooted collectives use root 0; reducing ones
+ * sum (dmacclSum) bf16. comm= sets the share of communication in the
+ * isolated time that the repetition counts aim at (default 50%: both sides
+ * equally long). */
 typedef struct {
   char name[C3_NAME];
   long m, n, k;
-  int coll;
+  collId coll;
   size_t size;
   double commShare; /* 0 < share < 1 */
   int line;
@@ -59,7 +64,7 @@ typedef struct {
 } c3ContenderSpec;
 
 typedef struct {
-  int procs;      /* -p: ranks (one process and GPU each); 0 = every GPU */
+  int procs;      /* -p: ranks, one process each, on GPU rank % GPUs; 0 = every GPU */
   char file[512]; /* -f: scenario file */
   char only[512]; /* -s: comma-separated scenario names, "" = all */
   c3ContenderSpec cs[C3_MAX_CONTENDERS];
@@ -86,10 +91,35 @@ int c3ParseScenarios(const char *text, const char *only, c3Scenario *out, int ma
                      size_t errlen);
 /* Reads a whole file into a malloc'd string; NULL with a sentence in err. */
 char *c3ReadFile(const char *path, char *err, size_t errlen);
-const char *c3CollName(int coll);
-/* Element count and bytes moved per rank for a scenario's collective with n
- * ranks and 2-byte elements (nccl-tests' convention, as dmaccl-perf). */
+/* 1 when a scenario may name collective c: a row of collTable that takes
+ * no count arrays (COLL_VECTOR) and is no Send/Recv (COLL_P2P). */
+int c3CollAccepted(int c);
+/* The count argument of a scenario's collective on nranks ranks: its size
+ * divided by the bytes one count unit adds to nccl-tests' size
+ * (collSizeBytes of a count-1 shape, 2-byte bf16 elements); at least 1. */
 size_t c3Count(const c3Scenario *s, int nranks);
+/* The scenario's collShape on nranks ranks: c3Count, root 0. */
+void c3Shape(const c3Scenario *s, int nranks, collShape *out);
+/* Why contender s has no row for collective c, or NULL when it runs it.
+ * dmaccl: "auto" runs everything; an algorithm runs c when c's selection
+ * entry (collTable[c].select) takes it (planCollInfo.algos: the test of
+ * dmaccl-perf's perfTakes); else the sentence, written into buf, names the
+ * algorithms c takes. NCCL settings: ncclLacks(c, ce) (the baseline's
+ * ncclBaseLacks; ce for nccl-ce), or NULL where ncclLacks is NULL. */
+const char *c3Lacks(const c3ContenderSpec *s, int c, const char *(*ncclLacks)(int coll, int ce),
+                    char *buf, size_t len);
+/* The selection string (dmacclConfig_t.algorithm) of dmaccl contender s for
+ * the collectives of `colls` (bit 1u << c per collId): "SELECT:ALGO" joined
+ * by ';' for every such collective that takes the algorithm (c3Lacks),
+ * SELECT being collTable[c].select, each entry once. "" for auto or when
+ * none takes it. 0, or -1 when it does not fit in len. */
+int c3Selection(const c3ContenderSpec *s, unsigned colls, char *out, size_t len);
+/* Turns bytes/2 bf16 elements of random bits into small integers, -8 to 8,
+ * each from its element's bits: sums of up to 32 ranks' values stay
+ * integers of at most 256 in magnitude, exact in bf16 whatever the order of
+ * adding and rounding (NCCL's and dmaccl's orders differ), so the
+ * reference (collReference) is exact for every contender. */
+void c3ExactBf16(void *buf, size_t bytes);
 
 /* Medians of one contender in one scenario, microseconds. */
 typedef struct {
@@ -137,6 +167,10 @@ typedef struct {
   const c3Row *rows;
   int nrows;
   int nranks;
+  /* The NCCL baseline's ncclBaseLacks (c3Lacks): the tables and the JSON
+   * say why a contender has no row for a scenario's collective. NULL: NCCL
+   * settings lack nothing. */
+  const char *(*ncclLacks)(int coll, int ce);
   char gpu[128];
   char ncclVersion[32];
   int driverVersion;
@@ -144,6 +178,8 @@ typedef struct {
 } c3Result;
 
 /* report.c */
+/* One scenario's table; after it, "# no CONTENDER row: why" for every
+ * contender that c3Lacks leaves out of the scenario's collective. */
 void c3PrintScenario(FILE *f, const c3Result *r, int scenario);
 /* Per contender: mean realized fraction over the matrix and over the
  * scenarios where communication is at least 20% of the isolated time, and

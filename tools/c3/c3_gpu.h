@@ -34,6 +34,7 @@ void c3GemmFini(c3Gemm *g);
 /* One contender of this rank (one process per rank). */
 typedef struct {
   c3ContenderSpec spec;
+  int rank;
   ncclBase *nccl;
   dmacclComm_t comm;
   cudaStream_t stream; /* the collective stream; highest priority for -prio */
@@ -49,11 +50,16 @@ typedef union {
 /* Rank 0 makes the id (0 or -1 with err). */
 int c3ContenderMakeId(const c3ContenderSpec *s, c3Id *id, char *err, size_t errlen);
 /* Creates this rank's communicator and stream; 0, or -1 with err. send and
- * recv are the shared buffers of `bytes`, send holding this rank's data. */
+ * recv are the shared buffers (sendBytes and recvBytes), send holding this
+ * rank's data. colls: the run's collectives (bit 1u << collId), which a
+ * dmaccl algorithm's selection string covers (c3Selection). */
 int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank, const c3Id *id,
-                    void *send, void *recv, size_t bytes, char *err, size_t errlen);
-/* One collective of `count` bf16 elements (per block) on c->stream. */
-int c3ContenderIssue(c3Contender *c, int coll, size_t count);
+                    unsigned colls, void *send, size_t sendBytes, void *recv, size_t recvBytes,
+                    char *err, size_t errlen);
+/* One collective coll of shape sh (c3Shape: this run's ranks, root 0) on
+ * c->stream, bf16, reductions summing: collIssue for dmaccl, ncclBaseIssue
+ * for NCCL. 0, or -1 after a message on stderr. */
+int c3ContenderIssue(c3Contender *c, collId coll, const collShape *sh);
 void c3ContenderFini(c3Contender *c);
 
 #endif

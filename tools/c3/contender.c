@@ -1,6 +1,8 @@
 /* dmaccl-c3's contenders behind one issue call: NCCL's settings (default,
  * high-priority stream, fewer CTAs, copy-engine mode) through
- * tools/perf/baseline_nccl.c, and dmaccl's algorithms. One rank per process. */
+ * tools/perf/baseline_nccl.c's ncclBaseIssue, and dmaccl's algorithms
+ * through the tools' collective table (common/colls.h: collIssue). One rank
+ * per process. */
 #include "c3_gpu.h"
 #include "perf/args.h"
 
@@ -31,14 +33,20 @@ static int makeStream(c3Contender *c, char *err, size_t errlen) {
   return 0;
 }
 
-static int initDmaccl(c3Contender *c, int nranks, int rank, const c3Id *id, char *err,
-                      size_t errlen) {
+static int initDmaccl(c3Contender *c, int nranks, int rank, const c3Id *id, unsigned colls,
+                      char *err, size_t errlen) {
   const c3ContenderSpec *s = &c->spec;
-  char sel[64];
-  snprintf(sel, sizeof(sel), "allgather:%s;alltoall:%s", s->algo, s->algo);
+  /* the algorithm for every collective of the run that takes it, in the
+   * library's selection names (c3Selection) */
+  char sel[512];
+  if (c3Selection(s, colls, sel, sizeof(sel))) {
+    snprintf(err, errlen, "the selection string for %s does not fit in %zu bytes", s->name,
+             sizeof(sel));
+    return -1;
+  }
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = dmacclExecutorCuda;
-  cfg.algorithm = strcmp(s->algo, "auto") == 0 ? NULL : sel;
+  cfg.algorithm = sel[0] ? sel : NULL; /* "": auto */
   /* A variant's parameter holds while its communicator is made (parameters
    * are read at init), and the previous value comes back afterwards. */
   char *old = NULL;
@@ -64,21 +72,26 @@ static int initDmaccl(c3Contender *c, int nranks, int rank, const c3Id *id, char
 }
 
 int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int rank, const c3Id *id,
-                    void *send, void *recv, size_t bytes, char *err, size_t errlen) {
+                    unsigned colls, void *send, size_t sendBytes, void *recv, size_t recvBytes,
+                    char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
   c->spec = *s;
+  c->rank = rank;
   c->send = send;
   c->recv = recv;
   if (makeStream(c, err, errlen)) return -1;
-  if (s->kind == C3_DMACCL) return initDmaccl(c, nranks, rank, id, err, errlen);
+  if (s->kind == C3_DMACCL) return initDmaccl(c, nranks, rank, id, colls, err, errlen);
   c->nccl = ncclBaseInitRank(nranks, rank, id->nccl, s->kind == C3_NCCL_CE,
                              s->kind == C3_NCCL_CTA ? s->ctas : 0, err, errlen);
   if (!c->nccl) return -1;
   if (s->kind != C3_NCCL_CE) return 0;
-  /* The copy-engine path needs ncclMemAlloc'd symmetric windows. */
+  /* The copy-engine path needs ncclMemAlloc'd symmetric windows, one size
+   * for both (a collective call: every rank passes the same). */
   void *ws[1], *wr[1];
-  if (ncclBaseAllocBuffers(c->nccl, bytes, ws, wr, err, errlen)) return -1;
-  cudaError_t e = cudaMemcpy(ws[0], send, bytes, cudaMemcpyDeviceToDevice);
+  if (ncclBaseAllocBuffers(c->nccl, sendBytes > recvBytes ? sendBytes : recvBytes, ws, wr, err,
+                           errlen))
+    return -1;
+  cudaError_t e = cudaMemcpy(ws[0], send, sendBytes, cudaMemcpyDeviceToDevice);
   if (e != cudaSuccess) {
     snprintf(err, errlen, "copying the send data into NCCL's window: %s", cudaGetErrorString(e));
     return -1;
@@ -88,22 +101,17 @@ int c3ContenderInit(c3Contender *c, const c3ContenderSpec *s, int nranks, int ra
   return 0;
 }
 
-int c3ContenderIssue(c3Contender *c, int coll, size_t count) {
+int c3ContenderIssue(c3Contender *c, collId coll, const collShape *sh) {
   if (c->spec.kind != C3_DMACCL) {
     cudaStream_t s[1] = {c->stream};
     void *send[1] = {c->send}, *recv[1] = {c->recv};
-    int nranks = 0;
-    cudaGetDeviceCount(&nranks); /* unused by AllGather and AlltoAll */
-    collShape sh = {.nranks = nranks, .count = count};
-    return ncclBaseIssue(c->nccl, coll == C3_ALLGATHER ? COLL_ALLGATHER : COLL_ALLTOALL, &sh, send,
-                         recv, dmacclBfloat16, dmacclSum, s);
+    return ncclBaseIssue(c->nccl, coll, sh, send, recv, dmacclBfloat16, dmacclSum, s);
   }
-  dmacclResult_t rc =
-      coll == C3_ALLGATHER
-          ? dmacclAllGather(c->send, c->recv, count, dmacclBfloat16, c->comm, c->stream)
-          : dmacclAlltoAll(c->send, c->recv, count, dmacclBfloat16, c->comm, c->stream);
+  dmacclResult_t rc = collIssue(coll, sh, c->rank, c->send, c->recv, dmacclBfloat16, dmacclSum,
+                                c->comm, c->stream, NULL);
   if (rc != dmacclSuccess) {
-    fprintf(stderr, "dmaccl-c3: %s: %s\n", c->spec.name, dmacclCommGetLastError(c->comm));
+    fprintf(stderr, "dmaccl-c3: %s: %s: %s\n", c->spec.name, collTable[coll].call,
+            dmacclCommGetLastError(c->comm));
     return -1;
   }
   return 0;

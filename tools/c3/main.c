@@ -1,16 +1,26 @@
 /*
  * dmaccl-c3: compute and communication together (C3), with ConCCL's metrics
  * (DESIGN.md). One process per GPU, forked before any CUDA call, as PyTorch,
- * vLLM and SGLang run. On every GPU a cuBLAS bf16 GEMM stream and a
- * collective stream run:
+ * vLLM and SGLang run (-p beyond the GPU count: rank r on GPU r % GPUs, the
+ * ranks sharing them, for a functional check). On every GPU a cuBLAS bf16
+ * GEMM stream and a collective stream run:
  *   GEMM alone       k GEMMs (one CUDA graph launch)
  *   collective alone m collectives issued one by one on the collective stream
  *   both             the two loops started together; the time until both end
  * k and m come from one GEMM's and one collective's time (the first
- * contender's, the same counts for every contender: the same work), so the
- * longer side lasts -t ms and communication makes up the scenario's share of
- * the isolated time. Every time is the slowest rank's; each is a median over
- * -r runs, and the runs interleave the contenders so drift hits them alike.
+ * contender that runs the scenario's collective: report.c's first row; the
+ * same counts for every contender: the same work), so the longer side lasts
+ * -t ms and communication makes up the scenario's share of the isolated
+ * time. Every time is the slowest rank's; each is a median over -r runs, and
+ * the runs interleave the contenders so drift hits them alike.
+ *
+ * The collective is any of the tools' table (common/colls.h) that a scenario
+ * may name (c3CollAccepted): bf16, reductions summing, rooted ones at root
+ * 0, issued through collIssue (dmaccl) and ncclBaseIssue (NCCL). A
+ * contender that lacks it (c3Lacks: an algorithm its selection entry does
+ * not take, NCCL's copy-engine path for a reduction) has no row there; the
+ * table says why. The send data are small integers (c3ExactBf16), so every
+ * order of summing gives the bytes of collReference.
  *
  * Files: scenario.c (inputs), metrics.c (ConCCL's metrics), report.c (table
  * and JSON), gemm.c (cuBLAS), contender.c (NCCL settings, dmaccl algorithms),
@@ -48,16 +58,20 @@ typedef struct {
   c3Args args;
   c3Scenario sc[C3_MAX_SCENARIOS];
   int nsc;
+  unsigned colls; /* the scenarios' collectives (bit 1u << collId) */
   int n, rank, print;
+  int dev, shared; /* this rank's GPU: rank % GPUs; shared: more ranks than GPUs */
   c3Shared *sh;
   c3Contender cs[C3_MAX_CONTENDERS];
   int live[C3_MAX_CONTENDERS]; /* made on every rank */
   cudaStream_t gemmStream;
   c3Gemm *gemm;
   void *send, *recv;
-  size_t bufBytes;
-  unsigned char *pool[MAXR]; /* every rank's send data, for checking */
-  unsigned char *scratch;
+  size_t sendBytes, recvBytes; /* the largest of any scenario and rank */
+  unsigned char *pool[MAXR];   /* every rank's send data (sendBytes), for checking */
+  unsigned char *scratch;      /* recvBytes: the receive buffer read back */
+  unsigned char *want;         /* recvBytes: the reference of the current scenario */
+  int wantOk;                  /* want holds it (collReference succeeded on every rank) */
   cudaEvent_t ev[4];
   perfEnergy *energy;
   c3Row *rows;
@@ -84,32 +98,56 @@ static double elapsedUs(cudaEvent_t a, cudaEvent_t b) {
   return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? 1000.0 * ms : NAN;
 }
 
-/* Bytes of one rank's send buffer / receive buffer for a scenario. */
-static size_t recvBytes(const c3Rank *r, const c3Scenario *s) {
-  return c3Count(s, r->n) * 2 * (size_t)r->n;
+/* Bytes of rank's send and receive buffers in a scenario (bf16). */
+static size_t sendBytesOf(const c3Scenario *s, const collShape *sh, int rank) {
+  return collSendCount(s->coll, sh, rank) * 2;
+}
+static size_t recvBytesOf(const c3Scenario *s, const collShape *sh, int rank) {
+  return collRecvCount(s->coll, sh, rank) * 2;
 }
 
+/* Rank q's send data: random bits made small integers (c3ExactBf16). */
+static void fillSend(unsigned char *p, size_t bytes, int q) {
+  dataFillRandom(p, bytes, 4242 + (uint64_t)q);
+  c3ExactBf16(p, bytes);
+}
+
+/* Buffers for the largest scenario of any rank (the same sizes everywhere:
+ * NCCL's copy-engine windows are allocated collectively). */
 static int setupBuffers(c3Rank *r) {
-  r->bufBytes = 0;
-  for (int i = 0; i < r->nsc; i++)
-    if (recvBytes(r, &r->sc[i]) > r->bufBytes) r->bufBytes = recvBytes(r, &r->sc[i]);
+  r->sendBytes = r->recvBytes = 0;
+  for (int i = 0; i < r->nsc; i++) {
+    collShape sh;
+    c3Shape(&r->sc[i], r->n, &sh);
+    for (int q = 0; q < r->n; q++) {
+      size_t sb = sendBytesOf(&r->sc[i], &sh, q), rb = recvBytesOf(&r->sc[i], &sh, q);
+      if (sb > r->sendBytes) r->sendBytes = sb;
+      if (rb > r->recvBytes) r->recvBytes = rb;
+    }
+  }
   if (r->args.check) {
     for (int q = 0; q < r->n; q++) {
-      if (!(r->pool[q] = malloc(r->bufBytes))) return -1;
-      dataFillRandom(r->pool[q], r->bufBytes, 4242 + (uint64_t)q);
+      if (!(r->pool[q] = malloc(r->sendBytes))) return -1;
+      fillSend(r->pool[q], r->sendBytes, q);
     }
-    if (!(r->scratch = malloc(r->bufBytes))) return -1;
+    if (!(r->scratch = malloc(r->recvBytes)) || !(r->want = malloc(r->recvBytes))) return -1;
   }
   unsigned char *mine = r->pool[r->rank];
   if (!mine) {
-    if (!(mine = malloc(r->bufBytes))) return -1;
-    dataFillRandom(mine, r->bufBytes, 4242 + (uint64_t)r->rank);
+    if (!(mine = malloc(r->sendBytes))) return -1;
+    fillSend(mine, r->sendBytes, r->rank);
   }
-  C3_CUDA(cudaMalloc(&r->send, r->bufBytes));
-  C3_CUDA(cudaMalloc(&r->recv, r->bufBytes));
-  C3_CUDA(cudaMemcpy(r->send, mine, r->bufBytes, cudaMemcpyHostToDevice));
+  C3_CUDA(cudaMalloc(&r->send, r->sendBytes));
+  C3_CUDA(cudaMalloc(&r->recv, r->recvBytes));
+  C3_CUDA(cudaMemcpy(r->send, mine, r->sendBytes, cudaMemcpyHostToDevice));
   if (!r->pool[r->rank]) free(mine);
   return 0;
+}
+
+/* Why contender s has no row for collective c (c3Lacks with the NCCL
+ * baseline's ncclBaseLacks), or NULL. */
+static const char *lacks(const c3ContenderSpec *s, int c, char *buf, size_t len) {
+  return c3Lacks(s, c, ncclBaseLacks, buf, len);
 }
 
 /* Every contender on every rank; one that fails anywhere is left out
@@ -118,12 +156,24 @@ static void makeContenders(c3Rank *r) {
   for (int i = 0; i < r->args.ncs; i++) {
     const c3ContenderSpec *s = &r->args.cs[i];
     char err[256] = "";
+    /* one that runs none of the scenarios' collectives is not made (the
+     * same on every rank: c3Lacks reads only the names) */
+    char buf[256];
+    const char *why = "no scenarios";
+    for (int k = 0; k < r->nsc && why; k++) why = lacks(s, r->sc[k].coll, buf, sizeof(buf));
+    if (why) {
+      if (r->print) printf("# no %s in this run: %s\n", s->name, why);
+      continue;
+    }
     if (r->rank == 0) r->sh->idOk[i] = c3ContenderMakeId(s, &r->sh->ids[i], err, sizeof(err)) == 0;
     barrier(r);
-    int ok = r->sh->idOk[i] && c3ContenderInit(&r->cs[i], s, r->n, r->rank, &r->sh->ids[i], r->send,
-                                               r->recv, r->bufBytes, err, sizeof(err)) == 0;
+    int ok = r->sh->idOk[i] &&
+             c3ContenderInit(&r->cs[i], s, r->n, r->rank, &r->sh->ids[i], r->colls, r->send,
+                             r->sendBytes, r->recv, r->recvBytes, err, sizeof(err)) == 0;
     if (combine(r, ok ? 0 : 1, 0) > 0) {
-      if (r->print) printf("# no %s: %s\n", s->name, err[0] ? err : "a peer failed");
+      if (r->print)
+        printf("# no %s: %s%s\n", s->name, err[0] ? err : "a peer failed",
+               r->shared ? " (the ranks share GPUs)" : "");
       c3ContenderFini(&r->cs[i]);
       continue;
     }
@@ -131,21 +181,21 @@ static void makeContenders(c3Rank *r) {
   }
 }
 
-static int issueLoop(c3Contender *c, int coll, size_t count, long m) {
+static int issueLoop(c3Contender *c, const c3Scenario *s, const collShape *sh, long m) {
   for (long i = 0; i < m; i++)
-    if (c3ContenderIssue(c, coll, count)) return -1;
+    if (c3ContenderIssue(c, s->coll, sh)) return -1;
   return 0;
 }
 
 /* Time of one collective: the mean of a few after warm-up, slowest rank. */
-static int timeCollective(c3Rank *r, c3Contender *c, const c3Scenario *s, double *us) {
-  size_t count = c3Count(s, r->n);
-  if (issueLoop(c, s->coll, count, 3)) return -1;
+static int timeCollective(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh,
+                          double *us) {
+  if (issueLoop(c, s, sh, 3)) return -1;
   C3_CUDA(cudaStreamSynchronize(c->stream));
   int reps = s->size >= ((size_t)256 << 20) ? 4 : 20;
   barrier(r);
   C3_CUDA(cudaEventRecord(r->ev[0], c->stream));
-  if (issueLoop(c, s->coll, count, reps)) return -1;
+  if (issueLoop(c, s, sh, reps)) return -1;
   C3_CUDA(cudaEventRecord(r->ev[1], c->stream));
   C3_CUDA(cudaStreamSynchronize(c->stream));
   *us = combine(r, elapsedUs(r->ev[0], r->ev[1]) / reps, 0);
@@ -162,10 +212,11 @@ static int gemmAlone(c3Rank *r, double *us) {
   return 0;
 }
 
-static int commAlone(c3Rank *r, c3Contender *c, const c3Scenario *s, long m, double *us) {
+static int commAlone(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh, long m,
+                     double *us) {
   barrier(r);
   C3_CUDA(cudaEventRecord(r->ev[0], c->stream));
-  if (issueLoop(c, s->coll, c3Count(s, r->n), m)) return -1;
+  if (issueLoop(c, s, sh, m)) return -1;
   C3_CUDA(cudaEventRecord(r->ev[1], c->stream));
   C3_CUDA(cudaStreamSynchronize(c->stream));
   *us = combine(r, elapsedUs(r->ev[0], r->ev[1]), 0);
@@ -174,13 +225,13 @@ static int commAlone(c3Rank *r, c3Contender *c, const c3Scenario *s, long m, dou
 
 /* Both loops from one start event: the GEMM graph first (one launch), then
  * the collectives; each side's own end and the later of the two. */
-static int together(c3Rank *r, c3Contender *c, const c3Scenario *s, long m, double *gemmUs,
-                    double *commUs, double *bothUs) {
+static int together(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh, long m,
+                    double *gemmUs, double *commUs, double *bothUs) {
   barrier(r);
   C3_CUDA(cudaEventRecord(r->ev[0], r->gemmStream));
   C3_CUDA(cudaStreamWaitEvent(c->stream, r->ev[0], 0));
   if (c3GemmLaunch(r->gemm)) return -1;
-  if (issueLoop(c, s->coll, c3Count(s, r->n), m)) return -1;
+  if (issueLoop(c, s, sh, m)) return -1;
   C3_CUDA(cudaEventRecord(r->ev[1], r->gemmStream));
   C3_CUDA(cudaEventRecord(r->ev[2], c->stream));
   C3_CUDA(cudaStreamSynchronize(r->gemmStream));
@@ -192,54 +243,78 @@ static int together(c3Rank *r, c3Contender *c, const c3Scenario *s, long m, doub
   return 0;
 }
 
-/* Wrong elements of this rank's receive buffer after an overlapped loop
- * into a poisoned buffer, summed over ranks. */
-static long long checkRecv(c3Rank *r, c3Contender *c, const c3Scenario *s) {
-  size_t blk = c3Count(s, r->n) * 2, bytes = blk * (size_t)r->n;
+/* The scenario's reference for this rank (collReference of every rank's
+ * send data) into r->want; r->wantOk says whether every rank has it (not
+ * beyond COLL_MAX_RANKS ranks). Once per scenario: the same for every
+ * contender. */
+static void makeReference(c3Rank *r, const c3Scenario *s, const collShape *sh) {
+  const void *sends[COLL_MAX_RANKS];
+  int ok = r->n <= COLL_MAX_RANKS;
+  for (int q = 0; ok && q < r->n; q++) sends[q] = r->pool[q];
+  ok = ok && collReference(s->coll, sh, r->rank, dmacclBfloat16, dmacclSum, sends, r->want) == 0;
+  r->wantOk = combine(r, ok ? 0 : 1, 0) == 0;
+  if (!r->wantOk && r->print)
+    printf("# %s: not checked: no reference of %s on %d ranks (collReference takes up to %d)\n",
+           s->name, collTable[s->coll].name, r->n, COLL_MAX_RANKS);
+}
+
+/* Wrong elements of this rank's receive buffer (every byte of it, against
+ * r->want) after an overlapped loop into a poisoned buffer, summed over
+ * ranks; -1 when the scenario has no reference. */
+static long long checkRecv(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh) {
+  size_t bytes = recvBytesOf(s, sh, r->rank);
   long long wrong = 0;
-  if (cudaMemcpy(r->scratch, c->recv, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+  if (!r->wantOk) return -1;
+  if (bytes && cudaMemcpy(r->scratch, c->recv, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
     fprintf(stderr, "dmaccl-c3: reading back the receive buffer failed\n");
-    wrong = (long long)bytes;
-  } else {
-    for (int q = 0; q < r->n; q++) {
-      const unsigned char *want =
-          r->pool[q] + (s->coll == C3_ALLGATHER ? 0 : (size_t)r->rank * blk);
-      wrong += (long long)dataCountWrong(r->scratch + (size_t)q * blk, want, blk, 2);
-    }
+    wrong = (long long)(bytes / 2);
+  } else if (bytes) {
+    wrong = (long long)dataCountWrong(r->scratch, r->want, bytes, 2);
   }
   return (long long)combine(r, (double)wrong, 1);
 }
 
 /* Energy of one overlapped iteration, all GPUs: loops for at least 500 ms
  * (five NVML counter ticks on H200). */
-static int energyRow(c3Rank *r, c3Contender *c, const c3Scenario *s, long m, double bothUs,
-                     double *joules) {
+static int energyRow(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh, long m,
+                     double bothUs, double *joules) {
   long iters = (long)ceil(500000.0 / bothUs);
   if (iters < 1) iters = 1;
   double g, k, b;
   barrier(r);
   double e0 = energyRead(r->energy);
   for (long i = 0; i < iters; i++)
-    if (together(r, c, s, m, &g, &k, &b)) return -1;
+    if (together(r, c, s, sh, m, &g, &k, &b)) return -1;
   double e1 = energyRead(r->energy);
   *joules = combine(r, (e1 - e0) / (double)iters, 1);
   return 0;
 }
 
+/* One scenario: rows for the live contenders that run its collective, in
+ * their order; the first of them sets the repetition counts (report.c's
+ * firstRow). None: no rows (the table says why). */
 static int runScenario(c3Rank *r, int si) {
   const c3Scenario *s = &r->sc[si];
-  int ref = 0;
-  while (ref < r->args.ncs && !r->live[ref]) ref++;
-  if (ref == r->args.ncs) return -1;
+  int nc = r->args.ncs, runs[C3_MAX_CONTENDERS], ref = -1;
+  for (int i = 0; i < nc; i++) {
+    char why[256];
+    runs[i] = r->live[i] && !lacks(&r->args.cs[i], s->coll, why, sizeof(why));
+    if (runs[i] && ref < 0) ref = i;
+  }
+  if (ref < 0) return 0;
+  collShape sh;
+  c3Shape(s, r->n, &sh);
   double gemmUs, commUs;
   if (c3GemmTime(r->gemm, s, &gemmUs)) return -1;
   gemmUs = combine(r, gemmUs, 0);
-  if (timeCollective(r, &r->cs[ref], s, &commUs)) return -1;
+  if (timeCollective(r, &r->cs[ref], s, &sh, &commUs)) return -1;
   long k, m;
   c3Reps(gemmUs, commUs, r->args.targetMs * 1000.0, s->commShare, &k, &m);
   if (c3GemmCapture(r->gemm, s, k)) return -1;
+  if (r->args.check) makeReference(r, s, &sh);
 
-  int R = r->args.runs, nc = r->args.ncs;
+  int R = r->args.runs;
+  size_t poison = recvBytesOf(s, &sh, r->rank);
   double *t = calloc((size_t)(R * (1 + 4 * nc)), sizeof(double));
   if (!t) return -1;
   double *g = t, *cm = t + R, *gt = cm + R * nc, *ct = gt + R * nc, *bt = ct + R * nc;
@@ -249,21 +324,21 @@ static int runScenario(c3Rank *r, int si) {
     if (gemmAlone(r, &g[run])) goto out;
     for (int i = 0; i < nc; i++) {
       c3Contender *c = &r->cs[i];
-      if (!r->live[i]) continue;
+      if (!runs[i]) continue;
       if (run == 0) {
-        if (issueLoop(c, s->coll, c3Count(s, r->n), 3)) goto out;
+        if (issueLoop(c, s, &sh, 3)) goto out;
         if (cudaStreamSynchronize(c->stream) != cudaSuccess) goto out;
       }
-      if (commAlone(r, c, s, m, &cm[i * R + run])) goto out;
+      if (commAlone(r, c, s, &sh, m, &cm[i * R + run])) goto out;
       int check = run == 0 && r->args.check;
-      if (check && cudaMemset(c->recv, POISON, recvBytes(r, s)) != cudaSuccess) goto out;
-      if (together(r, c, s, m, &gt[i * R + run], &ct[i * R + run], &bt[i * R + run])) goto out;
-      if (run == 0) wrong[i] = check ? checkRecv(r, c, s) : -1;
+      if (check && poison && cudaMemset(c->recv, POISON, poison) != cudaSuccess) goto out;
+      if (together(r, c, s, &sh, m, &gt[i * R + run], &ct[i * R + run], &bt[i * R + run])) goto out;
+      if (run == 0) wrong[i] = check ? checkRecv(r, c, s, &sh) : -1;
     }
   }
   double gMed = c3Median(g, R);
   for (int i = 0; i < nc; i++) {
-    if (!r->live[i]) continue;
+    if (!runs[i]) continue;
     c3Row *row = &r->rows[r->nrows++];
     memset(row, 0, sizeof(*row));
     row->scenario = si;
@@ -277,7 +352,7 @@ static int runScenario(c3Rank *r, int si) {
     row->t.both = c3Median(bt + i * R, R);
     c3Compute(&row->t, &row->m);
     row->wrong = wrong[i];
-    if (r->energy && energyRow(r, &r->cs[i], s, m, row->t.both, &row->joules)) goto out;
+    if (r->energy && energyRow(r, &r->cs[i], s, &sh, m, row->t.both, &row->joules)) goto out;
   }
   rc = 0;
 out:
@@ -295,9 +370,10 @@ static void fillResult(c3Rank *r, c3Result *res) {
   res->rows = r->rows;
   res->nrows = r->nrows;
   res->nranks = r->n;
+  res->ncclLacks = ncclBaseLacks;
   snprintf(res->command, sizeof(res->command), "%s", r->command);
   struct cudaDeviceProp p;
-  if (cudaGetDeviceProperties(&p, r->rank) == cudaSuccess)
+  if (cudaGetDeviceProperties(&p, r->dev) == cudaSuccess)
     snprintf(res->gpu, sizeof(res->gpu), "%.100s", p.name);
   cudaDriverGetVersion(&res->driverVersion);
   snprintf(res->ncclVersion, sizeof(res->ncclVersion), "none");
@@ -310,7 +386,9 @@ static void fillResult(c3Rank *r, c3Result *res) {
 
 static int rankMain(c3Rank *r) {
   r->print = r->rank == 0;
-  C3_CUDA(cudaSetDevice(r->rank));
+  r->dev = r->rank % r->sh->ndev;
+  r->shared = r->n > r->sh->ndev;
+  C3_CUDA(cudaSetDevice(r->dev));
   C3_CUDA(cudaStreamCreateWithFlags(&r->gemmStream, cudaStreamNonBlocking));
   for (int i = 0; i < 4; i++) C3_CUDA(cudaEventCreate(&r->ev[i]));
   int ok = setupBuffers(r) == 0 &&
@@ -323,8 +401,11 @@ static int rankMain(c3Rank *r) {
   makeContenders(r);
   if (r->args.energy) {
     char err[256] = "";
-    int dev = r->rank;
-    r->energy = energyOpen(&dev, 1, err, sizeof(err));
+    int dev = r->dev;
+    if (r->shared)
+      snprintf(err, sizeof(err), "ranks share GPUs (a GPU's counter would count once per rank)");
+    else
+      r->energy = energyOpen(&dev, 1, err, sizeof(err));
     if (combine(r, r->energy ? 0 : 1, 0) > 0) {
       if (r->print) printf("# no energy figures: %s\n", err[0] ? err : "a peer has no NVML");
       energyClose(r->energy);
@@ -338,6 +419,10 @@ static int rankMain(c3Rank *r) {
   if (r->print) {
     printf("# dmaccl-c3: %d ranks (one process each), %s, driver %d, NCCL %s\n", r->n, res.gpu,
            res.driverVersion, res.ncclVersion);
+    if (r->shared)
+      printf("# the ranks share %d GPUs (rank r on GPU r %% %d): a functional check; the times "
+             "are not those of one GPU per rank\n",
+             r->sh->ndev, r->sh->ndev);
     printf("# %s\n# medians of %d runs; times are the slowest rank's; the longer isolated loop "
            "lasts about %.1f ms\n",
            r->command, r->args.runs, r->args.targetMs);
@@ -374,6 +459,9 @@ static int rankMain(c3Rank *r) {
     if (r->live[i]) c3ContenderFini(&r->cs[i]);
   c3GemmFini(r->gemm);
   energyClose(r->energy);
+  for (int q = 0; q < r->n; q++) free(r->pool[q]);
+  free(r->scratch);
+  free(r->want);
   return rc ? rc : wrongRows ? 1 : 0;
 }
 
@@ -400,20 +488,32 @@ static int countGpus(c3Shared *sh) {
   return sh->ndev;
 }
 
-static void listPlan(const c3Args *a, const c3Scenario *sc, int nsc) {
+static void listPlan(const c3Args *a, const c3Scenario *sc, int nsc, unsigned colls) {
   printf("# %d scenarios from %s\n", nsc, a->file);
-  printf("# %-22s %6s %6s %6s %12s %-9s %8s %5s\n", "name", "M", "N", "K", "GFLOP/GEMM", "coll",
+  printf("# %-22s %6s %6s %6s %12s %-13s %8s %5s\n", "name", "M", "N", "K", "GFLOP/GEMM", "coll",
          "size", "comm");
   for (int i = 0; i < nsc; i++) {
     char size[32];
     double gf = 2.0 * (double)sc[i].m * (double)sc[i].n * (double)sc[i].k / 1e9;
     planSizeString(sc[i].size, size, sizeof(size));
-    printf("  %-22s %6ld %6ld %6ld %12.2f %-9s %8s %4.0f%%\n", sc[i].name, sc[i].m, sc[i].n,
-           sc[i].k, gf, c3CollName(sc[i].coll), size, 100 * sc[i].commShare);
+    printf("  %-22s %6ld %6ld %6ld %12.2f %-13s %8s %4.0f%%\n", sc[i].name, sc[i].m, sc[i].n,
+           sc[i].k, gf, collTable[sc[i].coll].name, size, 100 * sc[i].commShare);
   }
   printf("# %d contenders:", a->ncs);
   for (int i = 0; i < a->ncs; i++) printf(" %s", a->cs[i].name);
   printf("\n");
+  /* what each contender leaves out, and the selection strings */
+  for (int i = 0; i < a->ncs; i++) {
+    const c3ContenderSpec *s = &a->cs[i];
+    for (int c = 0; c < COLL_NUM; c++) {
+      char buf[256];
+      const char *why = colls & (1u << c) ? lacks(s, c, buf, sizeof(buf)) : NULL;
+      if (why) printf("# no %s rows for %s: %s\n", s->name, collTable[c].name, why);
+    }
+    char sel[512];
+    if (s->kind == C3_DMACCL && c3Selection(s, colls, sel, sizeof(sel)) == 0 && sel[0])
+      printf("# %s: selection '%s'\n", s->name, sel);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -448,8 +548,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < argc && off + 2 < sizeof(proto.command); i++)
     off += (size_t)snprintf(proto.command + off, sizeof(proto.command) - off, "%s%s", i ? " " : "",
                             argv[i]);
+  for (int i = 0; i < proto.nsc; i++) proto.colls |= 1u << proto.sc[i].coll;
   if (proto.args.list) {
-    listPlan(&proto.args, proto.sc, proto.nsc);
+    listPlan(&proto.args, proto.sc, proto.nsc, proto.colls);
     return 0;
   }
 
@@ -467,8 +568,8 @@ int main(int argc, char **argv) {
                     "(--list shows the plan without one)\n");
     return 2;
   }
-  if (n > ndev || n > MAXR) {
-    fprintf(stderr, "dmaccl-c3: -p %d but %d GPUs\n", n, ndev);
+  if (n > MAXR) { /* more ranks than GPUs share them (rankMain) */
+    fprintf(stderr, "dmaccl-c3: -p %d: at most %d ranks\n", n, MAXR);
     return 2;
   }
   ranksBarrierInit(&sh->barrier, n);

@@ -6,9 +6,12 @@
 
 The plot: realized fraction of the ideal gain per scenario, contenders side
 by side (NCCL settings in greys, dmaccl's algorithms in colours, the
-library's default outlined), the mean per contender at the right.
+library's default outlined), the mean per contender at the right. A
+contender without a row in a scenario ("skipped": e.g. an algorithm that the
+collective does not take) has no bar there; its mean covers its rows.
 --check recomputes ideal, realized, fraction and the slowdowns from the
-times in each row and fails on any mismatch.
+times in each row and fails on any mismatch, and checks that skipped
+contenders are known, have no row and give a reason.
 """
 import argparse
 import json
@@ -16,6 +19,10 @@ import os
 import sys
 
 SCHEMA = "dmaccl-c3/1"
+# the collectives a scenario may name: the tools' table (tools/common/colls.h)
+# without count arrays or Send/Recv (c3CollAccepted)
+COLLS = ("allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
+         "scatter")
 ROW_NUM = ["gemm_us", "comm_us", "both_us", "gemm_together_us", "comm_together_us",
            "ideal", "realized", "fraction", "gemm_slowdown", "comm_slowdown", "joules"]
 
@@ -42,8 +49,16 @@ def check(doc, path):
         for key in ("name", "m", "n", "k", "coll", "size", "gemms", "colls", "rows"):
             if key not in s:
                 fail(f"{path}: scenario without {key!r}")
-        if s["coll"] not in ("allgather", "alltoall"):
+        if s["coll"] not in COLLS:
             fail(f"{path}: {s['name']}: collective {s['coll']!r}")
+        # contenders without a row and why (c3Lacks); absent in older files
+        ran = {r.get("contender") for r in s["rows"]}
+        for k in s.get("skipped", []):
+            if k.get("contender") not in names or k["contender"] in ran:
+                fail(f"{path}: {s['name']}: skipped contender {k.get('contender')!r} is unknown "
+                     "or has a row")
+            if not isinstance(k.get("why"), str) or not k["why"]:
+                fail(f"{path}: {s['name']}/{k['contender']}: skipped without a reason")
         for r in s["rows"]:
             where = f"{path}: {s['name']}/{r.get('contender')}"
             if r.get("contender") not in names:

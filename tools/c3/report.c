@@ -26,11 +26,26 @@ static const c3Row *rowOf(const c3Result *r, int scenario, int contender) {
   return NULL;
 }
 
-/* Communication share of the isolated time, from the first contender (the
- * one whose single-collective time set the repetition counts). */
+/* The scenario's row of its first contender with a row: the one whose
+ * single-collective time set the repetition counts (main.c). */
+static const c3Row *firstRow(const c3Result *r, int scenario) {
+  for (int c = 0; c < r->ncs; c++) {
+    const c3Row *row = rowOf(r, scenario, c);
+    if (row) return row;
+  }
+  return NULL;
+}
+
+/* Communication share of the isolated time, from that first row. */
 static double scenarioShare(const c3Result *r, int scenario) {
-  const c3Row *row = rowOf(r, scenario, 0);
+  const c3Row *row = firstRow(r, scenario);
   return row ? row->m.commShare : NAN;
+}
+
+/* Why contender c has no row in the scenario (c3Lacks), or NULL. */
+static const char *skipped(const c3Result *r, int scenario, int c, char *buf, size_t len) {
+  if (rowOf(r, scenario, c)) return NULL;
+  return c3Lacks(&r->cs[c], r->sc[scenario].coll, r->ncclLacks, buf, len);
 }
 
 static void num(FILE *f, double v, int width, int prec) {
@@ -42,14 +57,18 @@ static void num(FILE *f, double v, int width, int prec) {
 
 void c3PrintScenario(FILE *f, const c3Result *r, int scenario) {
   const c3Scenario *s = &r->sc[scenario];
-  const c3Row *first = rowOf(r, scenario, 0);
+  const c3Row *first = firstRow(r, scenario);
   char size[32];
   planSizeString(s->size, size, sizeof(size));
-  fprintf(f,
-          "#\n# %s: GEMM %ldx%ldx%ld bf16 x%ld, %s %s x%ld, communication %.0f%% of the "
-          "isolated time\n",
-          s->name, s->m, s->n, s->k, first ? first->gemms : 0L, c3CollName(s->coll), size,
-          first ? first->colls : 0L, 100 * scenarioShare(r, scenario));
+  if (!first) /* no contender ran it: the lines below say why */
+    fprintf(f, "#\n# %s: GEMM %ldx%ldx%ld bf16, %s %s: no rows\n", s->name, s->m, s->n, s->k,
+            collTable[s->coll].name, size);
+  else
+    fprintf(f,
+            "#\n# %s: GEMM %ldx%ldx%ld bf16 x%ld, %s %s x%ld, communication %.0f%% of the "
+            "isolated time\n",
+            s->name, s->m, s->n, s->k, first->gemms, collTable[s->coll].name, size, first->colls,
+            100 * scenarioShare(r, scenario));
   fprintf(f, "# %-26s %9s %9s %9s %6s %8s %8s %9s %9s %9s %7s\n", "contender", "gemm_us", "comm_us",
           "both_us", "ideal", "realized", "fraction", "gemm_slow", "comm_slow", "J/iter", "#wrong");
   for (int c = 0; c < r->ncs; c++) {
@@ -73,6 +92,11 @@ void c3PrintScenario(FILE *f, const c3Result *r, int scenario) {
     else
       fprintf(f, " %7lld\n", row->wrong);
   }
+  for (int c = 0; c < r->ncs; c++) {
+    char buf[256];
+    const char *why = skipped(r, scenario, c, buf, sizeof(buf));
+    if (why) fprintf(f, "# no %s row: %s\n", r->cs[c].name, why);
+  }
   fflush(f);
 }
 
@@ -83,14 +107,17 @@ void c3PrintSummary(FILE *f, const c3Result *r) {
   fprintf(f, "# time (their count in brackets); 'beats NCCL': such scenarios where the\n");
   fprintf(f, "# contender's fraction is higher than every NCCL setting's in the same run;\n");
   fprintf(f, "# 'mean both_us': the mean overlapped time (the same work for every contender).\n");
-  fprintf(f, "# %-26s %10s %12s %12s %14s\n", "contender", "all", "comm>=20%", "beats NCCL",
-          "mean both_us");
+  fprintf(f, "# Each contender's figures cover the scenarios it has rows in ('rows'; the tables\n");
+  fprintf(f, "# say why a row is missing); NCCL settings without a row there are not compared.\n");
+  fprintf(f, "# %-26s %4s %10s %12s %12s %14s\n", "contender", "rows", "all", "comm>=20%",
+          "beats NCCL", "mean both_us");
   for (int c = 0; c < r->ncs; c++) {
     double sumAll = 0, sum20 = 0, both = 0;
-    int nAll = 0, n20 = 0, wins = 0, nboth = 0;
+    int nAll = 0, n20 = 0, wins = 0, nboth = 0, nrows = 0;
     for (int s = 0; s < r->nsc; s++) {
       const c3Row *row = rowOf(r, s, c);
       if (!row) continue;
+      nrows++;
       if (!isnan(row->t.both)) both += row->t.both / 1000, nboth++;
       if (isnan(row->m.fraction)) continue;
       sumAll += row->m.fraction, nAll++;
@@ -105,7 +132,7 @@ void c3PrintSummary(FILE *f, const c3Result *r) {
       }
       wins += beats && anyNccl && r->cs[c].kind == C3_DMACCL;
     }
-    fprintf(f, "  %-26s", r->cs[c].name);
+    fprintf(f, "  %-26s %4d", r->cs[c].name, nrows);
     if (nAll)
       fprintf(f, " %9.0f%%", 100 * sumAll / nAll);
     else
@@ -156,11 +183,11 @@ int c3WriteJson(const c3Result *r, const char *path) {
   fprintf(f, "],\n  \"scenarios\": [\n");
   for (int s = 0; s < r->nsc; s++) {
     const c3Scenario *sc = &r->sc[s];
-    const c3Row *first = rowOf(r, s, 0);
+    const c3Row *first = firstRow(r, s);
     fprintf(f, "    {\"name\": ");
     jsonString(f, sc->name);
     fprintf(f, ", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"coll\": \"%s\", \"size\": %zu, ", sc->m,
-            sc->n, sc->k, c3CollName(sc->coll), sc->size);
+            sc->n, sc->k, collTable[sc->coll].name, sc->size);
     jnum(f, "comm_share_target", sc->commShare, ", ");
     jnum(f, "comm_share", scenarioShare(r, s), ", ");
     fprintf(f, "\"gemms\": %ld, \"colls\": %ld,\n     \"rows\": [\n", first ? first->gemms : 0L,
@@ -184,6 +211,18 @@ int c3WriteJson(const c3Result *r, const char *path) {
       jnum(f, "comm_slowdown", row->m.commSlowdown, ", ");
       jnum(f, "joules", row->joules > 0 ? row->joules : NAN, ", ");
       fprintf(f, "\"wrong\": %lld}", row->wrong);
+    }
+    fprintf(f, "],\n     \"skipped\": [");
+    k = 0;
+    for (int c = 0; c < r->ncs; c++) {
+      char buf[256];
+      const char *why = skipped(r, s, c, buf, sizeof(buf));
+      if (!why) continue;
+      fprintf(f, "%s{\"contender\": ", k++ ? ", " : "");
+      jsonString(f, r->cs[c].name);
+      fprintf(f, ", \"why\": ");
+      jsonString(f, why);
+      fprintf(f, "}");
     }
     fprintf(f, "]}%s\n", s + 1 < r->nsc ? "," : "");
   }

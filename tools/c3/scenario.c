@@ -14,13 +14,95 @@
 #define C3_DEFAULT_CONTENDERS                                                                      \
   "nccl,nccl-prio,nccl-cta8,nccl-ce,auto,push1,pushn,pushb,pull1,pulln,pullb,stage,stage2d"
 
-const char *c3CollName(int coll) {
-  return coll == C3_ALLGATHER ? "allgather" : "alltoall";
+int c3CollAccepted(int c) {
+  return c >= 0 && c < COLL_NUM && !(collTable[c].flags & (COLL_VECTOR | COLL_P2P));
 }
 
 size_t c3Count(const c3Scenario *s, int nranks) {
-  size_t per = s->size / (size_t)nranks / 2; /* 2-byte elements */
-  return per ? per : 1;
+  collShape one = {.nranks = nranks, .count = 1};
+  size_t unit = collSizeBytes(s->coll, &one, 0, 2); /* 2-byte bf16 elements */
+  size_t count = unit ? s->size / unit : 0;
+  return count ? count : 1;
+}
+
+void c3Shape(const c3Scenario *s, int nranks, collShape *out) {
+  memset(out, 0, sizeof(*out));
+  out->nranks = nranks;
+  out->count = c3Count(s, nranks);
+  out->root = 0;
+}
+
+/* The algorithms of mask (bit planAlgo), "a, b and c". */
+static void algoList(unsigned mask, char *buf, size_t len) {
+  int total = 0, k = 0;
+  for (int a = 0; a < PLAN_NUM_ALGOS; a++) total += (mask & PLAN_ALGO_BIT(a)) != 0;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < PLAN_NUM_ALGOS && used < len; a++) {
+    if (!(mask & PLAN_ALGO_BIT(a))) continue;
+    const char *sep = k == 0 ? "" : k == total - 1 ? " and " : ", ";
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, planAlgoName((planAlgo)a));
+    k++;
+  }
+}
+
+const char *c3Lacks(const c3ContenderSpec *s, int c, const char *(*ncclLacks)(int coll, int ce),
+                    char *buf, size_t len) {
+  if (s->kind != C3_DMACCL) return ncclLacks ? ncclLacks(c, s->kind == C3_NCCL_CE) : NULL;
+  if (strcmp(s->algo, "auto") == 0) return NULL;
+  /* the library's collective whose entry picks the algorithm, as
+   * dmaccl-perf's perfTakes decides */
+  const char *sel = c >= 0 && c < COLL_NUM ? collTable[c].select : "";
+  planColl pc;
+  planAlgo pa;
+  if (planCollParse(sel, strlen(sel), &pc) != 0 ||
+      planAlgoParse(s->algo, strlen(s->algo), &pa) != 0) {
+    snprintf(buf, len, "no selection entry '%s' with an algorithm '%s' in the library", sel,
+             s->algo);
+    return buf;
+  }
+  unsigned algos = planCollOf(pc)->algos;
+  if (algos & PLAN_ALGO_BIT(pa)) return NULL;
+  char list[256];
+  algoList(algos, list, sizeof(list));
+  snprintf(buf, len, "%s takes %s (its algorithms in src/plan), not %s", collTable[c].name, list,
+           s->algo);
+  return buf;
+}
+
+int c3Selection(const c3ContenderSpec *s, unsigned colls, char *out, size_t len) {
+  size_t used = 0;
+  if (len) out[0] = '\0';
+  if (s->kind != C3_DMACCL || strcmp(s->algo, "auto") == 0) return len ? 0 : -1;
+  for (int c = 0; c < COLL_NUM; c++) {
+    char why[256];
+    if (!(colls & (1u << c)) || c3Lacks(s, c, NULL, why, sizeof(why))) continue;
+    int dup = 0; /* the entry of an earlier collective of the set (the same select) */
+    for (int d = 0; d < c; d++)
+      dup |= (colls & (1u << d)) && strcmp(collTable[d].select, collTable[c].select) == 0;
+    if (dup) continue;
+    int w =
+        snprintf(out + used, len - used, "%s%s:%s", used ? ";" : "", collTable[c].select, s->algo);
+    if (w < 0 || (size_t)w >= len - used) {
+      out[0] = '\0';
+      return -1;
+    }
+    used += (size_t)w;
+  }
+  return 0;
+}
+
+void c3ExactBf16(void *buf, size_t bytes) {
+  unsigned char *p = buf;
+  for (size_t i = 0; i + 2 <= bytes; i += 2) {
+    uint16_t u;
+    memcpy(&u, p + i, 2);
+    float v = (float)((int)(u % 17) - 8); /* -8..8: exact in bf16 */
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    u = (uint16_t)(bits >> 16); /* bf16: the top half of a float (low half 0 here) */
+    memcpy(p + i, &u, 2);
+  }
 }
 
 int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t errlen) {
@@ -132,7 +214,8 @@ void c3Usage(FILE *f) {
   fprintf(f, "usage: dmaccl-c3 [options]\n"
              "On every GPU, a cuBLAS bf16 GEMM stream and a collective stream run alone and then\n"
              "together; ConCCL's metrics per scenario and contender (one process per GPU).\n"
-             "  -p N          ranks, one process and GPU each (default: every GPU)\n"
+             "  -p N          ranks, one process each, rank r on GPU r %% GPUs (default: every\n"
+             "                GPU; more ranks than GPUs share them: a functional check)\n"
              "  -f FILE       scenario file (default: tools/c3/scenarios.txt beside the source)\n"
              "  -s A,B        only these scenarios\n"
              "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
@@ -298,12 +381,20 @@ static int nameListed(const char *only, const char *name) {
   return 0;
 }
 
+/* The names c3CollAccepted takes, "a, b, ..., c". */
+static void acceptedNames(char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int c = 0; c < COLL_NUM && used < len; c++)
+    if (c3CollAccepted(c))
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", collTable[c].name);
+}
+
 static int parseLine(char *line, int lineNo, c3Scenario *s, char *err, size_t errlen) {
   char *f[8];
   int nf = fields(line, f, 7);
   if (nf < 6 || nf > 7) {
-    snprintf(err, errlen,
-             "line %d: expected 'name M N K allgather|alltoall size [comm=P%%]', got %d fields",
+    snprintf(err, errlen, "line %d: expected 'name M N K COLL size [comm=P%%]', got %d fields",
              lineNo, nf);
     return -1;
   }
@@ -323,14 +414,15 @@ static int parseLine(char *line, int lineNo, c3Scenario *s, char *err, size_t er
                dn[d], f[1 + d]);
       return -1;
     }
-  if (strcmp(f[4], "allgather") == 0) {
-    s->coll = C3_ALLGATHER;
-  } else if (strcmp(f[4], "alltoall") == 0) {
-    s->coll = C3_ALLTOALL;
-  } else {
-    snprintf(err, errlen, "line %d: collective '%s' is not allgather or alltoall", lineNo, f[4]);
+  int c = collByName(f[4]);
+  if (!c3CollAccepted(c)) {
+    char names[256];
+    acceptedNames(names, sizeof(names));
+    snprintf(err, errlen, "line %d: collective '%s' is not one of %s%s", lineNo, f[4], names,
+             c >= 0 ? " (no count arrays, no Send/Recv)" : "");
     return -1;
   }
+  s->coll = (collId)c;
   if (planParseSize(f[5], strlen(f[5]), &s->size) || s->size == SIZE_MAX || s->size < 1024 ||
       s->size > ((size_t)16 << 30)) {
     snprintf(err, errlen, "line %d: size '%s' is not a size from 1K to 16G (e.g. 64M)", lineNo,
