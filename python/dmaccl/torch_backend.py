@@ -14,11 +14,25 @@ Work whose ``wait()`` orders the then-current stream after it (an event), and
 whose future is complete. Coalesced calls (``_coalescing_manager``,
 ``all_reduce_coalesced``...) are one dmaccl group. send/recv match in order
 per pair of ranks (no receive from any source; tags are ignored).
+
+Two forms, the same collectives (``_Dmaccl``):
+- torch 2.14 and later let Python subclass c10d's ``Backend``:
+  ``ProcessGroupDmaccl`` is one, and torch's own ProcessGroup sends it the
+  devices mapped to "dmaccl" (gloo keeps the others).
+- torch 2.11 to 2.13 give ``Backend`` no Python constructor, but let Python
+  subclass ``ProcessGroup`` (torch's Python process groups), and a creator
+  that returns one makes it the whole group. ``PythonProcessGroupDmaccl`` is
+  that group; CPU tensors go to gloo when the group maps "cpu" to gloo, as
+  torch would send them.
 """
+
+import sys
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _C10dBackend
+from torch._C._distributed_c10d import PrefixStore as _PrefixStore
+from torch._C._distributed_c10d import ProcessGroup as _C10dProcessGroup
 from torch._C._distributed_c10d import Work as _C10dWork
 
 from .communicator import Communicator, group
@@ -27,8 +41,8 @@ BACKEND_NAME = "dmaccl"
 
 
 def _python_backends_supported():
-    """Whether this torch lets Python subclass its c10d Backend (2.15 does;
-    2.11 has no constructor for it)."""
+    """Whether this torch lets Python subclass its c10d Backend (2.14 on do;
+    2.11-2.13 have no constructor for it: "No constructor defined!")."""
     class _Probe(_C10dBackend):
         pass
 
@@ -37,13 +51,6 @@ def _python_backends_supported():
         return True
     except TypeError:
         return False
-
-
-if not _python_backends_supported():
-    raise ImportError(
-        f"dmaccl.torch_backend: torch {torch.__version__} cannot host a c10d backend written in "
-        "Python (its Backend class has no Python constructor); use dmaccl.Communicator directly "
-        "(vLLM-shaped), or a torch that allows it (2.15 does)")
 
 
 class _Work(_C10dWork):
@@ -74,14 +81,16 @@ class _Work(_C10dWork):
         return self._result
 
 
-class ProcessGroupDmaccl(_C10dBackend):
+class _Dmaccl:
+    """The collectives, on one communicator per device kind; the classes below
+    add the c10d base. The names torch 2.13 renamed are served under both."""
+
     # torch's own property recurses for a backend written in Python (2.15);
     # without coalescing, batch_isend_irecv issues its calls one by one, and
     # a send returns without waiting for its receiver up to the staged sizes
     supports_coalescing = False
 
-    def __init__(self, store, rank, size, timeout):
-        super().__init__(rank, size)
+    def _setup(self, store, rank, size):
         self._store = store
         self._rank, self._size = rank, size
         self._comms = {}
@@ -125,11 +134,11 @@ class ProcessGroupDmaccl(_C10dBackend):
     def allreduce_coalesced(self, tensors, opts):
         return self.allreduce(tensors, opts)
 
-    def all_gather_single(self, output, input, opts):
+    def all_gather_single(self, output, input, opts=None):
         self._comm(input).all_gather(output, input)
         return self._work([output], input)
 
-    def allgather_into_tensor_coalesced(self, outputs, inputs, opts):
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
         comms = [self._comm(i) for i in inputs]
         with group():
             for c, o, i in zip(comms, outputs, inputs):
@@ -239,10 +248,160 @@ class ProcessGroupDmaccl(_C10dBackend):
             c.destroy()
         self._comms.clear()
 
+    # torch 2.11-2.12 call these names (2.13 renamed them); 2.14 on still
+    # accept the old ones from a Python subclass
+    _allgather_base = all_gather_single
+    all_gather_single_coalesced = allgather_into_tensor_coalesced
+    _reduce_scatter_base = reduce_scatter_single
+    reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+    alltoall_base = all_to_all_single
+
+
+class ProcessGroupDmaccl(_Dmaccl, _C10dBackend):
+    """The backend on torch 2.14 and later: torch's ProcessGroup routes the
+    devices mapped to "dmaccl" to it."""
+
+    def __init__(self, store, rank, size, timeout):
+        _C10dBackend.__init__(self, rank, size)
+        self._setup(store, rank, size)
+
+
+# the ops whose CPU tensors go to gloo in PythonProcessGroupDmaccl (every name
+# torch 2.11-2.15 call on a group)
+_ROUTED = ("allreduce", "allreduce_coalesced", "all_gather_single", "_allgather_base",
+           "allgather", "allgather_into_tensor_coalesced", "all_gather_single_coalesced",
+           "reduce_scatter_single", "_reduce_scatter_base", "reduce_scatter",
+           "reduce_scatter_tensor_coalesced", "reduce_scatter_single_coalesced",
+           "all_to_all_single", "alltoall_base", "alltoall", "broadcast", "reduce", "gather",
+           "scatter", "send", "recv")
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+def _routed(name):
+    ours = getattr(_Dmaccl, name)
+
+    def op(self, *args):
+        t = _first_tensor(args)
+        if self._cpu_group is not None and t is not None and not t.is_cuda:
+            return getattr(self._cpu_group, name)(*args)
+        return ours(self, *args)
+
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+class PythonProcessGroupDmaccl(_Dmaccl, _C10dProcessGroup):
+    """The whole process group on torch 2.11-2.13, whose c10d Backend has no
+    Python constructor. torch makes a group whose creator returns a
+    ProcessGroup that group itself, dropping the backends it made for the
+    other devices; so when the group maps "cpu" to gloo, CPU tensors go to a
+    torch ProcessGroup holding gloo: torch's own, when it made gloo before
+    this, else one made here."""
+
+    supports_splitting = False
+
+    def __init__(self, store, rank, size, timeout, device_backends, torch_group=None,
+                 device_id=None):
+        _C10dProcessGroup.__init__(self, rank, size)  # (store, rank, size) makes no subclass
+        self._setup(store, rank, size)
+        self._cpu_group = None
+        for dev, name in device_backends.items():
+            if dev == "cpu" and name == "gloo":
+                self._cpu_group = self._gloo_group(store, rank, size, timeout, torch_group)
+            elif not _is_dmaccl(name):
+                raise ValueError(
+                    f"dmaccl on torch {torch.__version__} is the whole process group (torch's "
+                    f"Backend has no Python constructor before 2.14): it can leave only the CPU, "
+                    f"to gloo, not {dev} to {name}")
+        # no backend registered here, as torch expects of such a group (2.15's
+        # flight recorder skips a group without one, else asks its default)
+        if device_id is not None:
+            self.bound_device_id = device_id
+
+    @staticmethod
+    def _gloo_group(store, rank, size, timeout, torch_group):
+        cpu = torch.device("cpu")
+        if torch_group is not None and cpu in torch_group._device_types:
+            return torch_group  # gloo came first in the config: torch made it
+        from torch._C._distributed_c10d import ProcessGroupGloo
+
+        gloo = ProcessGroupGloo(_PrefixStore("gloo/", store), rank, size, timeout)
+        pg = _C10dProcessGroup(rank, size)
+        pg._set_default_backend(_C10dProcessGroup.BackendType.GLOO)
+        pg._register_backend(cpu, _C10dProcessGroup.BackendType.GLOO, gloo)
+        return pg
+
+    def barrier(self, opts=None):
+        dev = getattr(opts, "device", None)
+        if self._cpu_group is not None and dev is not None and dev.type == "cpu":
+            return self._cpu_group.barrier(opts)
+        return _Dmaccl.barrier(self, opts)
+
+    def _get_backend(self, device):
+        """torch asks a group for its device's backend (init_process_group's
+        device_id, split sources, time estimates): gloo's for the CPU when it
+        has it, else this group, for the devices dmaccl serves."""
+        kind = torch.device(device).type
+        if kind == "cpu" and self._cpu_group is not None:
+            return self._cpu_group._get_backend(device)
+        if kind in ("cpu", "cuda"):
+            return self
+        return _C10dProcessGroup._get_backend(self, device)  # raises, as torch's
+
+    def shutdown(self):
+        _Dmaccl.shutdown(self)
+        if self._cpu_group is not None:
+            self._cpu_group.shutdown()
+            self._cpu_group = None
+
+
+for _name in _ROUTED:
+    setattr(PythonProcessGroupDmaccl, _name, _routed(_name))
+del _name
+
 
 def _create(store, rank, size, timeout):
     return ProcessGroupDmaccl(store, rank, size, timeout)
 
 
+def _group_being_made():
+    """The device -> backend map of the group whose creator is running, the
+    ProcessGroup torch made first, and its device_id: locals of torch's
+    _new_process_group_helper, which calls the creator (2.11-2.13 pass a
+    creator none of them)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_name != "_new_process_group_helper":
+        f = f.f_back
+    config = f.f_locals.get("backend_config") if f is not None else None
+    if config is None:
+        raise RuntimeError(
+            f"dmaccl: torch {torch.__version__} made the group elsewhere than "
+            "_new_process_group_helper, so dmaccl cannot see which devices it has")
+    return config.get_device_backend_map(), f.f_locals.get("pg"), f.f_locals.get("device_id")
+
+
+def _create_process_group(store, rank, size, timeout):
+    device_backends, torch_group, device_id = _group_being_made()
+    return PythonProcessGroupDmaccl(store, rank, size, timeout, device_backends, torch_group,
+                                    device_id)
+
+
+def _is_dmaccl(name):
+    plugin = dist.Backend._plugins.get(str(name).upper())
+    return plugin is not None and plugin.creator_fn in (_create, _create_process_group)
+
+
 if BACKEND_NAME.upper() not in dist.Backend._plugins:
-    dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu", "cuda"])
+    dist.Backend.register_backend(
+        BACKEND_NAME, _create if _python_backends_supported() else _create_process_group,
+        devices=["cpu", "cuda"])

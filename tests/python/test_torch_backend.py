@@ -1,6 +1,11 @@
 """The torch.distributed backend "dmaccl" on CPU tensors (host executor),
 checked against gloo in the same processes, and the Communicator built from
-a gloo process group, as vLLM builds its communicator."""
+a gloo process group, as vLLM builds its communicator.
+
+Both forms of the backend run: the c10d Backend subclass (torch 2.14 on) and
+the whole Python ProcessGroup (the only one torch 2.11-2.13 allow; on a newer
+torch the tests register it as "dmaccl_pg"). Mixed configs ("cpu:gloo,
+cuda:dmaccl") must leave CPU tensors to gloo."""
 
 import os
 
@@ -9,18 +14,51 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-pytest.importorskip("dmaccl.torch_backend", reason="this torch cannot host a Python backend",
-                    exc_type=ImportError)
+tb = pytest.importorskip("dmaccl.torch_backend")
 
 from ranks import free_port, run_ranks  # noqa: E402
 
+ROUTES = ["backend", "process_group"]
 
-def backend_body(uid, rank, n, port):
+
+def route_param(route):
+    """Skips the Backend form where torch has no Python constructor for it."""
+    if route == "backend" and not tb._python_backends_supported():
+        pytest.skip(f"torch {torch.__version__}: c10d Backend has no Python constructor")
+
+
+def backend_name(route):
+    """The name to give init_process_group for this form, in a rank."""
+    import dmaccl.torch_backend as tb
+
+    if route == "process_group" and tb._python_backends_supported():
+        if "DMACCL_PG" not in dist.Backend._plugins:  # the 2.11-2.13 form, on this torch
+            dist.Backend.register_backend("dmaccl_pg", tb._create_process_group,
+                                          devices=["cpu", "cuda"])
+        return "dmaccl_pg"
+    return "dmaccl"
+
+
+def dmaccl_of(pg, device):
+    """The dmaccl object serving device in pg: the group itself in the
+    ProcessGroup form, else its backend for the device."""
+    import dmaccl.torch_backend as tb
+
+    if isinstance(pg, tb.PythonProcessGroupDmaccl):
+        return pg
+    b = pg._get_backend(torch.device(device))
+    assert isinstance(b, tb.ProcessGroupDmaccl), type(b)
+    return b
+
+
+def backend_body(uid, rank, n, port, route):
     import dmaccl
-    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+    import dmaccl.torch_backend as tb  # registers "dmaccl"
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("dmaccl", rank=rank, world_size=n)
+    dist.init_process_group(backend_name(route), rank=rank, world_size=n)
+    assert isinstance(dist.group.WORLD, tb.PythonProcessGroupDmaccl) == (
+        route == "process_group"), type(dist.group.WORLD)
     gloo = dist.new_group(backend="gloo")
     gen = torch.Generator().manual_seed(100 + rank)
 
@@ -94,9 +132,11 @@ def backend_body(uid, rank, n, port):
     same(a, b, "all_to_all_single with splits")
     xin = [rand(3) for _ in range(n)]
     aout = [poisoned(3) for _ in range(n)]
-    bout = [poisoned(3) for _ in range(n)]
     dist.all_to_all(aout, xin)
-    dist.all_to_all(bout, xin, group=gloo)
+    # torch 2.11's gloo has no all_to_all (list form): the reference is its all_to_all_single
+    bflat = poisoned(3 * n)
+    dist.all_to_all_single(bflat, torch.cat(xin), group=gloo)
+    bout = list(bflat.chunk(n))
     for p, q in zip(aout, bout):
         same(p, q, "all_to_all")
     # rooted
@@ -161,6 +201,8 @@ def backend_body(uid, rank, n, port):
     for r in reqs:
         r.wait()
     same(a, theirs, "batch_isend_irecv")
+    # all of it ran on dmaccl's host communicator, not on gloo
+    assert list(dmaccl_of(dist.group.WORLD, "cpu")._comms) == [-1]
 
     # vLLM's way: a Communicator over a gloo group (rank 0's id broadcast on it)
     comm = dmaccl.Communicator(group=gloo, executor="host")
@@ -173,6 +215,63 @@ def backend_body(uid, rank, n, port):
     dist.destroy_process_group()
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("n", [2, 3])
-def test_backend_against_gloo(n):
-    run_ranks(backend_body, n, free_port())
+def test_backend_against_gloo(n, route):
+    route_param(route)
+    run_ranks(backend_body, n, free_port(), route)
+
+
+def mixed_body(uid, rank, n, port, route, config):
+    """CPU tensors in a group that maps cpu to gloo go to gloo; dmaccl makes
+    no communicator for them."""
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    config = config.replace("dmaccl", backend_name(route))
+    dist.init_process_group(config, rank=rank, world_size=n)
+    assert dist.get_backend() == config, dist.get_backend()
+    gloo = dist.new_group(backend="gloo")
+    gen = torch.Generator().manual_seed(300 + rank)
+    x = torch.randn(65, generator=gen)
+    y = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(y, group=gloo)
+    assert torch.equal(x, y)
+    out, ref = torch.empty(65 * n), torch.empty(65 * n)
+    dist.all_gather_into_tensor(out, x)
+    dist.all_gather_into_tensor(ref, x, group=gloo)
+    assert torch.equal(out, ref)
+    t = torch.full((9,), float(rank))
+    dist.broadcast(t, 1)
+    assert torch.equal(t, torch.full((9,), 1.0))
+    p, q = torch.randn(6, generator=gen), torch.randn(7, generator=gen)
+    p2, q2 = p.clone(), q.clone()
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(p)
+        dist.all_reduce(q)
+    cm.wait()
+    dist.all_reduce(p2, group=gloo)
+    dist.all_reduce(q2, group=gloo)
+    assert torch.equal(p, p2) and torch.equal(q, q2)
+    w = dist.all_reduce(x, async_op=True)
+    w.wait()
+    objs = [None] * n
+    dist.all_gather_object(objs, {"rank": rank})
+    assert objs == [{"rank": r} for r in range(n)], objs
+    got = torch.zeros(5)
+    if rank == 0:
+        dist.send(torch.arange(5.0), 1)
+    elif rank == 1:
+        dist.recv(got, 0)
+        assert torch.equal(got, torch.arange(5.0))
+    dist.barrier()
+    assert dmaccl_of(dist.group.WORLD, "cuda")._comms == {}
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("config", ["cpu:gloo,cuda:dmaccl", "cuda:dmaccl,cpu:gloo"])
+@pytest.mark.parametrize("route", ROUTES)
+def test_mixed_cpu_on_gloo(route, config):
+    route_param(route)
+    run_ranks(mixed_body, 2, free_port(), route, config)
