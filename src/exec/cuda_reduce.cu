@@ -3,14 +3,18 @@
  * inputs (all in this GPU's memory: copy engines brought the peers' parts
  * into scratch or staging first) and writes one output. The arithmetic is
  * reduce_math.h's, shared with the host executor, so results are the same
- * bytes. A few thread blocks (DMACCL_REDUCE_CTAS) stream through the data:
- * each thread takes 16-byte vectors when every pointer is 16-byte aligned,
- * single elements otherwise and for the tail.
+ * bytes (bf16 and fp16 results are rounded by the hardware's conversion,
+ * which gives the same bits: VecStore). A few thread blocks (DMACCL_REDUCE_CTAS) stream through the
+ * data: each thread takes 16-byte vectors when every pointer is 16-byte aligned, single elements
+ * otherwise and for the tail.
  */
 #include "cuda_reduce.h"
 #include "../base/reduce_math.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
+#include <string.h>
 
 namespace {
 
@@ -28,13 +32,23 @@ template <int T> struct Ty;
     static __device__ __forceinline__ S store(A a) { return STORE(a); }                            \
   };
 #define ID(x) (x)
+/* fp16 to float: the hardware's conversion is exact, as rmHalfToFloat is
+ * (that one's subnormal loop made fp16 five times slower than bf16); NaN
+ * payloads may differ, and no result shows them (stores canonicalize NaN). */
+static __device__ __forceinline__ float f16Load(uint16_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+  return __half2float(__ushort_as_half(b));
+#else
+  return rmHalfToFloat(b);
+#endif
+}
 TY(dmacclInt8, int8_t, int8_t, ID, ID)
 TY(dmacclUint8, uint8_t, uint8_t, ID, ID)
 TY(dmacclInt32, int32_t, int32_t, ID, ID)
 TY(dmacclUint32, uint32_t, uint32_t, ID, ID)
 TY(dmacclInt64, int64_t, int64_t, ID, ID)
 TY(dmacclUint64, uint64_t, uint64_t, ID, ID)
-TY(dmacclFloat16, uint16_t, float, rmHalfToFloat, rmFloatToHalf)
+TY(dmacclFloat16, uint16_t, float, f16Load, rmFloatToHalf)
 TY(dmacclBfloat16, uint16_t, float, rmBf16ToFloat, rmFloatToBf16)
 TY(dmacclFloat32, float, float, ID, ID)
 TY(dmacclFloat64, double, double, ID, ID)
@@ -70,6 +84,164 @@ __device__ __forceinline__ typename Ty<T>::S reduceOne(const Srcs &s, int n, siz
   return Y::store(acc);
 }
 
+/* One 16-byte vector of results from the accumulators. The small float
+ * types round with the hardware's paired conversion where the GPU has one
+ * (sm_80: one instruction per two elements, against about ten integer
+ * operations each in reduce_math.h, which made bf16 instruction-bound at
+ * half float's rate). Round to nearest even, overflow to inf and subnormals
+ * are the same as reduce_math.h's; NaN is then set to its canonical bits. */
+template <int T> struct VecStore {
+  template <typename A, typename V>
+  static __device__ __forceinline__ void run(const A *acc, V &out) {
+    for (size_t j = 0; j < sizeof(out.e) / sizeof(out.e[0]); j++) out.e[j] = Ty<T>::store(acc[j]);
+  }
+};
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <> struct VecStore<dmacclBfloat16> {
+  template <typename V> static __device__ __forceinline__ void run(const float *acc, V &out) {
+    for (int j = 0; j < 8; j += 2) {
+      __nv_bfloat162 h = __floats2bfloat162_rn(acc[j], acc[j + 1]);
+      uint32_t u;
+      memcpy(&u, &h, 4);
+      if (acc[j] != acc[j]) u = (u & 0xffff0000u) | 0x7fc0u;
+      if (acc[j + 1] != acc[j + 1]) u = (u & 0x0000ffffu) | 0x7fc00000u;
+      out.e[j] = (uint16_t)u, out.e[j + 1] = (uint16_t)(u >> 16);
+    }
+  }
+};
+template <> struct VecStore<dmacclFloat16> {
+  template <typename V> static __device__ __forceinline__ void run(const float *acc, V &out) {
+    for (int j = 0; j < 8; j += 2) {
+      __half2 h = __floats2half2_rn(acc[j], acc[j + 1]);
+      uint32_t u;
+      memcpy(&u, &h, 4);
+      if (acc[j] != acc[j]) u = (u & 0xffff0000u) | 0x7e00u;
+      if (acc[j + 1] != acc[j + 1]) u = (u & 0x0000ffffu) | 0x7e000000u;
+      out.e[j] = (uint16_t)u, out.e[j + 1] = (uint16_t)(u >> 16);
+    }
+  }
+};
+#endif
+
+template <typename S> union Vec {
+  uint4 u;
+  S e[16 / sizeof(S)];
+};
+
+/* The elements of one 16-byte vector in the accumulation type. bf16 reads
+ * two per 32-bit word with one operation each (the element-wise form
+ * extracts each half first). */
+template <int T> struct VecLoad {
+  template <typename A, typename V> static __device__ __forceinline__ void run(const V &in, A *x) {
+    for (size_t j = 0; j < sizeof(in.e) / sizeof(in.e[0]); j++) x[j] = Ty<T>::load(in.e[j]);
+  }
+};
+template <> struct VecLoad<dmacclBfloat16> {
+  template <typename V> static __device__ __forceinline__ void run(const V &in, float *x) {
+    const uint32_t w[4] = {in.u.x, in.u.y, in.u.z, in.u.w};
+    for (int i = 0; i < 4; i++) {
+      x[2 * i] = __uint_as_float(w[i] << 16);             /* the low half: element 2i */
+      x[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u); /* the high half */
+    }
+  }
+};
+
+/* Vector v of the result from the inputs' vectors in[k] (k < n). */
+template <int T, int OP>
+__device__ __forceinline__ uint4 combineVec(const Vec<typename Ty<T>::S> *in, int n) {
+  typedef typename Ty<T>::S S;
+  typedef typename Ty<T>::A A;
+  const int per = 16 / sizeof(S);
+  A acc[per];
+  A x[per];
+  VecLoad<T>::run(in[0], acc);
+  for (int k = 1; k < n; k++) {
+    VecLoad<T>::run(in[k], x);
+    for (int j = 0; j < per; j++) acc[j] = combine<A>(OP, acc[j], x[j]);
+  }
+  if (OP == dmacclAvg)
+    for (int j = 0; j < per; j++) acc[j] = acc[j] / (A)n;
+  Vec<S> out;
+  VecStore<T>::run(acc, out);
+  return out.u;
+}
+
+/* N inputs known at compile time: each pass issues the loads of all N
+ * inputs' U vectors (16 vectors per thread, 128 KB per CTA of 512 threads)
+ * before any arithmetic, so one memory latency serves the whole pass (the
+ * loop over any n below waits once per input). Returns the first vector
+ * index it did not do. */
+template <int T, int OP, int N>
+__device__ __forceinline__ size_t vecPassesN(void *dst, const Srcs &s, size_t nv, size_t v,
+                                             size_t stride) {
+  typedef typename Ty<T>::S S;
+  const int U = N >= 16 ? 1 : 16 / N;
+  for (; v + (U - 1) * stride < nv; v += U * stride) {
+    Vec<S> in[U][N];
+#pragma unroll
+    for (int k = 0; k < N; k++)
+#pragma unroll
+      for (int u = 0; u < U; u++) in[u][k].u = ((const uint4 *)s.p[k])[v + u * stride];
+#pragma unroll
+    for (int u = 0; u < U; u++) ((uint4 *)dst)[v + u * stride] = combineVec<T, OP>(in[u], N);
+  }
+  return v;
+}
+
+/* Any n: UNROLL vectors per thread and pass (8; 4 for 1-byte types, whose
+ * 16 floats per vector fill registers), all loads of one input issued
+ * before its arithmetic. */
+template <int T, int OP>
+__device__ __forceinline__ size_t vecPasses(void *dst, const Srcs &s, int n, size_t nv, size_t v,
+                                            size_t stride) {
+  typedef typename Ty<T>::S S;
+  typedef typename Ty<T>::A A;
+  const size_t per = 16 / sizeof(S);
+  const int UNROLL = sizeof(S) == 1 ? 4 : 8;
+  for (; v + (UNROLL - 1) * stride < nv; v += UNROLL * stride) {
+    A acc[UNROLL][16 / sizeof(S)];
+    Vec<S> in[UNROLL];
+    for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[0])[v + u * stride];
+    for (int u = 0; u < UNROLL; u++) VecLoad<T>::run(in[u], acc[u]);
+    for (int k = 1; k < n; k++) {
+      for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[k])[v + u * stride];
+      for (int u = 0; u < UNROLL; u++) {
+        A x[16 / sizeof(S)];
+        VecLoad<T>::run(in[u], x);
+        for (size_t j = 0; j < per; j++) acc[u][j] = combine<A>(OP, acc[u][j], x[j]);
+      }
+    }
+    for (int u = 0; u < UNROLL; u++) {
+      if (OP == dmacclAvg)
+        for (size_t j = 0; j < per; j++) acc[u][j] = acc[u][j] / (A)n;
+      Vec<S> out;
+      VecStore<T>::run(acc[u], out);
+      ((uint4 *)dst)[v + u * stride] = out.u;
+    }
+  }
+  return v;
+}
+
+/* The passes for n inputs: 2, 4 and 8 (the input counts of 2, 4 and 8
+ * GPUs) with all loads in flight at once for the types models reduce in
+ * (bf16, fp16, float); the loop over any n otherwise (fewer kernels to
+ * compile). */
+template <int T, int OP, bool FAST> struct Passes {
+  static __device__ __forceinline__ size_t run(void *dst, const Srcs &s, int n, size_t nv, size_t v,
+                                               size_t stride) {
+    return vecPasses<T, OP>(dst, s, n, nv, v, stride);
+  }
+};
+template <int T, int OP> struct Passes<T, OP, true> {
+  static __device__ __forceinline__ size_t run(void *dst, const Srcs &s, int n, size_t nv, size_t v,
+                                               size_t stride) {
+    if (n == 2) return vecPassesN<T, OP, 2>(dst, s, nv, v, stride);
+    if (n == 4) return vecPassesN<T, OP, 4>(dst, s, nv, v, stride);
+    if (n == 8) return vecPassesN<T, OP, 8>(dst, s, nv, v, stride);
+    return vecPasses<T, OP>(dst, s, n, nv, v, stride);
+  }
+};
+
 template <int T, int OP>
 __global__ void __launch_bounds__(512)
     dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec) {
@@ -80,52 +252,25 @@ __global__ void __launch_bounds__(512)
   size_t head = 0;
   if (vec) {
     size_t nv = count / per;
-    typedef typename Ty<T>::A A;
-    union V {
-      uint4 u;
-      S e[16 / sizeof(S)];
-    };
-    /* UNROLL vectors per thread and pass (8; 4 for 1-byte types, whose 16
-     * floats per vector fill registers), all loads of an input issued
-     * before any arithmetic: more bytes in flight per SM, which is what a
-     * few CTAs need to stream at HBM rate. */
-    const int UNROLL = sizeof(S) == 1 ? 4 : 8;
-    size_t v = tid;
-    for (; v + (UNROLL - 1) * stride < nv; v += UNROLL * stride) {
-      A acc[UNROLL][16 / sizeof(S)];
-      V in[UNROLL];
-      for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[0])[v + u * stride];
-      for (int u = 0; u < UNROLL; u++)
-        for (size_t j = 0; j < per; j++) acc[u][j] = Ty<T>::load(in[u].e[j]);
-      for (int k = 1; k < n; k++) {
-        for (int u = 0; u < UNROLL; u++) in[u].u = ((const uint4 *)s.p[k])[v + u * stride];
-        for (int u = 0; u < UNROLL; u++)
-          for (size_t j = 0; j < per; j++)
-            acc[u][j] = combine<A>(OP, acc[u][j], Ty<T>::load(in[u].e[j]));
-      }
-      for (int u = 0; u < UNROLL; u++) {
-        V out;
-        for (size_t j = 0; j < per; j++) {
-          if (OP == dmacclAvg) acc[u][j] = acc[u][j] / (A)n;
-          out.e[j] = Ty<T>::store(acc[u][j]);
-        }
-        ((uint4 *)dst)[v + u * stride] = out.u;
-      }
-    }
+    size_t v = Passes < T, OP,
+           T == dmacclBfloat16 || T == dmacclFloat16 ||
+               T == dmacclFloat32 > ::run(dst, s, n, nv, tid, stride);
     for (; v < nv; v += stride) {
+      typedef typename Ty<T>::A A;
       A acc[16 / sizeof(S)];
-      V in;
-      in.u = ((const uint4 *)s.p[0])[v];
-      for (size_t j = 0; j < per; j++) acc[j] = Ty<T>::load(in.e[j]);
+      Vec<S> x;
+      x.u = ((const uint4 *)s.p[0])[v];
+      VecLoad<T>::run(x, acc);
       for (int k = 1; k < n; k++) {
-        in.u = ((const uint4 *)s.p[k])[v];
-        for (size_t j = 0; j < per; j++) acc[j] = combine<A>(OP, acc[j], Ty<T>::load(in.e[j]));
+        x.u = ((const uint4 *)s.p[k])[v];
+        A y[16 / sizeof(S)];
+        VecLoad<T>::run(x, y);
+        for (size_t j = 0; j < per; j++) acc[j] = combine<A>(OP, acc[j], y[j]);
       }
-      V out;
-      for (size_t j = 0; j < per; j++) {
-        if (OP == dmacclAvg) acc[j] = acc[j] / (A)n;
-        out.e[j] = Ty<T>::store(acc[j]);
-      }
+      if (OP == dmacclAvg)
+        for (size_t j = 0; j < per; j++) acc[j] = acc[j] / (A)n;
+      Vec<S> out;
+      VecStore<T>::run(acc, out);
       ((uint4 *)dst)[v] = out.u;
     }
     head = nv * per;
