@@ -145,7 +145,11 @@ void c3PrintSummary(FILE *f, const c3Result *r) {
       fprintf(f, " %9d/%-2d", wins, n20);
     else
       fprintf(f, " %12s", "");
-    fprintf(f, " %11.2f ms%s\n", nboth ? both / nboth : NAN, c == def ? "  <- dmaccl default" : "");
+    if (nboth)
+      fprintf(f, " %11.2f ms", both / nboth);
+    else
+      fprintf(f, " %14s", "-");
+    fprintf(f, "%s\n", c == def ? "  <- dmaccl default" : "");
   }
 }
 
