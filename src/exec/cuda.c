@@ -508,9 +508,10 @@ static int colocated(dmacclComm_t comm, int p) {
  * Eager: signals store the epoch in the peer's eager slot; waits wait for
  *   their own slot to reach it (cyclic >=, so epochs may wrap).
  * Graph: signals store 1 in the peer's graph slot; waits wait for 1 and then
- *   reset their slot to 0, so every replay starts from 0. The reset cannot
- *   overtake the peer's next signal: the peer sends it only after this rank's
- *   next signal to it, which this lane issues after the reset.
+ *   reset their slot to 0 (in the same batch), so every replay starts from
+ *   0. The reset cannot overtake the peer's next signal: the peer sends it
+ *   only after this rank's next signal to it, which this lane issues after
+ *   the reset.
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one
  *   local write of the value into the lane's source word (eager), then one
  *   4-byte copy per peer, ordered after the lane's earlier copies.
@@ -539,7 +540,7 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
   k = m;
   if (k == 0) goto out;
   CUstreamBatchMemOpParams *prm = s->memops;
-  memset(prm, 0, sizeof(*prm) * (size_t)k);
+  memset(prm, 0, sizeof(*prm) * (size_t)(graph ? 2 * k : k));
   if (st[0]->kind == PLAN_STEP_WAIT) {
     for (int i = 0; i < k; i++) {
       prm[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
@@ -549,16 +550,16 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
       prm[i].waitValue.value = graph ? 1 : epoch;
       prm[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     }
-    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
-    if (graph) {
-      for (int i = 0; i < k; i++) {
-        memset(&prm[i], 0, sizeof(prm[i]));
-        prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-        prm[i].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i]->phase, st[i]->peer));
-        prm[i].writeValue.value = 0;
+    /* Graph: the resets follow the waits in the same batch (its operations
+     * run in array order), one command and one graph node instead of two. */
+    int m2 = k;
+    if (graph)
+      for (int i = 0; i < k; i++, m2++) {
+        prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        prm[m2].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i]->phase, st[i]->peer));
+        prm[m2].writeValue.value = 0;
       }
-      CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
-    }
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)m2, prm, 0));
   } else if (s->signal == SIGNAL_MEMOP) {
     for (int i = 0; i < k; i++) {
       prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
@@ -627,7 +628,9 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   cudaStream_t lane = streams[st->lane];
   int j = i;
   if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
-    while (j < sch->nsteps && j - i < MEMOP_CHUNK && sch->steps[j].kind == st->kind &&
+    /* a graph's waits take two entries each (wait, reset) */
+    int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2 : MEMOP_CHUNK;
+    while (j < sch->nsteps && j - i < most && sch->steps[j].kind == st->kind &&
            sch->steps[j].lane == st->lane)
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph);
