@@ -55,8 +55,16 @@ static int testHostMemory(void) {
   EXPECT_ERR(dmacclAlltoAll(sendb[0], pinned, COUNT, dmacclFloat32, comms[0], env.stream[0]),
              dmacclInvalidArgument, comms[0], "recvbuff");
   ASSERT_CONTAINS(dmacclCommGetLastError(comms[0]), "page-locked host memory");
+  float *managed = NULL;
+  ASSERT_EQ_INT(
+      cudaMallocManaged((void **)&managed, COUNT * N * sizeof(float), cudaMemAttachGlobal),
+      cudaSuccess);
+  EXPECT_ERR(dmacclAllGather(managed, recvb[0], COUNT, dmacclFloat32, comms[0], env.stream[0]),
+             dmacclInvalidArgument, comms[0], "sendbuff");
+  ASSERT_CONTAINS(dmacclCommGetLastError(comms[0]), "managed memory");
   free(plain);
   cudaFreeHost(pinned);
+  cudaFree(managed);
   return untouchedAndUsable();
 }
 

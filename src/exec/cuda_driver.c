@@ -14,7 +14,6 @@ static void load(void) {
       {"cuStreamWaitValue32", (void **)&drv.waitValue32},
       {"cuStreamWriteValue32", (void **)&drv.writeValue32},
       {"cuStreamBatchMemOp", (void **)&drv.batchMemOp},
-      {"cuMemGetAddressRange", (void **)&drv.getAddressRange},
       {"cuGetErrorString", (void **)&drv.getErrorString},
       {"cuPointerGetAttributes", (void **)&drv.pointerGetAttributes},
       {"cuMemCreate", (void **)&drv.memCreate},

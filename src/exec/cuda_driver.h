@@ -10,7 +10,6 @@ typedef struct {
   CUresult (*waitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   CUresult (*writeValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   CUresult (*batchMemOp)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
-  CUresult (*getAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
   CUresult (*getErrorString)(CUresult, const char **);
   CUresult (*pointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
   CUresult (*memCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
