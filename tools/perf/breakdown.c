@@ -8,9 +8,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-enum { REC_COPY, REC_KERNEL, REC_PROBE };
+enum { REC_COPY, REC_KERNEL, REC_PROBE, REC_RUNTIME, REC_DRIVER };
 typedef struct {
-  int kind, dev;
+  int kind, dev; /* API calls: dev is the calling thread's id */
   uint64_t start, end;
   long long ctas; /* kernels: the grid's blocks */
 } rec;
@@ -57,6 +57,13 @@ static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, 
       push(REC_COPY, (int)m->deviceId, m->start, m->end, 0);
       break;
     }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)r;
+      push(r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? REC_RUNTIME : REC_DRIVER, (int)a->threadId,
+           a->start, a->end, 0);
+      break;
+    }
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
       push(REC_KERNEL, (int)k->deviceId, k->start, k->end,
@@ -71,7 +78,8 @@ static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 }
 
 static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-                                           CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+                                           CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                           CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 int bdInit(char *err, size_t errlen) {
@@ -161,6 +169,23 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
   return 0;
 }
 
+int bdApiCalls(uint64_t t0, uint64_t t1) {
+  int calls = 0;
+  pthread_mutex_lock(&T.lock);
+  for (size_t i = 0; i < T.n; i++) {
+    const rec *r = &T.v[i];
+    if ((r->kind != REC_RUNTIME && r->kind != REC_DRIVER) || r->start < t0 || r->start > t1)
+      continue;
+    int nested = 0; /* a driver call the runtime made on the same thread */
+    for (size_t j = 0; j < T.n && r->kind == REC_DRIVER && !nested; j++)
+      nested = T.v[j].kind == REC_RUNTIME && T.v[j].dev == r->dev && T.v[j].start <= r->start &&
+               r->end <= T.v[j].end;
+    calls += !nested;
+  }
+  pthread_mutex_unlock(&T.lock);
+  return calls;
+}
+
 void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
   *kernels = *maxCtas = *copies = 0;
   *us = 0;
@@ -207,6 +232,10 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
   (void)dev, (void)tProbe, (void)t0, (void)t1, (void)tDone;
   memset(out, 0, sizeof(*out));
   return -1;
+}
+int bdApiCalls(uint64_t t0, uint64_t t1) {
+  (void)t0, (void)t1;
+  return 0;
 }
 void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
   (void)dev;

@@ -15,6 +15,8 @@ typedef struct {
   double sync;         /* device: waiting for peers before the first copy and after the last */
   double total;        /* from the call until the operation completed on the device */
   int copies, kernels; /* commands seen on this rank's GPU */
+  int api;             /* CUDA API calls made during the call (top level: not the driver
+                          calls the runtime makes), any thread of the process */
   int hostEnd;         /* 1: completion taken from the host clock (no event timestamp) */
 } perfBreakdown;
 
@@ -41,6 +43,10 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone, 
 /* The kernels recorded on device `dev` between bdStart and bdStop: how many,
  * their summed GPU time (us) and the largest grid (CTAs); also the copies. */
 void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies);
+/* CUDA runtime and driver API calls that started between t0 and t1 on any
+ * thread of this process, between bdStart and bdStop, less the driver calls
+ * made inside a runtime call (the host commands of one collective call). */
+int bdApiCalls(uint64_t t0, uint64_t t1);
 void bdFini(void);
 
 #endif

@@ -408,7 +408,7 @@ static int cmpd(const void *a, const void *b) {
 int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, perfBreakdown *out) {
   enum { NP = 5 };
   double parts[NP][32];
-  int copies = 0, kernels = 0, hostEnd = 0, got = 0;
+  int copies = 0, kernels = 0, api = 0, hostEnd = 0, got = 0;
   void *probeBuf[MAXR];
   if (reps > 32) reps = 32;
   for (int r = 0; r < b->nlocal; r++) {
@@ -440,6 +440,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     if (perfSyncAll(b, c)) failed = 1;
     uint64_t tDone = bdNow();
     if (bdStop()) failed = 1;
+    if (k == 0) api = bdApiCalls(t0, t1);
     double sum[NP] = {0};
     int ok = 1;
     for (int r = 0; r < b->nlocal && !failed; r++) {
@@ -481,6 +482,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
   /* commands on this process's GPUs for one operation, summed over ranks */
   out->copies = (int)lround(perfSum(b, copies));
   out->kernels = (int)lround(perfSum(b, kernels));
+  out->api = (int)lround(perfSum(b, api)); /* every process's calls for its ranks */
   perfShare(b, hostEnd, &s);
   out->hostEnd = s.v[PERF_AVG_MAX] > 0;
   return 0;

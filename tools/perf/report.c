@@ -203,14 +203,16 @@ void perfPrintBreakdown(bench *b) {
          "us:\n");
   printf("#   control: host issuing; schedule: command latency + idle gaps between copies; copy: "
          "a copy (or kernel) running; sync: waiting for peers. Method: docs/benchmark.md\n");
-  printf("# %-14s %12s %-7s %9s %9s %9s %9s %9s %7s %8s\n", "coll", "size(B)", "algo", "control",
-         "schedule", "copy", "sync", "total", "copies", "kernels");
+  printf("#   api: CUDA API calls in the call (all ranks; the driver calls the runtime makes "
+         "not counted)\n");
+  printf("# %-14s %12s %-7s %9s %9s %9s %9s %9s %7s %8s %5s\n", "coll", "size(B)", "algo",
+         "control", "schedule", "copy", "sync", "total", "copies", "kernels", "api");
   for (size_t i = 0; i < b->nrows; i++) {
     const perfRow *r = &b->rows[i];
     if (!r->hasBreakdown) continue;
-    printf("  %-14s %12zu %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %7d %8d%s\n", collName(r->coll),
+    printf("  %-14s %12zu %-7s %9.2f %9.2f %9.2f %9.2f %9.2f %7d %8d %5d%s\n", collName(r->coll),
            r->bytes, b->cs[r->contender].name, r->bd.control, r->bd.schedule, r->bd.copy,
-           r->bd.sync, r->bd.total, r->bd.copies, r->bd.kernels,
+           r->bd.sync, r->bd.total, r->bd.copies, r->bd.kernels, r->bd.api,
            r->bd.hostEnd ? "  (end: host clock)" : "");
   }
   fflush(stdout);
@@ -283,9 +285,9 @@ int perfWriteJson(bench *b, const char *path) {
       fprintf(f,
               ", \"breakdown\": {\"control_us\": %.3f, \"schedule_us\": %.3f, \"copy_us\": %.3f, "
               "\"sync_us\": %.3f, \"total_us\": %.3f, \"copies\": %d, \"kernels\": %d, "
-              "\"end_from_host_clock\": %s}",
+              "\"api_calls\": %d, \"end_from_host_clock\": %s}",
               r->bd.control, r->bd.schedule, r->bd.copy, r->bd.sync, r->bd.total, r->bd.copies,
-              r->bd.kernels, r->bd.hostEnd ? "true" : "false");
+              r->bd.kernels, r->bd.api, r->bd.hostEnd ? "true" : "false");
     else
       fprintf(f, ", \"breakdown\": null");
     if (r->hasKernels)
