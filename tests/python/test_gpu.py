@@ -101,35 +101,79 @@ def test_collectives_one_process_per_rank():
 
 
 def graph_body(uid, rank, n):
+    """Every collective method captured in one CUDA graph, at 16 KB (staged
+    eagerly, direct in graphs) and 8 MB bf16, replayed four times on new
+    inputs; every output poisoned before each replay and compared with the
+    CPU reference."""
     import dmaccl
 
     dev = torch.device("cuda", rank % GPUS)
     torch.cuda.set_device(dev)
     comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
-    count = 8192
-    static_in = torch.zeros(count, dtype=torch.bfloat16, device=dev)
-    static_sum = torch.empty_like(static_in)
-    static_all = torch.empty(count * n, dtype=torch.bfloat16, device=dev)
-    s = torch.cuda.Stream(dev)
-    s.wait_stream(torch.cuda.current_stream(dev))
-    with torch.cuda.stream(s):  # warm up outside the capture, as vLLM does
-        comm.all_reduce(static_in, static_sum)
-    torch.cuda.current_stream(dev).wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        comm.all_reduce(static_in, static_sum)
-        comm.all_gather(static_all, static_sum)
-    for step in range(4):
-        xs = inputs(20 + step, n, count, torch.bfloat16)
-        static_in.copy_(xs[rank])
-        static_sum.fill_(float("nan"))
-        static_all.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        want = rank_sum(xs)
-        same(static_sum, want, f"graph replay {step}: all_reduce")
-        same(static_all, torch.cat([want] * n), f"graph replay {step}: all_gather")
-    del g
+    bf = torch.bfloat16
+    for count in (8192, 1 << 22):
+        blk = count // n
+        sizes = [i + 1 for i in range(n)]          # V forms: rank i has i+1 rows of 8
+        ins = [(rank + d) % 3 + 1 for d in range(n)]  # all_to_all_single splits, rows of 4
+        outs = [(s_ + rank) % 3 + 1 for s_ in range(n)]
+        x = torch.zeros(count, dtype=bf, device=dev)
+        vrows = torch.zeros(sizes[rank], 8, dtype=bf, device=dev)
+        vfull = torch.zeros(sum(sizes), 8, dtype=bf, device=dev)
+        a2a_in = torch.zeros(sum(ins), 4, dtype=bf, device=dev)
+        o = {"ar": torch.empty_like(x), "rs": torch.empty(blk, dtype=bf, device=dev),
+             "ag": torch.empty(count * n, dtype=bf, device=dev), "bc": torch.empty_like(x),
+             "agv": torch.empty(sum(sizes), 8, dtype=bf, device=dev),
+             "rsv": torch.empty(sizes[rank], 8, dtype=bf, device=dev),
+             "a2a": torch.empty(sum(outs), 4, dtype=bf, device=dev)}
+
+        def issue():
+            comm.all_reduce(x, o["ar"])
+            comm.reduce_scatter(o["rs"], x[:blk * n])
+            comm.all_gather(o["ag"], x)
+            o["bc"].copy_(x)
+            comm.broadcast(o["bc"], n - 1)
+            comm.all_gatherv(o["agv"], vrows, sizes)
+            comm.reduce_scatterv(o["rsv"], vfull, sizes)
+            comm.all_to_all_single(o["a2a"], a2a_in, outs, ins)
+
+        s = torch.cuda.Stream(dev)
+        s.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(s):  # warm up outside the capture, as vLLM does
+            issue()
+        torch.cuda.current_stream(dev).wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            issue()
+        for step in range(4):
+            xs = inputs(20 + step, n, count, bf)
+            vr = [v[:8 * sz].view(sz, 8) for v, sz in zip(inputs(40 + step, n, 8 * n, bf), sizes)]
+            vf = [v.view(-1, 8) for v in inputs(50 + step, n, 8 * sum(sizes), bf)]
+            aa = [v.view(-1, 4) for v in inputs(60 + step, n, 4 * 3 * n, bf)]
+            x.copy_(xs[rank])
+            vrows.copy_(vr[rank])
+            vfull.copy_(vf[rank])
+            a2a_in.copy_(aa[rank][:sum(ins)])
+            for t in o.values():
+                t.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            tag = f"graph replay {step}, {count} elements"
+            want = rank_sum(xs)
+            same(o["ar"], want, f"{tag}: all_reduce")
+            part = rank_sum([v[:blk * n] for v in xs])[rank * blk:(rank + 1) * blk]
+            same(o["rs"], part, f"{tag}: reduce_scatter")
+            same(o["ag"], torch.cat(xs), f"{tag}: all_gather")
+            same(o["bc"], xs[n - 1], f"{tag}: broadcast")
+            same(o["agv"], torch.cat(vr), f"{tag}: all_gatherv")
+            off = sum(sizes[:rank])
+            same(o["rsv"], rank_sum(vf)[off:off + sizes[rank]], f"{tag}: reduce_scatterv")
+            want_a2a = []
+            for src in range(n):
+                sins = [(src + d) % 3 + 1 for d in range(n)]
+                at = sum(sins[:rank])
+                want_a2a.append(aa[src][at:at + sins[rank]])
+            same(o["a2a"], torch.cat(want_a2a), f"{tag}: all_to_all_single")
+        del g
     comm.destroy()
 
 
