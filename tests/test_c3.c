@@ -1,7 +1,8 @@
 /* dmaccl-c3's plain-C parts: scenario files, contender names, the command
  * line, the collectives a scenario takes (the tools' table) with their
  * counts, skipped contenders and selection strings, the exact bf16 data,
- * ConCCL's metrics, repetition counts and the JSON writer.
+ * ConCCL's metrics, repetition counts, the JSON writer and --traffic's HBM bytes
+ * (hand-computed cases, totals against the schedules).
  *   test_c3 [out.json]   with a path, also writes a JSON of a made-up run
  *                        (tests/c3.sh checks it with tools/c3/plot.py). */
 #include "c3.h"
@@ -543,6 +544,216 @@ static int testReport(void) {
   return 0;
 }
 
+/* A scenario of collective c and size (its GEMM is 64 x 6144 x 4096). */
+static c3Scenario scen(collId c, size_t size) {
+  c3Scenario s = {.m = 64, .n = 6144, .k = 4096, .coll = c, .size = size, .commShare = 0.5};
+  snprintf(s.name, sizeof(s.name), "t");
+  return s;
+}
+
+/* c3Traffic of one case, checked against hand-computed per-GPU bytes (the
+ * same on every GPU in these symmetric cases). */
+static int trafficCase(const char *what, collId c, size_t size, int n, planAlgo algo,
+                       planAlgo wantRuns, size_t read, size_t write, int copies, int lane) {
+  c3Scenario s = scen(c, size);
+  c3TrafficResult t;
+  char err[256] = "";
+  if (c3Traffic(&s, n, algo, &t, err, sizeof(err)) != 0) {
+    TEST_FAIL("%s: c3Traffic failed: %s", what, err);
+    return 0;
+  }
+  int ok = t.algo == wantRuns && t.asked == algo && t.nranks == n && t.size == size &&
+           t.maxRead == read && t.maxWrite == write && t.maxTotal == read + write &&
+           t.maxCopies == copies && t.maxLaneCopies == lane;
+  for (int g = 0; g < n; g++)
+    ok &= t.gpu[g].read == read && t.gpu[g].write == write && t.gpu[g].copies == copies;
+  CHECK(ok,
+        "%s: runs %s (want %s), read %zu (want %zu), write %zu (want %zu), copies %d (want %d), "
+        "lane %d (want %d)",
+        what, planAlgoName(t.algo), planAlgoName(wantRuns), t.maxRead, read, t.maxWrite, write,
+        t.maxCopies, copies, t.maxLaneCopies, lane);
+  return ok;
+}
+
+static int testTrafficCases(void) {
+  const size_t M = (size_t)1 << 20;
+  /* AllGather push1, 2 ranks, 4M (2M blocks): each GPU reads its own block
+   * twice (the self copy, on a side lane from 1M, and the push to its peer)
+   * and writes 2 blocks (its self copy, the peer's push): 2 x the size. */
+  trafficCase("allgather push1 4M/2", COLL_ALLGATHER, 4 * M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
+              4 * M, 4 * M, 2, 1);
+  /* 1M: 512K blocks, the self copy on lane 0 with the peer copy. */
+  trafficCase("allgather push1 1M/2", COLL_ALLGATHER, M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1, M, M,
+              2, 2);
+  /* pull1: the peer reads my block; the same bytes per GPU. */
+  trafficCase("allgather pull1 1M/2", COLL_ALLGATHER, M, 2, PLAN_ALGO_PULL1, PLAN_ALGO_PULL1, M, M,
+              2, 2);
+  /* 3 ranks, 3M (1M blocks): my block is read 3 times, 3 blocks written. */
+  trafficCase("allgather push1 3M/3", COLL_ALLGATHER, 3 * M, 3, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
+              3 * M, 3 * M, 3, 2);
+  /* stage, 1M on 2: my block into both slots (read twice, 512K into my slot,
+   * 512K from the peer into my slot), then one out copy slot -> receive
+   * buffer of the whole 1M (read and write on my HBM): 2M + 2M. */
+  trafficCase("allgather stage 1M/2", COLL_ALLGATHER, M, 2, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE, 2 * M,
+              2 * M, 3, 3);
+  /* stage beyond DMACCL_STAGE_BYTES (8M of receive buffer): push1 runs. */
+  trafficCase("allgather stage 64M/2 falls back", COLL_ALLGATHER, 64 * M, 2, PLAN_ALGO_STAGE,
+              PLAN_ALGO_PUSH1, 64 * M, 64 * M, 2, 1);
+  /* AlltoAll push1 4M on 2 (the size is what each rank sends): 2 x 2M
+   * blocks read from my send buffer, 2 written into my receive buffer. */
+  trafficCase("alltoall push1 4M/2", COLL_ALLTOALL, 4 * M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
+              4 * M, 4 * M, 2, 1);
+  /* AllReduce pull1 16M on 2, T = 8M per rank in 2M pieces (32M scratch):
+   *   read:  the peer pulls my T (8M) + REDUCE reads 2 x 8M + I read my
+   *          reduced T to copy it to the peer (8M) = 32M
+   *   write: the pulled T into scratch (8M) + REDUCE's output (8M) + the
+   *          peer's reduced T into my receive buffer (8M) = 24M
+   *   copies: 4 pulls (lanes A, B) + 4 shares (lane C, 4 on one lane). */
+  trafficCase("allreduce pull1 16M/2", COLL_ALLREDUCE, 16 * M, 2, PLAN_ALGO_PULL1, PLAN_ALGO_PULL1,
+              32 * M, 24 * M, 8, 4);
+  /* AllReduce stage 1M on 2 (one shot): my whole buffer into the peer's
+   * slot (read 1M here, write 1M there), REDUCE of 2 x 1M into 1M. */
+  trafficCase("allreduce stage 1M/2", COLL_ALLREDUCE, M, 2, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE, 3 * M,
+              2 * M, 1, 1);
+  /* stage needs n x count bytes of slot: 8M on 2 is 16M, so pull1 runs. */
+  trafficCase("allreduce stage 8M/2 falls back", COLL_ALLREDUCE, 8 * M, 2, PLAN_ALGO_STAGE,
+              PLAN_ALGO_PULL1, 16 * M, 12 * M, 8, 4);
+  /* ReduceScatter pull1 128M on 2 (64M per rank): the peer pulls my 64M,
+   * REDUCE reads 2 x 64M; writes scratch 64M + result 64M. 16 pieces of 4M
+   * (scratch 32M / 2 halves / 1 peer = 16M cap, 64M / 4 = 16M wanted). */
+  trafficCase("reducescatter pull1 128M/2", COLL_REDUCESCATTER, 128 * M, 2, PLAN_ALGO_PULL1,
+              PLAN_ALGO_PULL1, 192 * M, 128 * M, 4, 2);
+  /* Broadcast push1 from root 0, 2 ranks, 4M: the root reads its buffer
+   * twice (self copy, push) and writes its own receive buffer; rank 1 is
+   * written once. The busiest GPU is the root: read 8M, write 4M. */
+  c3Scenario bc = scen(COLL_BROADCAST, 4 * M);
+  c3TrafficResult t;
+  char err[256] = "";
+  CHECK(c3Traffic(&bc, 2, PLAN_ALGO_PUSH1, &t, err, sizeof(err)) == 0 && t.gpu[0].read == 8 * M &&
+            t.gpu[0].write == 4 * M && t.gpu[1].read == 0 && t.gpu[1].write == 4 * M &&
+            t.gpu[0].issued == 8 * M && t.gpu[1].issued == 0 && t.gpu[1].copies == 0 &&
+            t.maxTotal == 12 * M,
+        "broadcast push1 4M/2: root r %zu w %zu, rank 1 r %zu w %zu (%s)", t.gpu[0].read,
+        t.gpu[0].write, t.gpu[1].read, t.gpu[1].write, err);
+  /* pull1: rank 1 issues the copy that reads the root's HBM. */
+  CHECK(c3Traffic(&bc, 2, PLAN_ALGO_PULL1, &t, err, sizeof(err)) == 0 && t.gpu[0].read == 8 * M &&
+            t.gpu[1].write == 4 * M && t.gpu[0].issued == 4 * M && t.gpu[1].issued == 4 * M,
+        "broadcast pull1 4M/2: the receiver issues the peer copy");
+  /* Refusals. */
+  c3Scenario ar = scen(COLL_ALLREDUCE, M);
+  CHECK(c3Traffic(&ar, 2, PLAN_ALGO_PUSH1, &t, err, sizeof(err)) == -1 && strstr(err, "push1"),
+        "allreduce push1 refused ('%s')", err);
+  CHECK(c3Traffic(&ar, C3_TRAFFIC_MAX_RANKS + 1, PLAN_ALGO_PULL1, &t, err, sizeof(err)) == -1,
+        "too many ranks refused");
+  /* GEMM: 64 x 6144 x 4096 bf16. */
+  size_t gb = ((size_t)64 * 4096 + (size_t)4096 * 6144 + (size_t)64 * 6144) * 2;
+  CHECK(c3GemmBytes(&ar) == gb && fabs(c3GemmIntensity(&ar) - 2.0 * 64 * 6144 * 4096 / gb) < 1e-9 &&
+            c3GemmIntensity(&ar) < C3_RIDGE_FLOP_PER_BYTE,
+        "GEMM bytes %zu (want %zu), intensity %g: memory-bound", c3GemmBytes(&ar), gb,
+        c3GemmIntensity(&ar));
+  return 0;
+}
+
+/* Every shipped scenario, rank count and algorithm: the per-GPU sums match
+ * sums over every rank's schedule built here independently (reads = copy
+ * bytes + REDUCE sources, writes = copy bytes + REDUCE outputs, issued =
+ * copy bytes), and auto picks an algorithm the collective takes. */
+static int testTrafficTotals(void) {
+  char err[256] = "";
+  char *text = c3ReadFile(C3_SCENARIO_FILE, err, sizeof(err));
+  CHECK(text != NULL, "read %s: %s", C3_SCENARIO_FILE, err);
+  if (!text) return 0;
+  static c3Scenario sc[C3_MAX_SCENARIOS];
+  int nsc = c3ParseScenarios(text, "", sc, C3_MAX_SCENARIOS, err, sizeof(err));
+  free(text);
+  CHECK(nsc > 0, "scenarios: %s", err);
+  const int ranks[] = {1, 2, 3, 4, 8};
+  int cases = 0;
+  static c3TrafficResult t;
+  for (int i = 0; i < nsc; i++)
+    for (size_t k = 0; k < sizeof(ranks) / sizeof(ranks[0]); k++) {
+      int n = ranks[k];
+      planArgs a;
+      CHECK(c3PlanArgs(&sc[i], n, 0, &a) == 0, "%s: plan arguments", sc[i].name);
+      planAlgo au;
+      CHECK(c3AutoAlgo(&sc[i], n, &au) == 0 && (planCollOf(a.coll)->algos & PLAN_ALGO_BIT(au)),
+            "%s on %d: auto picks an algorithm the collective takes", sc[i].name, n);
+      for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
+        if (!(planCollOf(a.coll)->algos & PLAN_ALGO_BIT(al))) continue;
+        if (c3Traffic(&sc[i], n, (planAlgo)al, &t, err, sizeof(err)) != 0) {
+          TEST_FAIL("%s on %d, %s: %s", sc[i].name, n, planAlgoName((planAlgo)al), err);
+          continue;
+        }
+        size_t copy = 0, rsrc = 0, rdst = 0, read = 0, write = 0, issued = 0;
+        planSchedule s;
+        memset(&s, 0, sizeof(s));
+        for (int r = 0; r < n; r++) {
+          c3PlanArgs(&sc[i], n, r, &a);
+          CHECK(planBuild(&a, t.algo, &s) == 0, "%s: build rank %d", sc[i].name, r);
+          for (int j = 0; j < s.nsteps; j++) {
+            if (s.steps[j].kind == PLAN_STEP_COPY) copy += s.steps[j].bytes;
+            if (s.steps[j].kind == PLAN_STEP_REDUCE) {
+              rsrc += (size_t)s.steps[j].nsrc * s.steps[j].bytes;
+              rdst += s.steps[j].bytes;
+            }
+          }
+        }
+        planScheduleFree(&s);
+        for (int g = 0; g < n; g++) {
+          read += t.gpu[g].read;
+          write += t.gpu[g].write;
+          issued += t.gpu[g].issued;
+          CHECK(t.gpu[g].read == t.gpu[g].copyRead + t.gpu[g].reduceRead &&
+                    t.gpu[g].write == t.gpu[g].copyWrite + t.gpu[g].reduceWrite &&
+                    t.gpu[g].read + t.gpu[g].write <= t.maxTotal,
+                "%s on %d, %s: GPU %d's parts", sc[i].name, n, planAlgoName((planAlgo)al), g);
+        }
+        CHECK(copy > 0 && read == copy + rsrc && write == copy + rdst && issued == copy &&
+                  t.copyBytes == copy && t.reduceRead == rsrc && t.reduceWrite == rdst,
+              "%s on %d, %s: reads %zu = copies %zu + reduce %zu, writes %zu = %zu + %zu",
+              sc[i].name, n, planAlgoName((planAlgo)al), read, copy, rsrc, write, copy, rdst);
+        /* Every collective moves at least its size through some GPU's HBM:
+         * the busiest GPU carries at least size / n, read and written. */
+        CHECK(t.maxTotal * (size_t)n >= t.size, "%s on %d, %s: total %zu below size %zu / n",
+              sc[i].name, n, planAlgoName((planAlgo)al), t.maxTotal, t.size);
+        cases++;
+      }
+    }
+  CHECK(cases > 400, "%d cases", cases);
+  return 0;
+}
+
+/* The --traffic table through its printer: a row per dmaccl contender that
+ * takes the collective, none for NCCL. */
+static int testTrafficTable(void) {
+  c3Args a;
+  char err[256] = "";
+  char *argv[] = {"dmaccl-c3", "--traffic", NULL};
+  CHECK(c3ParseArgs(2, argv, "scen.txt", &a, err, sizeof(err)) == 0 && a.traffic && a.ncs == 9 &&
+            !strcmp(a.cs[0].name, "auto"),
+        "--traffic without -A: auto and the 8 algorithms (%d; %s)", a.ncs, err);
+  for (int i = 0; i < a.ncs; i++) CHECK(a.cs[i].kind == C3_DMACCL, "%s is dmaccl", a.cs[i].name);
+  char *argv2[] = {"dmaccl-c3", "--traffic", "-A", "nccl,push1,pull1", "-p", "4", NULL};
+  CHECK(c3ParseArgs(6, argv2, "scen.txt", &a, err, sizeof(err)) == 0 && a.ncs == 3 && a.procs == 4,
+        "--traffic -A -p (%s)", err);
+  c3Scenario sc[2] = {scen(COLL_ALLGATHER, 4 << 20), scen(COLL_ALLREDUCE, 16 << 20)};
+  snprintf(sc[1].name, sizeof(sc[1].name), "u");
+  char buf[8192] = "";
+  FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+  CHECK(f != NULL, "fmemopen");
+  if (!f) return 0;
+  c3PrintTraffic(f, &a, sc, 2, 2);
+  fclose(f);
+  /* AllGather 4M: 4M read + 4M written per GPU with push1 and pull1. */
+  CHECK(strstr(buf, "push1    push1        4.00      4.00      8.00   2.00") &&
+            strstr(buf, "pull1    pull1        4.00      4.00      8.00   2.00") &&
+            strstr(buf, "pull1    pull1       32.00     24.00     56.00   3.50") &&
+            strstr(buf, "# no nccl rows") && strstr(buf, "# no push1 rows for allreduce") &&
+            strstr(buf, "not measured") && strstr(buf, " yes "),
+        "table:\n%s", buf);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   jsonOut = argc > 1 ? argv[1] : NULL;
   RUN(testScenarios);
@@ -554,5 +765,8 @@ int main(int argc, char **argv) {
   RUN(testArgs);
   RUN(testMetrics);
   RUN(testReport);
+  RUN(testTrafficCases);
+  RUN(testTrafficTotals);
+  RUN(testTrafficTable);
   TEST_EXIT();
 }

@@ -3,6 +3,7 @@
  *   scenario.c  scenario files and the command line (plain C, tested on CI)
  *   metrics.c   ConCCL's metrics, medians, repetition counts (plain C, CI)
  *   report.c    the table and the JSON (plain C, CI)
+ *   traffic.c   --traffic: HBM bytes from the library's schedules (plain C, CI)
  *   gemm.c      the cuBLAS GEMM loop, captured as one CUDA graph
  *   contender.c NCCL settings and dmaccl algorithms behind one issue call
  *   main.c      processes, the measurement loop, checking, energy
@@ -11,6 +12,7 @@
 #define DMACCL_C3_H_
 
 #include "common/colls.h"
+#include "plan.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -74,6 +76,7 @@ typedef struct {
   int check;       /* -c: check every byte of one overlapped collective per row */
   int energy;      /* --energy */
   int list;        /* --list: print the scenarios and contenders, measure nothing */
+  int traffic;     /* --traffic: print the HBM traffic table (traffic.c), measure nothing */
   char json[512];  /* -J */
 } c3Args;
 
@@ -186,5 +189,59 @@ void c3PrintScenario(FILE *f, const c3Result *r, int scenario);
  * whether dmaccl's default beats every NCCL setting there. */
 void c3PrintSummary(FILE *f, const c3Result *r);
 int c3WriteJson(const c3Result *r, const char *path);
+
+/* traffic.c: the HBM traffic a scenario's collective adds on each GPU,
+ * computed from every rank's schedule (planBuild) as the library builds it
+ * for dmaccl-c3's call (bf16, root 0, sum, out of place, the parameters'
+ * defaults below), and the GEMM's own HBM need. Computed bytes, not
+ * measurements. */
+#define C3_TRAFFIC_MAX_RANKS 64
+#define C3_STAGE_BYTES ((size_t)8 << 20)    /* DMACCL_STAGE_BYTES' default (param.c) */
+#define C3_SCRATCH_BYTES ((size_t)32 << 20) /* DMACCL_SCRATCH_BYTES' default (param.c) */
+/* The H200's ridge point: 989 TFLOP/s dense bf16 / 4.8 TB/s HBM. A GEMM of
+ * lower arithmetic intensity is memory-bound. */
+#define C3_RIDGE_FLOP_PER_BYTE 206.0
+
+typedef struct {
+  size_t read, write;             /* bytes read from and written to this GPU's HBM */
+  size_t copyRead, copyWrite;     /* of which by COPY steps (any rank's) */
+  size_t reduceRead, reduceWrite; /* of which by its own REDUCE steps */
+  size_t issued;                  /* bytes of the copies its copy engines run (its schedule's) */
+  int copies;                     /* COPY steps of its schedule */
+  int laneCopies;                 /* the most COPY steps on one of its lanes */
+  int reduces;                    /* REDUCE steps of its schedule */
+} c3GpuTraffic;
+
+typedef struct {
+  planColl coll;
+  planAlgo asked, algo; /* algo: what runs (a staged one beyond C3_STAGE_BYTES falls back) */
+  int nranks;
+  size_t size;                    /* the collective's size (nccl-tests'), the ratio's base */
+  size_t copyBytes;               /* every rank's COPY steps, summed */
+  size_t reduceRead, reduceWrite; /* every rank's REDUCE steps, summed */
+  c3GpuTraffic gpu[C3_TRAFFIC_MAX_RANKS];
+  size_t maxRead, maxWrite, maxTotal; /* the most on any GPU (total: read + write) */
+  int maxCopies, maxLaneCopies;       /* the most of any rank */
+} c3TrafficResult;
+
+/* Rank's planArgs for scenario s on nranks ranks, as op.c's coreOpArgs
+ * fills them for dmaccl-c3's call (staging slot index 1): 0, or -1 when
+ * the scenario's collective is none of the library's uniform ones. */
+int c3PlanArgs(const c3Scenario *s, int nranks, int rank, planArgs *out);
+/* The algorithm the built-in selection table (planTableDefaults for
+ * nranks) picks for the scenario: 0, or -1. A staged pick may still fall
+ * back (c3TrafficResult.algo). */
+int c3AutoAlgo(const c3Scenario *s, int nranks, planAlgo *out);
+/* Every rank's schedule of the scenario's collective with algo, summed per
+ * GPU into *t: 0, or -1 with a sentence in err (an algorithm the collective
+ * does not take, more than C3_TRAFFIC_MAX_RANKS ranks). */
+int c3Traffic(const c3Scenario *s, int nranks, planAlgo algo, c3TrafficResult *t, char *err,
+              size_t errlen);
+/* One GEMM's HBM bytes, (M*K + K*N + M*N) * 2, and its FLOP per byte. */
+size_t c3GemmBytes(const c3Scenario *s);
+double c3GemmIntensity(const c3Scenario *s);
+/* The --traffic table: a row per scenario and dmaccl contender of a that
+ * runs its collective ("auto": the built-in table's choice). */
+void c3PrintTraffic(FILE *f, const c3Args *a, const c3Scenario *sc, int nsc, int nranks);
 
 #endif

@@ -23,7 +23,8 @@
  * order of summing gives the bytes of collReference.
  *
  * Files: scenario.c (inputs), metrics.c (ConCCL's metrics), report.c (table
- * and JSON), gemm.c (cuBLAS), contender.c (NCCL settings, dmaccl algorithms),
+ * and JSON), traffic.c (--traffic: HBM bytes from the schedules, no GPU), gemm.c
+ * (cuBLAS), contender.c (NCCL settings, dmaccl algorithms),
  * perf/energy.c (NVML), perf/baseline_nccl.c (NCCL).
  */
 #include "c3_gpu.h"
@@ -551,6 +552,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < proto.nsc; i++) proto.colls |= 1u << proto.sc[i].coll;
   if (proto.args.list) {
     listPlan(&proto.args, proto.sc, proto.nsc, proto.colls);
+    return 0;
+  }
+  if (proto.args.traffic) { /* computed from the schedules: no CUDA call */
+    c3PrintTraffic(stdout, &proto.args, proto.sc, proto.nsc,
+                   proto.args.procs ? proto.args.procs : 2);
     return 0;
   }
 

@@ -13,6 +13,8 @@
  * the library's choice, then every algorithm. */
 #define C3_DEFAULT_CONTENDERS                                                                      \
   "nccl,nccl-prio,nccl-cta8,nccl-ce,auto,push1,pushn,pushb,pull1,pulln,pullb,stage,stage2d"
+/* --traffic without -A: the dmaccl contenders (NCCL has no schedule). */
+#define C3_TRAFFIC_CONTENDERS "auto,push1,pushn,pushb,pull1,pulln,pullb,stage,stage2d"
 
 int c3CollAccepted(int c) {
   return c >= 0 && c < COLL_NUM && !(collTable[c].flags & (COLL_VECTOR | COLL_P2P));
@@ -227,6 +229,10 @@ void c3Usage(FILE *f) {
              "  -c 0|1        check every byte of an overlapped collective per row (default 1)\n"
              "  --energy      NVML energy per overlapped iteration\n"
              "  --list        print scenarios and contenders; measure nothing (no GPU needed)\n"
+             "  --traffic     print the HBM bytes each dmaccl contender's collective moves on a\n"
+             "                GPU, computed from the library's schedules, beside the GEMM's\n"
+             "                (-p ranks, default 2; -A default: auto and every algorithm);\n"
+             "                measure nothing (no GPU needed)\n"
              "  -J FILE       JSON output\n"
              "  -h            this text\n");
 }
@@ -251,7 +257,7 @@ int c3ParseArgs(int argc, char **argv, const char *defaultFile, c3Args *a, char 
   a->targetMs = 20;
   a->check = 1;
   if (defaultFile) snprintf(a->file, sizeof(a->file), "%s", defaultFile);
-  const char *contenders = C3_DEFAULT_CONTENDERS;
+  const char *contenders = NULL; /* -A's list */
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) return 1;
@@ -261,6 +267,10 @@ int c3ParseArgs(int argc, char **argv, const char *defaultFile, c3Args *a, char 
     }
     if (strcmp(f, "--list") == 0) {
       a->list = 1;
+      continue;
+    }
+    if (strcmp(f, "--traffic") == 0) {
+      a->traffic = 1;
       continue;
     }
     int known = !strcmp(f, "-p") || !strcmp(f, "-f") || !strcmp(f, "-s") || !strcmp(f, "-A") ||
@@ -316,6 +326,7 @@ int c3ParseArgs(int argc, char **argv, const char *defaultFile, c3Args *a, char 
     snprintf(err, errlen, "no scenario file: give -f FILE");
     return -1;
   }
+  if (!contenders) contenders = a->traffic ? C3_TRAFFIC_CONTENDERS : C3_DEFAULT_CONTENDERS;
   return parseContenders(contenders, a, err, errlen);
 }
 
