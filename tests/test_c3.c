@@ -5,6 +5,7 @@
  * (hand-computed cases, totals against the schedules).
  *   test_c3 [out.json]   with a path, also writes a JSON of a made-up run
  *                        (tests/c3.sh checks it with tools/c3/plot.py). */
+#include "../src/base/reduce_math.h"
 #include "c3.h"
 #include "harness.h"
 #include "plan.h"
@@ -268,26 +269,6 @@ static int testLacksAndSelection(void) {
   return 0;
 }
 
-/* bf16 bits of a float value (truncation: exact for the values here). */
-static uint16_t bf16Of(float v) {
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  return (uint16_t)(u >> 16);
-}
-static float floatOf(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float v;
-  memcpy(&v, &u, 4);
-  return v;
-}
-/* bf16 rounding of a float, to nearest even (a sum's rounding on the GPU). */
-static uint16_t bf16Round(float v) {
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
 static int testExactBf16(void) {
   enum { N = 1 << 16 };
   static unsigned char buf[2 * N + 1];
@@ -298,9 +279,9 @@ static int testExactBf16(void) {
   for (size_t i = 0; i < N; i++) {
     uint16_t b;
     memcpy(&b, buf + 2 * i, 2);
-    float v = floatOf(b);
+    float v = rmBf16ToFloat(b);
     int k = (int)v;
-    if (!(v >= -8 && v <= 8) || (float)k != v || bf16Of(v) != b) {
+    if (!(v >= -8 && v <= 8) || (float)k != v || rmFloatToBf16(v) != b) {
       if (bad++ < 5) TEST_FAIL("element %zu: bits %#x, value %g", i, b, (double)v);
       continue;
     }
@@ -331,12 +312,13 @@ static int testExactBf16(void) {
   int differ = 0;
   for (int i = 0; i < C; i++) {
     uint16_t down = send[R - 1][i], pair[R];
-    for (int r = R - 2; r >= 0; r--) down = bf16Round(floatOf(down) + floatOf(send[r][i]));
+    for (int r = R - 2; r >= 0; r--)
+      down = rmFloatToBf16(rmBf16ToFloat(down) + rmBf16ToFloat(send[r][i]));
     /* a tree: pairs, then pairs of pairs */
     for (int r = 0; r < R; r++) pair[r] = send[r][i];
     for (int w = R; w > 1; w /= 2)
       for (int r = 0; r < w / 2; r++)
-        pair[r] = bf16Round(floatOf(pair[2 * r]) + floatOf(pair[2 * r + 1]));
+        pair[r] = rmFloatToBf16(rmBf16ToFloat(pair[2 * r]) + rmBf16ToFloat(pair[2 * r + 1]));
     differ += down != want[i] || pair[0] != want[i];
   }
   CHECK(differ == 0, "%d sums depend on the order", differ);
