@@ -198,8 +198,10 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 
 static int testGraphReplay(void) {
   int n = ngpu >= 4 ? 4 : 2; /* 2 processes share the GPU when there is one */
-  const char *cases[][2] = {
-      {"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"}, {"pushn", "copy"}};
+  /* stage and stage2d: the graph's own staging slots, ENTRY on its first
+   * staged operation only (staged.c) */
+  const char *cases[][2] = {{"push1", "memop"}, {"pushb", "memop"}, {"pull1", "copy"},
+                            {"pushn", "copy"},  {"stage", "memop"}, {"stage2d", "copy"}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     collArg a = {cases[i][0], cases[i][1]};
     int failed = mpRun(n, graphBody, &a, 300, 0);

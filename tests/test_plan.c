@@ -19,7 +19,10 @@
  *    algorithm, in sequences of operations, issued into one in-order queue
  *    per rank in random dependency orders (as a graph launch may), or into
  *    queues shared by all ranks with lanes mapped at random, never
- *    deadlocks; two negative controls show the simulation finds deadlocks.
+ *    deadlocks; two negative controls show the simulation finds deadlocks;
+ *  - staged operations in CUDA graphs: random graphs replayed in random
+ *    orders with fixed-value flags (testGraphStagedProtocol), and two
+ *    broken variants that it must catch.
  */
 #include "harness.h"
 #include "plan_internal.h"
@@ -932,6 +935,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r] = anyArgs(coll, r, n, count, root, inPlace, v, scratchBytes);
     a[r].stageSlots = 2;
     a[r].stageIndex = 1;
+    a[r].stageEntry = (int)(seed & 1); /* the first staged operation of a graph */
   }
   size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
   for (int r = 0; r < n && !rc; r++) {
@@ -1076,6 +1080,208 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
   return rc;
 }
 
+/*
+ * Staged operations in CUDA graphs (staged.c, docs/architecture.md
+ * "Graphs"), simulated: flags hold fixed values (SIGNAL stores 1; WAIT
+ * waits for 1, then, as a separate step another rank may run before, resets
+ * to 0), graphs of 1-4 operations (staged AllGather/AlltoAll numbered from 1
+ * in their graph, slot = number % 2, ENTRY on the first; push1 AllGather
+ * between them on the graph's ENTRY/EXIT words) replayed in a random order,
+ * the same on every rank, the ranks interleaved at random. Checks: no
+ * deadlock; no signal lands on a word still set (it would be lost); no copy
+ * lands in a slot whose owner has not copied out what it holds, or in a
+ * receive buffer its owner's stream has not reached; every receive byte
+ * right. Two controls must fail: no ENTRY on the first staged operation, and
+ * one DATA word for both slots.
+ */
+#define GR_MAXR 4
+#define GR_GRAPHS 3
+#define GR_OPS 4
+#define GR_REPLAYS 10
+#define GR_INST (GR_REPLAYS * GR_OPS)
+enum { GW_ENTRY = 0, GW_EXIT, GW_DATA0, GW_DATA1, GW_WORDS };
+typedef struct {
+  int n, variant; /* 0: as built; 1: no ENTRY; 2: one DATA word */
+  uint32_t seed;
+} graphCase;
+
+static int runGraphCase(const graphCase *c, int quiet) {
+  int n = c->n, rc = 0;
+  const size_t blk = 5, slotBytes = (size_t)n * blk;
+  uint32_t rnd = c->seed | 1;
+  /* The graphs: per op a collective, its algorithm and its staged number. */
+  int gops[GR_GRAPHS], gcoll[GR_GRAPHS][GR_OPS], galgo[GR_GRAPHS][GR_OPS], gnum[GR_GRAPHS][GR_OPS];
+  for (int g = 0; g < GR_GRAPHS; g++) {
+    gops[g] = 1 + (int)(stageRand(&rnd) % GR_OPS);
+    for (int k = 0, num = 0; k < gops[g]; k++) {
+      uint32_t x = stageRand(&rnd) % 5;
+      gcoll[g][k] = x == 1 ? PLAN_COLL_ALLTOALL : PLAN_COLL_ALLGATHER;
+      galgo[g][k] = x == 4 ? PLAN_ALGO_PUSH1 : x == 3 ? PLAN_ALGO_STAGE2D : PLAN_ALGO_STAGE;
+      gnum[g][k] = galgo[g][k] == PLAN_ALGO_PUSH1 ? 0 : ++num;
+    }
+  }
+  /* The instances every rank runs, in order. */
+  int ninst = 0, icoll[GR_INST], ialgo[GR_INST], inum[GR_INST];
+  for (int rp = 0; rp < GR_REPLAYS; rp++) {
+    int g = (int)(stageRand(&rnd) % GR_GRAPHS);
+    for (int k = 0; k < gops[g]; k++, ninst++)
+      icoll[ninst] = gcoll[g][k], ialgo[ninst] = galgo[g][k], inum[ninst] = gnum[g][k];
+  }
+  static unsigned char send[GR_MAXR][GR_INST][GR_MAXR * 5], recv[GR_MAXR][GR_INST][GR_MAXR * 5];
+  static unsigned char stage[GR_MAXR][2][GR_MAXR * 5];
+  int owed[GR_MAXR][2]; /* instance + 1 whose data sits unread in [rank][slot] */
+  uint8_t w[GR_MAXR][GW_WORDS][GR_MAXR];
+  int cur[GR_MAXR], pc[GR_MAXR], reset[GR_MAXR]; /* reset: word index + 1 waiting to be reset */
+  planSchedule sch[GR_MAXR];
+  memset(sch, 0, sizeof(sch));
+  memset(owed, 0, sizeof(owed));
+  memset(w, 0, sizeof(w));
+  memset(recv, 0xDD, sizeof(recv));
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < ninst; i++)
+      testFillRandom(send[r][i], sizeof(send[r][i]), c->seed * 7919u + (unsigned)(i * 31 + r));
+  for (int r = 0; r < n; r++) cur[r] = -1, pc[r] = 0, reset[r] = 0;
+  for (;;) {
+    int runnable[GR_MAXR], nr = 0, left = 0;
+    for (int r = 0; r < n; r++) {
+      if (cur[r] >= ninst) continue;
+      left++;
+      if (!reset[r] && cur[r] >= 0 && pc[r] < sch[r].nsteps) {
+        const planStep *st = &sch[r].steps[pc[r]];
+        if (st->kind == PLAN_STEP_WAIT) {
+          int word = st->phase == PLAN_PHASE_DATA
+                         ? (c->variant != 2 && sch[r].stageIndex % 2 ? GW_DATA1 : GW_DATA0)
+                         : (int)st->phase;
+          if (!w[r][word][st->peer]) continue;
+        }
+      }
+      runnable[nr++] = r;
+    }
+    if (!left) break;
+    if (!nr) {
+      if (!quiet) TEST_FAIL("graph case n=%d seed=%u: deadlock", n, c->seed);
+      rc = 1;
+      break;
+    }
+    int r = runnable[stageRand(&rnd) % (uint32_t)nr];
+    if (reset[r]) { /* the reset that follows a wait */
+      int word = (reset[r] - 1) / GR_MAXR, peer = (reset[r] - 1) % GR_MAXR;
+      w[r][word][peer] = 0;
+      reset[r] = 0;
+      continue;
+    }
+    if (cur[r] < 0 || pc[r] == sch[r].nsteps) { /* instance done: check it, start the next */
+      int i = cur[r];
+      for (int f = 0; i >= 0 && f < n && !rc; f++) {
+        const unsigned char *want =
+            icoll[i] == PLAN_COLL_ALLGATHER ? send[f][i] : send[f][i] + (size_t)r * blk;
+        long long d = testFirstDiff(recv[r][i] + (size_t)f * blk, want, blk);
+        if (d >= 0) {
+          if (!quiet)
+            TEST_FAIL("graph case n=%d seed=%u: rank %d instance %d block %d wrong at byte %lld", n,
+                      c->seed, r, i, f, d);
+          rc = 1;
+        }
+      }
+      if (rc) break;
+      cur[r]++, pc[r] = 0;
+      if (cur[r] < ninst) {
+        i = cur[r];
+        planArgs a = PA((planColl)icoll[i], r, n, blk, 0, 2, (unsigned long long)inum[i]);
+        a.stageEntry = inum[i] == 1 && c->variant != 1;
+        if (planBuild(&a, (planAlgo)ialgo[i], &sch[r])) {
+          TEST_FAIL("graph case: planBuild failed");
+          rc = 1;
+          break;
+        }
+      }
+      continue;
+    }
+    int i = cur[r], slot = (int)(sch[r].stageIndex % 2);
+    const planStep *st = &sch[r].steps[pc[r]++];
+    int word = st->phase == PLAN_PHASE_DATA ? (c->variant != 2 && slot ? GW_DATA1 : GW_DATA0)
+                                            : (int)st->phase;
+    if (st->kind == PLAN_STEP_SIGNAL) {
+      if (w[st->peer][word][r]) {
+        if (!quiet)
+          TEST_FAIL("graph case n=%d seed=%u: rank %d's signal (word %d) to rank %d lands on a "
+                    "set word and is lost",
+                    n, c->seed, r, word, st->peer);
+        rc = 1;
+        break;
+      }
+      w[st->peer][word][r] = 1;
+      continue;
+    }
+    if (st->kind == PLAN_STEP_WAIT) {
+      reset[r] = 1 + word * GR_MAXR + st->peer;
+      continue;
+    }
+    if (st->kind != PLAN_STEP_COPY) {
+      TEST_FAIL("graph case: unexpected step kind %d", st->kind);
+      rc = 1;
+      break;
+    }
+    unsigned char *p[2];
+    const planLoc *loc[2] = {&st->src, &st->dst};
+    for (int e = 0; e < 2; e++) {
+      const planLoc *l = loc[e];
+      p[e] = l->buf == PLAN_BUF_STAGE  ? stage[l->rank][slot] + l->off
+             : l->buf == PLAN_BUF_SEND ? send[l->rank][i] + l->off
+                                       : recv[l->rank][i] + l->off;
+      if (l->off + st->bytes > slotBytes) rc = 1;
+    }
+    if (st->dst.buf == PLAN_BUF_RECV && st->dst.rank != r && cur[st->dst.rank] < i) {
+      if (!quiet)
+        TEST_FAIL("graph case n=%d seed=%u: rank %d writes rank %d's receive buffer of instance "
+                  "%d before rank %d reached it",
+                  n, c->seed, r, st->dst.rank, i, st->dst.rank);
+      rc = 1;
+    }
+    if (st->dst.buf == PLAN_BUF_STAGE) {
+      int *o = &owed[st->dst.rank][slot];
+      if (*o && *o != i + 1) {
+        if (!quiet)
+          TEST_FAIL("graph case n=%d seed=%u: rank %d overwrites rank %d's slot %d (instance %d) "
+                    "with instance %d",
+                    n, c->seed, r, st->dst.rank, slot, *o - 1, i);
+        rc = 1;
+      }
+      *o = i + 1;
+    }
+    if (rc) break;
+    memmove(p[1], p[0], st->bytes);
+    if (st->src.buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
+  }
+  for (int r = 0; r < n; r++) planScheduleFree(&sch[r]);
+  return rc;
+}
+
+static int testGraphStagedProtocol(void) {
+  int runs = 0;
+  for (int n = 2; n <= GR_MAXR; n++)
+    for (uint32_t seed = 1; seed <= 400; seed++) {
+      graphCase c = {n, 0, seed * 2654435761u + (uint32_t)n};
+      if (runGraphCase(&c, 0)) return 1;
+      runs++;
+    }
+  /* Controls: each broken protocol is caught by some seed. */
+  for (int variant = 1; variant <= 2; variant++) {
+    int caught = 0;
+    for (uint32_t seed = 1; seed <= 400 && !caught; seed++) {
+      graphCase c = {2, variant, seed * 2654435761u + 2u};
+      caught = runGraphCase(&c, 1);
+    }
+    if (!caught) {
+      TEST_FAIL("graph control %d (%s) was never caught", variant,
+                variant == 1 ? "no ENTRY" : "one DATA word");
+      return 1;
+    }
+  }
+  printf("  %d graph replay sequences checked, both controls caught\n", runs);
+  return 0;
+}
+
 static int testEveryCollective(void) {
   const size_t counts[] = {0, 1, 7, 1000, 3000};
   int runs = 0, rc = 0;
@@ -1107,6 +1313,7 @@ int main(void) {
   RUN(testQueueSafetyControls);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
+  RUN(testGraphStagedProtocol);
   RUN(testRotatedOrder);
   RUN(testLanes);
   TEST_EXIT();

@@ -141,7 +141,7 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   op->recvBytes = ci->recvBytes(&a, comm->rank);
   op->inPlace = 0;
 
-  rc = comm->exec->checkStream(comm, op->stream, call, &op->capture);
+  rc = comm->exec->checkStream(comm, op->stream, call, &op->capture, &op->captureId);
   if (rc != dmacclSuccess) return rc;
   /* In place at the same address (AllReduce, Broadcast, ...): the range the
    * send check covered needs no second pointer query. */

@@ -13,6 +13,10 @@
 #define CORE_MAX_RANKS 256
 /* Staging slots per rank for the staged algorithms (two are enough: staged.c). */
 #define CORE_STAGE_SLOTS 2
+/* ... and for staged operations captured into CUDA graphs, which alternate
+ * between two slots of their own by their place in the capture (staged.c,
+ * docs/architecture.md "Graphs"). */
+#define CORE_GRAPH_STAGE_SLOTS 2
 
 struct execOps;
 struct bootState;
@@ -46,9 +50,10 @@ typedef struct coreOp {
   size_t sendBytes, recvBytes; /* this rank's buffer sizes (argcheck) */
   int inPlace;
   cudaStream_t stream;
-  uint64_t seq;                /* 1-based position in the comm's sequence: the epoch */
-  int capture;                 /* the stream is being captured into a CUDA graph */
-  coreBufRef sendRef, recvRef; /* multi-process communicators only */
+  uint64_t seq;                 /* 1-based position in the comm's sequence: the epoch */
+  int capture;                  /* the stream is being captured into a CUDA graph */
+  unsigned long long captureId; /* ... that capture's id (CUDA's; 0 when not captured) */
+  coreBufRef sendRef, recvRef;  /* multi-process communicators only */
   /* Set when the operation is sequenced (multi-process: at the call). */
   planAlgo algo;
   uint64_t stageIndex; /* staged algorithms: index among staged operations, else 0 */
@@ -90,7 +95,8 @@ typedef struct {
   _Atomic uint64_t seq;
   int32_t coll, datatype, inPlace, capture;
   uint64_t count;
-  int32_t algo, redop, root, pad;
+  int32_t algo, redop, root;
+  uint32_t stage;   /* the low bits of the op's stageIndex: its slot and, captured, its ENTRY */
   uint64_t vecHash; /* the V forms' arrays (on the board after the ranks, coreBoardVec) */
   coreBufRef send, recv;
 } coreSharedOp;
@@ -133,11 +139,15 @@ typedef struct coreClique {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   coreBoardSlot slots[CORE_BOARD_DEPTH];
-  uint64_t nextLaunch;   /* lowest sequence number not yet launched */
-  planTable table;       /* algorithm selection, one for all ranks */
-  size_t stageBytes;     /* bytes of one staging slot (0: no staged algorithms) */
-  size_t scratchBytes;   /* bytes of each rank's scratch buffer (reductions) */
-  uint64_t stageCount;   /* staged operations sequenced so far */
+  uint64_t nextLaunch; /* lowest sequence number not yet launched */
+  planTable table;     /* algorithm selection, one for all ranks */
+  size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
+  size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
+  uint64_t stageCount; /* eager staged operations sequenced so far */
+  /* Captured staged operations: the capture they are in (CUDA's id; one
+   * process: rank 0's) and how many of them it holds so far. */
+  unsigned long long capId;
+  uint64_t capCount;
   int aborting;          /* dmacclCommAbort is running: waits give up */
   dmacclResult_t broken; /* a peer died or the watchdog fired: waits give up */
   char brokenWhy[256];
@@ -321,12 +331,24 @@ dmacclResult_t corePackArrays(coreOp *op, const size_t *const *arrays, const cha
 /* op->comm must be live and entered (coreEnter) by the caller. */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
+/* Bytes of one graph staging slot: half an eager one (4 MB by default). */
+static inline size_t coreGraphStageBytes(const coreClique *c) {
+  return c->stageBytes / 2;
+}
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one
- * under graph capture or when the collective does not fit a staging slot.
- * The same on every rank given the same table, stageBytes and arguments. */
+ * when the collective does not fit a staging slot (a graph slot under
+ * capture). The same on every rank given the same table, stageBytes and
+ * arguments. */
 planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why);
+/* A staged operation's number, whose parity picks its slot (staged.c):
+ * eager, its place among the set's eager staged operations; captured, its
+ * place from 1 among the staged operations of its capture (counted anew
+ * whenever the capture changes). In sequence order. */
+uint64_t coreStageNumber(coreClique *c, const coreOp *op);
+/* Sets the staged fields of a's planner arguments for op numbered idx. */
+void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
 /* Marks op staged or not and gives it its stage index (sequencing order). */
 void coreSequenceAlgo(coreClique *c, coreOp *op);
 /* Breaks the set: waits give up with code (progress.c). */

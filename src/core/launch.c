@@ -25,10 +25,19 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why) {
   size_t size = planCollOf(args->coll)->size(args);
   planAlgo algo = planSelect(&c->table, args->coll, size, why);
-  /* Staged operations use epoch flags and the batch API, which graphs cannot replay. */
-  if (planIsStaged(algo) && (capture || planStageNeed(args) > c->stageBytes))
+  if (planIsStaged(algo) &&
+      planStageNeed(args) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
     algo = planFallbackAlgo(args->coll);
   return algo;
+}
+
+uint64_t coreStageNumber(coreClique *c, const coreOp *op) {
+  if (!op->capture) return ++c->stageCount;
+  if (op->captureId != c->capId) {
+    c->capId = op->captureId;
+    c->capCount = 0;
+  }
+  return ++c->capCount;
 }
 
 /* Multi-process: at the call, from this rank's own arguments (the forms
@@ -38,7 +47,8 @@ void coreSequenceAlgo(coreClique *c, coreOp *op) {
   vecs[op->comm->rank] = op->vec;
   planArgs a = coreOpArgs(op, op->comm->rank, c->nranks, vecs, c->scratchBytes);
   op->algo = coreChooseAlgo(c, &a, op->capture, NULL);
-  op->stageIndex = planIsStaged(op->algo) && planCollOf(op->coll)->size(&a) ? ++c->stageCount : 0;
+  op->stageIndex =
+      planIsStaged(op->algo) && planCollOf(op->coll)->size(&a) ? coreStageNumber(c, op) : 0;
 }
 
 /*
@@ -130,7 +140,7 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
           ? c->comms[0]->exec->checkLaunch(c->comms, slot->ops, c->nranks, refused, sizeof(refused))
           : dmacclSuccess;
   int run = agree && rc == dmacclSuccess;
-  uint64_t stageIndex = planIsStaged(algo) && run && size ? ++c->stageCount : 0;
+  uint64_t stageIndex = planIsStaged(algo) && run && size ? coreStageNumber(c, ref) : 0;
   if (run && size)
     CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
               planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,
@@ -141,7 +151,7 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
                          .op = op,
                          .bufs = {send, recv, NULL, NULL},
                          .args = coreOpArgs(op, r, c->nranks, vecs, c->scratchBytes)};
-    ls[r].args.stageIndex = stageIndex;
+    coreStageArgs(&ls[r].args, ref, stageIndex);
     if (!agree)
       coreSetOpError(c->comms[r], dmacclInvalidUsage,
                      "operation %llu: ranks disagree: %s; nothing was copied",

@@ -141,9 +141,21 @@ int coreMpCheckStaged(coreClique *c) {
     if (planIsStaged(c->localOps[slot].algo)) {
       if (!allPosted(c, seq, -1)) return done;
       char why[384];
-      int r = findDisagreement(c, slot, why, sizeof(why));
+      int r = findDisagreement(c, slot, why, sizeof(why)), proto = -1;
+      const coreSharedOp *o0 = &coreBoardRank(c, 0)->ops[slot];
+      for (int q = 1; q < c->nranks; q++) {
+        const coreSharedOp *o = &coreBoardRank(c, q)->ops[slot];
+        if (o->algo != o0->algo || o->stage != o0->stage || o->capture != o0->capture) proto = q;
+      }
+      if (r < 0 && proto >= 0) {
+        r = proto;
+        snprintf(why, sizeof(why),
+                 "ranks 0 and %d did not both capture it into a CUDA graph, or captured it at "
+                 "different places of their captures",
+                 r);
+      }
       if (r >= 0) {
-        if (coreBoardRank(c, r)->ops[slot].algo != coreBoardRank(c, 0)->ops[slot].algo) {
+        if (proto >= 0) {
           char broke[512];
           snprintf(broke, sizeof(broke),
                    "operation %llu: ranks disagree (%s) and ran different protocols; call "
@@ -237,6 +249,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   so->capture = op->capture;
   so->count = op->count;
   so->algo = (int32_t)op->algo;
+  so->stage = (uint32_t)op->stageIndex;
   so->redop = (int32_t)op->redop;
   so->root = op->root;
   size_t vlen = coreVecLen(op, c->nranks);

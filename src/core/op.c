@@ -20,8 +20,15 @@ planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const 
                     .inPlace = op->inPlace,
                     .vec = vecs,
                     .scratchBytes = scratchBytes,
-                    .stageSlots = CORE_STAGE_SLOTS,
-                    .stageIndex = op->stageIndex};
+                    .stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS,
+                    .stageIndex = op->stageIndex,
+                    .stageEntry = op->capture && op->stageIndex == 1};
+}
+
+void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
+  a->stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS;
+  a->stageIndex = idx;
+  a->stageEntry = op->capture && idx == 1;
 }
 
 size_t *coreVecDup(const coreOp *op) {

@@ -29,7 +29,8 @@ static const struct {
      "PyTorch's default process-group timeout)"},
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
-     "algorithms; 0 turns them off"},
+     "algorithms, and up to half of it inside CUDA graphs (2 graph slots of half the size); 0 "
+     "turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
      "pulled into it in pieces (at least 2 KB per peer)"},

@@ -204,7 +204,7 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
     return coreError(NULL, dmacclInvalidUsage,
                      "%s: request %p's communicator %p was destroyed; free the request", call,
                      (void *)request, (void *)op.comm);
-  rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture);
+  rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture, &op.captureId);
   if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(&op);
   else if (rc == dmacclSuccess && op.p2p)

@@ -168,7 +168,8 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   CUDA_TRY(NULL, cudaMemset(s->flags, 0, flagBytes));
   /* Staging slots: every rank's, at a fixed stride across processes, so a
    * run of rows to every rank can be one 2D copy. */
-  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
+  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes +
+                      (size_t)CORE_GRAPH_STAGE_SLOTS * coreGraphStageBytes(comm->clique);
   if (stageBytes && comm->clique->mp) {
     rc = cudaVmmCreate(comm, stageBytes, &s->stageVmm, call);
     if (rc != dmacclSuccess) goto out;
@@ -429,14 +430,16 @@ static dmacclResult_t cudaCheckBuffer(dmacclComm_t comm, const void *ptr, size_t
 }
 
 static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call,
-                                      int *capturing) {
+                                      int *capturing, unsigned long long *captureId) {
   *capturing = 0;
+  *captureId = 0;
   if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
     return dmacclSuccess; /* the comm's device's own default stream (never captured) */
   /* Capture status first: CUDA refuses most stream queries (the device
    * among them) on a stream that is being captured. */
   enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing(stream, &st);
+  unsigned long long id = 0;
+  cudaError_t e = cudaStreamGetCaptureInfo(stream, &st, &id, NULL, NULL, NULL, NULL);
   if (e != cudaSuccess) {
     cudaGetLastError();
     return coreError(comm, dmacclInvalidArgument, "%s: stream %p is not a valid CUDA stream (%s)",
@@ -447,7 +450,10 @@ static dmacclResult_t cudaCheckStream(dmacclComm_t comm, cudaStream_t stream, co
                      "%s: stream %p's graph capture was invalidated by an earlier error", call,
                      (void *)stream);
   *capturing = st == cudaStreamCaptureStatusActive;
-  if (*capturing) return dmacclSuccess; /* its device cannot be asked now */
+  if (*capturing) {
+    *captureId = id ? id : ~0ull;
+    return dmacclSuccess; /* its device cannot be asked now */
+  }
   int dev = -1;
   e = cudaStreamGetDevice(stream, &dev);
   if (e != cudaSuccess) {
@@ -521,7 +527,9 @@ static int colocated(dmacclComm_t comm, int p) {
  *   reset their slot to 0 (in the same batch), so every replay starts from
  *   0. The reset cannot overtake the peer's next signal: the peer sends it
  *   only after this rank's next signal to it, which this lane issues after
- *   the reset.
+ *   the reset. DATA has a word per graph staging slot (gslot), whose next
+ *   signal comes after this rank's signal of the staged operation between
+ *   (staged.c).
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one
  *   local write of the value into the lane's source word (eager), then one
  *   4-byte copy per peer, ordered after the lane's earlier copies.
@@ -530,7 +538,7 @@ static int colocated(dmacclComm_t comm, int p) {
  *   captured alike (the record was queued in an earlier round).
  */
 static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, cudaStream_t lane,
-                                uint32_t epoch, int graph) {
+                                uint32_t epoch, int graph, int gslot) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   int n = comm->nranks, me = comm->rank;
@@ -554,9 +562,10 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
   if (st[0]->kind == PLAN_STEP_WAIT) {
     for (int i = 0; i < k; i++) {
       prm[i].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-      prm[i].waitValue.address = flagWord(s, me,
-                                          graph ? FLAG_GRAPH(n, st[i]->phase, st[i]->peer)
-                                                : FLAG_EAGER(n, st[i]->phase, st[i]->peer));
+      prm[i].waitValue.address =
+          flagWord(s, me,
+                   graph ? flagGraphWord(n, (int)st[i]->phase, st[i]->peer, gslot)
+                         : FLAG_EAGER(n, st[i]->phase, st[i]->peer));
       prm[i].waitValue.value = graph ? 1 : epoch;
       prm[i].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
     }
@@ -566,16 +575,17 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
     if (graph)
       for (int i = 0; i < k; i++, m2++) {
         prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-        prm[m2].writeValue.address = flagWord(s, me, FLAG_GRAPH(n, st[i]->phase, st[i]->peer));
+        prm[m2].writeValue.address =
+            flagWord(s, me, flagGraphWord(n, (int)st[i]->phase, st[i]->peer, gslot));
         prm[m2].writeValue.value = 0;
       }
     CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)m2, prm, 0));
   } else if (s->signal == SIGNAL_MEMOP) {
     for (int i = 0; i < k; i++) {
       prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-      prm[i].writeValue.address =
-          flagWord(s, st[i]->peer,
-                   graph ? FLAG_GRAPH(n, st[i]->phase, me) : FLAG_EAGER(n, st[i]->phase, me));
+      prm[i].writeValue.address = flagWord(s, st[i]->peer,
+                                           graph ? flagGraphWord(n, (int)st[i]->phase, me, gslot)
+                                                 : FLAG_EAGER(n, st[i]->phase, me));
       prm[i].writeValue.value = graph ? 1 : epoch;
       prm[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
@@ -587,7 +597,7 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
                                     CU_STREAM_WRITE_VALUE_DEFAULT));
     for (int i = 0; i < k; i++) {
       void *dst = (void *)(uintptr_t)flagWord(s, st[i]->peer,
-                                              graph ? FLAG_GRAPH(n, st[i]->phase, me)
+                                              graph ? flagGraphWord(n, (int)st[i]->phase, me, gslot)
                                                     : FLAG_EAGER(n, st[i]->phase, me));
       CUDA_TRY(comm, cudaMemcpyAsync(dst, (const void *)(uintptr_t)flagWord(s, me, srcWord),
                                      sizeof(uint32_t), cudaMemcpyDeviceToDevice, lane));
@@ -631,7 +641,8 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
 
 /* Issues steps[i..] that form one command; returns the index after them. */
 static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
-                    const cudaStream_t *streams, uint32_t epoch, int graph, dmacclResult_t *rcOut) {
+                    const cudaStream_t *streams, uint32_t epoch, int graph, int gslot,
+                    dmacclResult_t *rcOut) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   const planStep *st = &sch->steps[i];
@@ -643,7 +654,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     while (j < sch->nsteps && j - i < most && sch->steps[j].kind == st->kind &&
            sch->steps[j].lane == st->lane)
       j++;
-    rc = issueSync(comm, st, j - i, lane, epoch, graph);
+    rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot);
   } else if (st->kind == PLAN_STEP_REDUCE) {
     const void *src[EXEC_REDUCE_MAX_SRCS];
     for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
@@ -745,10 +756,13 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   cudaStream_t L[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) L[l] = s->lanes[l];
   if (onCaller) L[0] = op->stream;
+  /* Graph staging slot 0 or 1 of a captured staged operation (its DATA
+   * words are the slot's own). */
+  int gslot = 0;
   if (planIsStaged(sch->algo) && sch->stageSlots > 0) {
-    size_t off =
-        (size_t)(sch->stageIndex % (unsigned long long)sch->stageSlots) * comm->clique->stageBytes;
+    size_t off = execStageOffset(comm, sch, op->capture);
     for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
+    gslot = (int)(sch->stageIndex % (unsigned long long)sch->stageSlots);
   }
   execBuffers bb = {b->send, b->recv, s->stageSlot, s->scratch};
   int prev = cudaEnterDevice(s->device);
@@ -764,7 +778,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
       CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->tail[s->lastSeq % CORE_BOARD_DEPTH], 0));
   }
   for (int i = from; i < to;) {
-    i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, &rc);
+    i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, gslot, &rc);
     if (rc != dmacclSuccess) goto out;
   }
 out:
@@ -905,7 +919,7 @@ static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t
 static void cudaAbort(dmacclComm_t comm) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks;
-  size_t bytes = (FLAG_GRAPH(n, PLAN_NUM_PHASES - 1, n - 1) + 1) * sizeof(uint32_t);
+  size_t bytes = FLAG_Q(n) * sizeof(uint32_t); /* eager and graph words */
   uint32_t *w = calloc(FLAG_WORDS(n, s->nlanes), sizeof(uint32_t));
   if (!w) return;
   uint32_t far = (uint32_t)comm->posted + (1u << 24);
@@ -913,6 +927,7 @@ static void cudaAbort(dmacclComm_t comm) {
     for (int p = 0; p < n; p++) {
       w[FLAG_EAGER(n, ph, p)] = far;
       w[FLAG_GRAPH(n, ph, p)] = 1;
+      w[FLAG_GDATA1(n, p)] = 1;
     }
   int prev = cudaEnterDevice(s->device);
   int done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess &&

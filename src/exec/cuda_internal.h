@@ -40,17 +40,29 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
  * PLAN_NUM_PHASES, L = lanes):
  *   [0, Pn)             eager slots [phase][peer]: epoch values, waits >= epoch
  *   [Pn, 2Pn)           graph slots [phase][peer]: 1 = signalled, reset to 0 by the waiter
- *   [2Pn, 2Pn+L)        copy-signal sources, one per lane (SIGNAL_COPY)
- *   2Pn+L               the constant 1 (graph signals by copy)
- *   [2Pn+1+L, 2Pn+1+L+n) probe words, one per peer (signal-path probe at init)
+ *                       (DATA: of graph staging slot 0)
+ *   [2Pn, 2Pn+n)        graph DATA slots of graph staging slot 1, [peer]
+ *   [Q, Q+L)            copy-signal sources, one per lane (SIGNAL_COPY); Q = (2P+1)n
+ *   Q+L                 the constant 1 (graph signals by copy)
+ *   [Q+1+L, Q+1+L+n)    probe words, one per peer (signal-path probe at init)
+ * Each graph staging slot has its own DATA words: a graph's staged operations
+ * alternate between the two slots without an ENTRY handshake (staged.c), and
+ * only the slot's own previous user is known to have reset its word.
  */
 #define FLAG_P ((size_t)PLAN_NUM_PHASES)
 #define FLAG_EAGER(n, ph, peer) ((size_t)(ph) * (n) + (peer))
 #define FLAG_GRAPH(n, ph, peer) (FLAG_P * (n) + (size_t)(ph) * (n) + (peer))
-#define FLAG_SRC(n, lane) (2 * FLAG_P * (n) + (lane))
-#define FLAG_ONE(n, L) (2 * FLAG_P * (n) + (L))
-#define FLAG_PROBE(n, L, peer) (2 * FLAG_P * (n) + 1 + (L) + (peer))
-#define FLAG_WORDS(n, L) ((2 * FLAG_P + 1) * (n) + 1 + (L))
+#define FLAG_GDATA1(n, peer) (2 * FLAG_P * (n) + (peer))
+#define FLAG_Q(n) ((2 * FLAG_P + 1) * (n))
+#define FLAG_SRC(n, lane) (FLAG_Q(n) + (lane))
+#define FLAG_ONE(n, L) (FLAG_Q(n) + (L))
+#define FLAG_PROBE(n, L, peer) (FLAG_Q(n) + 1 + (L) + (peer))
+#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 1 + (L))
+/* The graph word of (phase, peer) for an operation on graph staging slot
+ * `gslot` (0 or 1; only DATA differs). */
+static inline size_t flagGraphWord(int n, int ph, int peer, int gslot) {
+  return ph == PLAN_PHASE_DATA && gslot == 1 ? FLAG_GDATA1(n, peer) : FLAG_GRAPH(n, ph, peer);
+}
 
 typedef struct {
   int device;
@@ -75,7 +87,9 @@ typedef struct {
   cudaEvent_t *sigEv;   /* [phase][peer]: signals to a peer of this process on this GPU */
   signalPath signal;
   cudaVmm flagVmm; /* multi-process: the flag words of every rank */
-  /* Staging slots (staged algorithms): CORE_STAGE_SLOTS of stageBytes each. */
+  /* Staging slots (staged algorithms): CORE_STAGE_SLOTS of stageBytes each,
+   * then CORE_GRAPH_STAGE_SLOTS of coreGraphStageBytes for captured ones
+   * (execStageOffset). */
   char *stage;             /* own (single process: cudaMalloc) */
   char **peerStage;        /* every rank's staging area as this rank reaches it */
   size_t stageStride;      /* peerStage[r] = peerStage[0] + r*stride (multi-process), else 0 */

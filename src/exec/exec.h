@@ -40,10 +40,15 @@ typedef struct {
  * issues them round by round across the k ranks. Lock held. */
 void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo);
 
-/* Byte offset of a staged schedule's slot in every rank's staging area. */
-static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s) {
+/* Byte offset of a staged schedule's slot in every rank's staging area:
+ * CORE_STAGE_SLOTS eager slots of stageBytes, then (CUDA) the graph slots
+ * of captured operations. */
+static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s, int graph) {
   if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
-  return (size_t)(s->stageIndex % (unsigned long long)s->stageSlots) * comm->clique->stageBytes;
+  size_t slot = (size_t)(s->stageIndex % (unsigned long long)s->stageSlots);
+  if (!graph) return slot * comm->clique->stageBytes;
+  return (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes +
+         slot * coreGraphStageBytes(comm->clique);
 }
 
 typedef struct execOps {
@@ -62,9 +67,10 @@ typedef struct execOps {
    * argName names the argument in the error. */
   dmacclResult_t (*checkBuffer)(dmacclComm_t comm, const void *ptr, size_t bytes, const char *call,
                                 const char *argName);
-  /* Also says whether stream is being captured into a CUDA graph. */
+  /* Also says whether stream is being captured into a CUDA graph, and
+   * into which capture (an id, not 0, the same for every stream of it). */
   dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call,
-                                int *capturing);
+                                int *capturing, unsigned long long *captureId);
   /* One process, before a launch: may refuse it (e.g. ranks that share a
    * GPU but are not captured into one graph), saying why. NULL: no check. */
   dmacclResult_t (*checkLaunch)(const dmacclComm_t *comms, const coreOp *ops, int n, char *why,

@@ -368,8 +368,9 @@ static dmacclResult_t hostCheckBuffer(dmacclComm_t comm, const void *ptr, size_t
 }
 
 static dmacclResult_t hostCheckStream(dmacclComm_t comm, cudaStream_t stream, const char *call,
-                                      int *capturing) {
+                                      int *capturing, unsigned long long *captureId) {
   *capturing = 0;
+  *captureId = 0;
   if (stream != NULL)
     return coreError(comm, dmacclInvalidArgument,
                      "%s: stream %p given to a host-executor communicator: pass 0 and wait with "
@@ -414,10 +415,7 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
   d->srcCap = keepSrcCap;
   if (s->nsteps) memcpy(d->steps, s->steps, (size_t)s->nsteps * sizeof(*s->steps));
   if (s->nsrcs) memcpy(d->srcs, s->srcs, (size_t)s->nsrcs * sizeof(*s->srcs));
-  size_t off =
-      planIsStaged(s->algo) && s->stageSlots > 0
-          ? (size_t)(s->stageIndex % (unsigned long long)s->stageSlots) * comm->clique->stageBytes
-          : 0;
+  size_t off = execStageOffset(comm, s, 0); /* nothing is captured here */
   for (int r = 0; r < comm->nranks; r++) {
     j->send[r] = bufs->send[r];
     j->recv[r] = bufs->recv[r];

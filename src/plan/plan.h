@@ -173,6 +173,10 @@ typedef struct {
    * this operation among the staged ones (same on every rank). */
   int stageSlots;
   unsigned long long stageIndex;
+  /* Staged algorithms only: 1 to begin with an ENTRY handshake with every
+   * peer, so that the slots are free whatever ran before (the first staged
+   * operation of a CUDA graph: staged.c). */
+  int stageEntry;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */
@@ -231,7 +235,8 @@ size_t planStageNeed(const planArgs *a);
 /* Staged algorithms (staged.c): instead of an entry handshake, every rank
  * pushes its blocks into library-owned staging slots of its peers, raises
  * DATA, waits for DATA from every peer, and copies its own slot into its
- * receive buffer. Slots are reused round robin (two are enough). */
+ * receive buffer. Slots are reused round robin (two are enough); with
+ * stageEntry an ENTRY handshake comes first. */
 int planIsStaged(planAlgo a);
 
 /* Builds the schedule of args.rank with algorithm algo into s (s is reset;

@@ -24,6 +24,18 @@
  * Rounds (plan.h): the copies and DATA signals are round 0, the DATA waits
  * and the out copy round 1.
  *
+ * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
+ * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
+ * 2): a peer's ENTRY says its stream reached this operation, so it has
+ * emptied its slots and reset its flags of every earlier one, whatever
+ * they were. CUDA graphs need it (docs/architecture.md, "Graphs"): their
+ * flags hold fixed values, so a wait cannot tell one replay's signal from
+ * the next, and the first staged operation of a graph cannot know which
+ * operation used its slot last. The later ones of the same graph can: it
+ * was the one two places before them in that graph, and the argument
+ * below holds with "staged operation" read as "staged operation of this
+ * graph".
+ *
  * Slot k % stageSlots serves the k-th staged operation. Why two slots are
  * enough without any credit message: rank r writes into peer p's slot for
  * staged operation k only after its own operation k-1 waited for p's DATA of
@@ -117,6 +129,13 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
                        (planLoc){0, PLAN_BUF_RECV, t.dstOff}, t.bytes, 0);
   }
   s->round = 0;
+  if (a->stageEntry) {
+    for (int d = 1; d < n && !rc; d++)
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+    s->round = 1;
+    for (int d = 1; d < n && !rc; d++)
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  }
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
   for (int i = 0; i < n && !rc; i++) {
@@ -128,7 +147,7 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   }
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_DATA);
-  s->round = 1;
+  s->round++;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_DATA);
   if (!rc) rc = ci->reduces ? addOutReduce(s, a) : addOutCopies(s, a);
