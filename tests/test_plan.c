@@ -935,7 +935,8 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r] = anyArgs(coll, r, n, count, root, inPlace, v, scratchBytes);
     a[r].stageSlots = 2;
     a[r].stageIndex = 1;
-    a[r].stageEntry = (int)(seed & 1); /* the first staged operation of a graph */
+    a[r].stageEntry = (int)(seed & 1);           /* the first staged operation of a graph */
+    a[r].stageSelfLate = (int)((seed >> 1) & 1); /* a graph's own-block copy */
   }
   size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
   for (int r = 0; r < n && !rc; r++) {
@@ -1189,6 +1190,7 @@ static int runGraphCase(const graphCase *c, int quiet) {
         i = cur[r];
         planArgs a = PA((planColl)icoll[i], r, n, blk, 0, 2, (unsigned long long)inum[i]);
         a.stageEntry = inum[i] == 1 && c->variant != 1;
+        a.stageSelfLate = 1;
         if (planBuild(&a, (planAlgo)ialgo[i], &sch[r])) {
           TEST_FAIL("graph case: planBuild failed");
           rc = 1;

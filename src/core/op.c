@@ -22,13 +22,15 @@ planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const 
                     .scratchBytes = scratchBytes,
                     .stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS,
                     .stageIndex = op->stageIndex,
-                    .stageEntry = op->capture && op->stageIndex == 1};
+                    .stageEntry = op->capture && op->stageIndex == 1,
+                    .stageSelfLate = op->capture};
 }
 
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   a->stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS;
   a->stageIndex = idx;
   a->stageEntry = op->capture && idx == 1;
+  a->stageSelfLate = op->capture; /* no batch command in a graph (staged.c) */
 }
 
 size_t *coreVecDup(const coreOp *op) {

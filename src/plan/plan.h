@@ -177,6 +177,12 @@ typedef struct {
    * peer, so that the slots are free whatever ran before (the first staged
    * operation of a CUDA graph: staged.c). */
   int stageEntry;
+  /* Staged movement only: 1 to copy the rank's own block straight from its
+   * send buffer to its receive buffer after the DATA signals, instead of
+   * through its own slot before them: where copies are not batched (CUDA
+   * graphs) that local copy then overlaps the peers' signals, and the out
+   * copies skip it (staged.c). */
+  int stageSelfLate;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */

@@ -16,7 +16,10 @@
  *   DATA      SIGNAL(DATA) to every peer, ordered after the copies
  *   wait      WAIT(DATA) from every peer
  *   out       movement: local copies of the slot's filled ranges into the
- *             receive buffer (one for contiguous blocks); reductions: one
+ *             receive buffer (one for contiguous blocks; with stageSelfLate
+ *             the own block went straight from the send buffer to the
+ *             receive buffer after the DATA signals, and the out copies
+ *             skip it); reductions: one
  *             REDUCE of the slot's n positions (r's own from its send
  *             buffer) into the receive buffer. AllReduce takes the one-shot
  *             form: every rank reduces the whole count.
@@ -77,7 +80,7 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
   int k = 0;
   for (int f = 0; f < n; f++) {
     planBlock b = stagedBlock(a, f, r);
-    if (!b.bytes) continue;
+    if (!b.bytes || (f == r && a->stageSelfLate)) continue;
     int j = k++;
     for (; j > 0 && stagedBlock(a, order[j - 1], r).dstOff > b.dstOff; j--) order[j] = order[j - 1];
     order[j] = f;
@@ -138,15 +141,25 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   }
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
+  int selfLate = a->stageSelfLate && !ci->reduces;
   for (int i = 0; i < n && !rc; i++) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
     planBlock b = stagedBlock(a, r, p);
-    if (!b.bytes || (ci->reduces && p == r)) continue;
+    if (!b.bytes || ((ci->reduces || selfLate) && p == r)) continue;
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
                      (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
   }
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_DATA);
+  /* The own block, straight to its place (nothing in place: same address). */
+  planBlock self = selfLate ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
+  long long delta = 0;
+  if (self.bytes && a->inPlace && ci->inPlace(a, r, &delta) &&
+      delta + (long long)self.srcOff == (long long)self.dstOff)
+    self.bytes = 0;
+  if (self.bytes && !rc)
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
+                     (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
   for (int d = 1; d < n && !rc; d++)
     rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_DATA);
