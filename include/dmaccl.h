@@ -182,8 +182,8 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
  * driving every rank puts the calls in a group, whose end queues them all.
  * Ranks that share a GPU and are captured into CUDA graphs must be captured
  * into one graph (fork one rank's stream from the other's capture with an
- * event); otherwise the call fails with dmacclInvalidUsage and issues
- * nothing.
+ * event), and a call captured on one rank must be captured on every rank;
+ * otherwise the call fails with dmacclInvalidUsage and issues nothing.
  */
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
                                  const dmacclConfig_t *config);

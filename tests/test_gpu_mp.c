@@ -2,12 +2,11 @@
  * One process per rank on the CUDA executor: every algorithm on 2 and 4
  * processes with both signal paths (and 3 processes with two algorithms), on
  * cudaMalloc buffers (CUDA IPC, cached) and dmacclMemAlloc buffers (VMM
- * strided mapping); CUDA graph capture replayed 100 times with fresh random
- * data; the IPC cache across cudaFree/cudaMalloc at the same address; abort
- * releasing a stream that waits for a peer that never calls. Rank r uses GPU
- * r % GPUs, so with fewer GPUs than processes the processes share them.
- * Skipped (77) without a GPU. The parent never touches CUDA: the GPU count
- * comes from a forked probe.
+ * strided mapping); two CUDA graphs (AllGather, AlltoAll, AllReduce) replayed
+ * 100 times in an irregular order with fresh random data; the IPC cache across cudaFree/cudaMalloc
+ * at the same address; abort releasing a stream that waits for a peer that never calls. Rank r uses
+ * GPU r % GPUs, so with fewer GPUs than processes the processes share them. Skipped (77) without a
+ * GPU. The parent never touches CUDA: the GPU count comes from a forked probe.
  */
 #include "harness.h"
 #include "mp.h"
@@ -124,8 +123,17 @@ static int testEveryAlgorithm(void) {
   return 0;
 }
 
-/* Captures one AllGather and one AlltoAll into a graph, then replays it 100
- * times, each time with fresh random inputs and poisoned outputs. */
+/* AllReduce data: small integers, so the float sum is exact in any order. */
+static float arValue(int rank, int it, size_t i) {
+  return (float)(((unsigned)(it * 7 + rank * 13) + (unsigned)i * 5u) % 61u);
+}
+
+/* Captures two graphs, A = AllGather, AlltoAll and B = AlltoAll, AllGather,
+ * AllReduce (on a side stream of the capture), AlltoAll (staged operations
+ * 1-4 of their capture: every graph staging slot and the ENTRY form, next to
+ * direct ones where the algorithm is forced), then replays them 100 times in an irregular order (A,
+ * B, and B twice in a row every fifth time), each time with fresh random inputs and poisoned
+ * outputs, and checks every byte. */
 static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   collArg *a = arg;
   setenv("DMACCL_SIGNAL", a->signal, 1);
@@ -136,44 +144,70 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   const size_t count = 40000; /* floats per block */
   size_t chunk = count * 4, total = chunk * (size_t)n;
   char *agSend, *agRecv, *aaSend, *aaRecv;
+  float *arSend, *arRecv;
   RANK_CUDA(cudaMalloc((void **)&agSend, chunk));
   RANK_CUDA(cudaMalloc((void **)&agRecv, total));
   RANK_CUDA(cudaMalloc((void **)&aaSend, total));
   RANK_CUDA(cudaMalloc((void **)&aaRecv, total));
+  RANK_CUDA(cudaMalloc((void **)&arSend, chunk));
+  RANK_CUDA(cudaMalloc((void **)&arRecv, chunk));
   /* One eager call first: the cache and the eager flags are in use too. */
   RANK_OK(comm, dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream));
   RANK_CUDA(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
+  cudaGraph_t graph[2];
+  cudaGraphExec_t exec[2];
   RANK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   RANK_OK(comm, dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream));
   RANK_OK(comm, dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream));
-  RANK_CUDA(cudaStreamEndCapture(stream, &graph));
+  RANK_CUDA(cudaStreamEndCapture(stream, &graph[0]));
+  /* B's AllReduce is captured on a side stream forked from the capture, and
+   * the AlltoAll after it on the main one: in the user's graph nothing
+   * orders the two, the library's edge does (capture order). */
+  cudaStream_t side;
+  cudaEvent_t fork, join;
+  RANK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  RANK_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  RANK_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  RANK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  RANK_OK(comm, dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream));
+  RANK_OK(comm, dmacclAllGather(agSend, agRecv, count, dmacclFloat32, comm, stream));
+  RANK_CUDA(cudaEventRecord(fork, stream));
+  RANK_CUDA(cudaStreamWaitEvent(side, fork, 0));
+  RANK_OK(comm, dmacclAllReduce(arSend, arRecv, count, dmacclFloat32, dmacclSum, comm, side));
+  RANK_OK(comm, dmacclAlltoAll(aaSend, aaRecv, count, dmacclFloat32, comm, stream));
+  RANK_CUDA(cudaEventRecord(join, side));
+  RANK_CUDA(cudaStreamWaitEvent(stream, join, 0));
+  RANK_CUDA(cudaStreamEndCapture(stream, &graph[1]));
   dmacclResult_t async = dmacclSuccess;
   dmacclCommGetAsyncError(comm, &async);
   if (async != dmacclSuccess) {
     fprintf(stderr, "rank %d: capture: %s\n", rank, dmacclCommGetLastError(comm));
     return 1;
   }
-  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int g = 0; g < 2; g++) RANK_CUDA(cudaGraphInstantiate(&exec[g], graph[g], 0));
   unsigned char *h = malloc(total), *want = malloc(total), *got = malloc(total);
-  for (int it = 0; it < 100; it++) {
+  float *fh = malloc(chunk), *fw = malloc(chunk);
+  for (int it = 0, replays = 0; it < 100; it++) {
+    int g = it % 2, times = g && it % 5 == 0 ? 2 : 1;
     uint64_t seed = 1000u * (uint64_t)it;
     dataFillRandom(h, chunk, seed + (uint64_t)rank);
     RANK_CUDA(cudaMemcpy(agSend, h, chunk, cudaMemcpyHostToDevice));
     for (int j = 0; j < n; j++)
       dataFillRandom(h + (size_t)j * chunk, chunk, seed + 500 + (uint64_t)rank * 16 + (uint64_t)j);
     RANK_CUDA(cudaMemcpy(aaSend, h, total, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < count; i++) fh[i] = arValue(rank, it, i);
+    RANK_CUDA(cudaMemcpy(arSend, fh, chunk, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemset(agRecv, 0xA5, total));
     RANK_CUDA(cudaMemset(aaRecv, 0xA5, total));
+    RANK_CUDA(cudaMemset(arRecv, 0xA5, chunk));
     RANK_CUDA(cudaDeviceSynchronize());
-    RANK_CUDA(cudaGraphLaunch(exec, stream));
+    for (int t = 0; t < times; t++, replays++) RANK_CUDA(cudaGraphLaunch(exec[g], stream));
     RANK_CUDA(cudaStreamSynchronize(stream));
     RANK_CUDA(cudaMemcpy(got, agRecv, total, cudaMemcpyDeviceToHost));
     for (int j = 0; j < n; j++) dataFillRandom(want + (size_t)j * chunk, chunk, seed + (uint64_t)j);
     if (memcmp(got, want, total) != 0) {
-      fprintf(stderr, "rank %d: replay %d: allgather wrong (first byte %lld)\n", rank, it,
-              testFirstDiff(got, want, total));
+      fprintf(stderr, "rank %d: replay %d of graph %c: allgather wrong (first byte %lld)\n", rank,
+              it, 'A' + g, testFirstDiff(got, want, total));
       return 1;
     }
     RANK_CUDA(cudaMemcpy(got, aaRecv, total, cudaMemcpyDeviceToHost));
@@ -181,17 +215,32 @@ static int graphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
       dataFillRandom(want + (size_t)j * chunk, chunk,
                      seed + 500 + (uint64_t)j * 16 + (uint64_t)rank);
     if (memcmp(got, want, total) != 0) {
-      fprintf(stderr, "rank %d: replay %d: alltoall wrong (first byte %lld)\n", rank, it,
-              testFirstDiff(got, want, total));
+      fprintf(stderr, "rank %d: replay %d of graph %c: alltoall wrong (first byte %lld)\n", rank,
+              it, 'A' + g, testFirstDiff(got, want, total));
       return 1;
     }
+    RANK_CUDA(cudaMemcpy(fh, arRecv, chunk, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; i++) {
+      fw[i] = 0;
+      for (int j = 0; j < n; j++) fw[i] += arValue(j, it, i);
+    }
+    if (g == 1 && memcmp(fh, fw, chunk) != 0) {
+      fprintf(stderr, "rank %d: replay %d of graph B: allreduce wrong (first byte %lld)\n", rank,
+              it, testFirstDiff(fh, fw, chunk));
+      return 1;
+    }
+    if (g == 0)
+      for (size_t i = 0; i < chunk; i++) RANK_CHECK(((unsigned char *)fh)[i] == 0xA5);
   }
   /* Eager calls still work after the replays. */
   RANK_CHECK(mpCheckColl(comm, 1, stream, 1, dmacclFloat32, count / (size_t)n, 0, aaSend, aaRecv,
                          77) == 0);
-  free(h), free(want), free(got);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  free(h), free(want), free(got), free(fh), free(fw);
+  for (int g = 0; g < 2; g++) {
+    cudaGraphExecDestroy(exec[g]);
+    cudaGraphDestroy(graph[g]);
+  }
+  cudaEventDestroy(fork), cudaEventDestroy(join), cudaStreamDestroy(side);
   RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
   return 0;
 }

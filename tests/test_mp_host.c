@@ -394,9 +394,34 @@ static int disagreeStagedBody(int rank, int n, const dmacclUniqueId *id, void *a
   return 0;
 }
 
+/* Ranks whose algorithm tables differ (rank 0 stages, the others push)
+ * run different protocols for the same call: every rank breaks the
+ * communicator, names the likely causes, and abort releases it. */
+static int protocolsBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  char *send, *recv;
+  size_t bytes = 1024 * (size_t)n + MP_GUARD;
+  dmacclConfig_t cfg = hostConfig(rank == 0 ? "stage" : "push1");
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  memset(send, 0x11, 1024);
+  RANK_CHECK(dmacclAllGather(send, recv, 1024, dmacclUint8, comm, 0) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclInvalidUsage);
+  const char *err = dmacclCommGetLastError(comm);
+  RANK_CHECK(strstr(err, "different protocols") != NULL);
+  RANK_CHECK(strstr(err, "stage") != NULL && strstr(err, "push1") != NULL);
+  RANK_CHECK(strstr(err, "DMACCL_ALGO") != NULL);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
 static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeStagedBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, protocolsBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, protocolsBody, NULL, 60, 0), 0);
   return 0;
 }
 

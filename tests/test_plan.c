@@ -816,6 +816,9 @@ static int testQueueSafety(void) {
               planArgs a = anyArgs(coll, r, n, chunks[ci] / 8, root, inPlace, &vs[k], 1 << 20);
               a.stageSlots = 2;
               a.stageIndex = planIsStaged(algo) ? staged : 0;
+              /* the graph forms too: ENTRY first, the own block late */
+              a.stageEntry = (int)((seed >> 1) & 1) && staged == 1;
+              a.stageSelfLate = (int)((seed >> 2) & 1);
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;

@@ -61,6 +61,36 @@ static int findDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
   return -1;
 }
 
+/* -1 when every rank runs slot's operation with the same protocol
+ * (algorithm, staged number, captured or not), else a rank that does not
+ * and why. Settings the set does not agree on at init (the selection table,
+ * DMACCL_ALGO, a tuning file) or calls captured on some ranks or at
+ * different places of their captures lead here. */
+static int protoDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
+  const coreSharedOp *o0 = &coreBoardRank(c, 0)->ops[slot];
+  for (int q = 1; q < c->nranks; q++) {
+    const coreSharedOp *o = &coreBoardRank(c, q)->ops[slot];
+    if (o->algo == o0->algo && o->stage == o0->stage && o->capture == o0->capture) continue;
+    snprintf(why, whylen,
+             "rank 0 runs it as %s%s (staged number %u), rank %d as %s%s (staged number %u): "
+             "their algorithm tables differ (DMACCL_ALGO, DMACCL_TUNE_FILE, the config), or "
+             "one captured it into a CUDA graph and the other did not, or they captured it at "
+             "different places of their captures",
+             planAlgoName((planAlgo)o0->algo), o0->capture ? " in a graph" : "", o0->stage, q,
+             planAlgoName((planAlgo)o->algo), o->capture ? " in a graph" : "", o->stage);
+    return q;
+  }
+  return -1;
+}
+
+static void breakProtocols(coreClique *c, uint64_t seq, const char *why) {
+  char broke[640];
+  snprintf(broke, sizeof(broke),
+           "operation %llu: ranks ran different protocols (%s); call dmacclCommAbort",
+           (unsigned long long)seq, why);
+  coreBreak(c, dmacclInvalidUsage, broke);
+}
+
 static void reportDisagreement(coreClique *c, uint64_t seq, const char *why, const char *outcome) {
   coreSetOpError(c->comms[c->localRank], dmacclInvalidUsage,
                  "operation %llu: ranks disagree: %s; %s", (unsigned long long)seq, why, outcome);
@@ -88,8 +118,13 @@ static void launchOne(coreClique *c, uint64_t seq) {
   recv[me] = op->recvbuff;
   /* A staged operation touches no peer buffer and may run before the peers
    * have called: it is compared with their calls later (checkStaged). */
-  char why[384];
-  if (!staged && findDisagreement(c, slot, why, sizeof(why)) >= 0) {
+  char why[384], proto[384];
+  int argsDiffer = !staged && findDisagreement(c, slot, why, sizeof(why)) >= 0;
+  if (!staged && protoDisagreement(c, slot, proto, sizeof(proto)) >= 0) {
+    /* a staged peer may already wait for this rank */
+    breakProtocols(c, seq, argsDiffer ? why : proto);
+    l.empty = 1;
+  } else if (argsDiffer) {
     reportDisagreement(c, seq, why, "nothing was copied");
     l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
   } else if (!staged) {
@@ -140,31 +175,11 @@ int coreMpCheckStaged(coreClique *c) {
     int slot = (int)(seq % CORE_BOARD_DEPTH);
     if (planIsStaged(c->localOps[slot].algo)) {
       if (!allPosted(c, seq, -1)) return done;
-      char why[384];
-      int r = findDisagreement(c, slot, why, sizeof(why)), proto = -1;
-      const coreSharedOp *o0 = &coreBoardRank(c, 0)->ops[slot];
-      for (int q = 1; q < c->nranks; q++) {
-        const coreSharedOp *o = &coreBoardRank(c, q)->ops[slot];
-        if (o->algo != o0->algo || o->stage != o0->stage || o->capture != o0->capture) proto = q;
-      }
-      if (r < 0 && proto >= 0) {
-        r = proto;
-        snprintf(why, sizeof(why),
-                 "ranks 0 and %d did not both capture it into a CUDA graph, or captured it at "
-                 "different places of their captures",
-                 r);
-      }
-      if (r >= 0) {
-        if (proto >= 0) {
-          char broke[512];
-          snprintf(broke, sizeof(broke),
-                   "operation %llu: ranks disagree (%s) and ran different protocols; call "
-                   "dmacclCommAbort",
-                   (unsigned long long)seq, why);
-          coreBreak(c, dmacclInvalidUsage, broke);
-        }
-        reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
-      }
+      char why[384], proto[384];
+      int argsDiffer = findDisagreement(c, slot, why, sizeof(why)) >= 0;
+      if (protoDisagreement(c, slot, proto, sizeof(proto)) >= 0)
+        breakProtocols(c, seq, argsDiffer ? why : proto);
+      if (argsDiffer) reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
     }
     c->checked = seq;
     atomic_store_explicit(&coreBoardRank(c, me)->checked, seq, memory_order_release);

@@ -28,8 +28,8 @@ static const struct {
      "before the communicator fails with dmacclTimeout naming the rank (0 = off; 600 as "
      "PyTorch's default process-group timeout)"},
     {"DMACCL_STAGE_BYTES", "8M",
-     "bytes of one staging slot (2 per rank): collectives up to this size may use the staged "
-     "algorithms, and up to half of it inside CUDA graphs (2 graph slots of half the size); 0 "
+     "bytes of one staging slot (2 per rank, and 2 graph slots of half the size): collectives up "
+     "to this size may use the staged algorithms, and up to half of it inside CUDA graphs; 0 "
      "turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "

@@ -493,6 +493,16 @@ static dmacclResult_t cudaCheckLaunch(const dmacclComm_t *comms, const coreOp *o
       id[r] = 0;
     }
   }
+  /* Captured on some ranks only: their flags and slots would differ. */
+  for (int r = 1; r < n; r++)
+    if (ops[r].capture != ops[0].capture) {
+      int c = ops[r].capture ? r : 0, e = ops[r].capture ? 0 : r;
+      snprintf(why, whylen,
+               "rank %d's stream is being captured into a CUDA graph but rank %d's is not: "
+               "capture every rank's call or none; nothing was issued",
+               c, e);
+      return dmacclInvalidUsage;
+    }
   for (int r = 0; r < n; r++)
     for (int p = 0; p < r; p++) {
       if (comms[p]->device != comms[r]->device || (id[p] == id[r] && id[r] != 0)) continue;
@@ -776,6 +786,11 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     }
     if (!op->capture && s->lastSeq && s->lastStream != L[0])
       CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->tail[s->lastSeq % CORE_BOARD_DEPTH], 0));
+    /* ... and inside one capture, the last captured operation's (an edge of
+     * the graph: parallel branches would otherwise let a later operation
+     * run before an earlier one). */
+    if (op->capture && s->lastCapSeq && s->lastCapId == op->captureId && s->lastCapStream != L[0])
+      CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->capTail[s->lastCapSeq % CORE_BOARD_DEPTH], 0));
   }
   for (int i = from; i < to;) {
     i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, gslot, &rc);
@@ -792,6 +807,10 @@ out:
     if (!op->capture) {
       s->lastSeq = op->seq;
       s->lastStream = L[0];
+    } else {
+      s->lastCapSeq = op->seq;
+      s->lastCapStream = L[0];
+      s->lastCapId = op->captureId;
     }
   }
   cudaLeaveDevice(prev, s->device);

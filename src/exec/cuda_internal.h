@@ -99,7 +99,14 @@ typedef struct {
   int reduceCtas;          /* DMACCL_REDUCE_CTAS */
   uint64_t lastSeq;        /* the last eager operation launched */
   cudaStream_t lastStream; /* ... its lane 0 (its tail event orders the next on another) */
-  unsigned batchFlags;     /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */
+  /* The last captured operation, its lane 0 and its capture: a captured
+   * operation on another stream of the same capture waits for its tail, so
+   * a graph runs a communicator's operations in the order they were
+   * captured (the graph staging slots rely on it: staged.c). */
+  uint64_t lastCapSeq;
+  cudaStream_t lastCapStream;
+  unsigned long long lastCapId;
+  unsigned batchFlags; /* cudaMemcpyAttributes.flags of batch copies (DMACCL_BATCH_OVERLAP) */
   /* Scratch for one batch command, reused under the set's lock. */
   CUstreamBatchMemOpParams memops[MEMOP_CHUNK];
   void **bdst;

@@ -72,7 +72,8 @@ typedef struct execOps {
   dmacclResult_t (*checkStream)(dmacclComm_t comm, cudaStream_t stream, const char *call,
                                 int *capturing, unsigned long long *captureId);
   /* One process, before a launch: may refuse it (e.g. ranks that share a
-   * GPU but are not captured into one graph), saying why. NULL: no check. */
+   * GPU but are not captured into one graph, or a call captured on some
+   * ranks only), saying why. NULL: no check. */
   dmacclResult_t (*checkLaunch)(const dmacclComm_t *comms, const coreOp *ops, int n, char *why,
                                 size_t whylen);
   /* On the caller's thread, at the call and once the call's operation is

@@ -3,8 +3,8 @@
  * typed steps. Pure C11, no CUDA header: it builds and is tested with a plain
  * C compiler, and the same schedule runs on every executor.
  *
- * Synchronization model. Every rank owns two flag slots per peer, one for the
- * ENTRY phase and one for the EXIT phase. SIGNAL(peer, phase) stores the
+ * Synchronization model. Every rank owns a flag slot per peer and phase
+ * (ENTRY, EXIT, and DATA for the staged algorithms). SIGNAL(peer, phase) stores the
  * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
  * blocks its lane until my slot [phase][peer] has reached the epoch.
  *   ENTRY: "my buffers are ready": everything queued before the collective on

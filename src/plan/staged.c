@@ -7,9 +7,10 @@
  * rank owns stageSlots staging slots that only the library touches, so a
  * sender never waits for its peer's stream. Rank r, one lane:
  *
- *   copies    movement: r's block for every rank p, itself included, into
- *             p's slot where it will lie in p's receive buffer (the slot
- *             mirrors the receive buffer); reductions: r's contribution to
+ *   copies    movement: r's block for every rank p, itself included (not
+ *             with stageSelfLate: below), into p's slot where it will lie in
+ *             p's receive buffer (the slot mirrors the receive buffer);
+ *             reductions: r's contribution to
  *             every peer p's result into p's slot at position r (one batch
  *             command; in rank order for stage2d, so that a strided mapping
  *             makes it one 2D copy)
@@ -24,8 +25,8 @@
  *             buffer) into the receive buffer. AllReduce takes the one-shot
  *             form: every rank reduces the whole count.
  *
- * Rounds (plan.h): the copies and DATA signals are round 0, the DATA waits
- * and the out copy round 1.
+ * Rounds (plan.h): the copies, DATA signals and a stageSelfLate own-block
+ * copy are round 0, the DATA waits and the out copy round 1.
  *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
@@ -49,7 +50,8 @@
  *
  * The sender's send buffer is released when its copies complete (the rank's
  * own completion), and the receiver's buffer is written only by its own
- * out step: no peer ever touches a user buffer. A rank raises DATA to and
+ * out step (and its own stageSelfLate copy): no peer ever touches a user
+ * buffer. A rank raises DATA to and
  * waits for DATA from every peer, even one it shares no block with, so that
  * the argument above holds for every collective.
  */

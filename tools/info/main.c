@@ -103,9 +103,12 @@ int main(int argc, char **argv) {
              planAlgoName(r->algo), originName(r, why, sizeof(why)));
     }
   char sb[32];
-  printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s;\n"
-         "# larger ones, and calls under CUDA graph capture, run the collective's direct one\n",
-         planSizeString(c.stageBytes, sb, sizeof(sb)));
+  char gb[32];
+  printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s\n"
+         "# (under CUDA graph capture up to half that, %s); larger ones run the collective's\n"
+         "# direct one\n",
+         planSizeString(c.stageBytes, sb, sizeof(sb)),
+         planSizeString(c.stageBytes / 2, gb, sizeof(gb)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
