@@ -33,13 +33,15 @@ static void tableHolds(const planTable *t, const char *input) {
   static const size_t sizes[] = {0, 1, 1023, 1024, 65536, (size_t)1 << 30, SIZE_MAX - 1};
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
     check(t->nranges[c] >= 0 && t->nranges[c] <= PLAN_MAX_RANGES, "range count", input);
-    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-      const planRange *why = NULL;
-      planAlgo a = planSelect(t, (planColl)c, sizes[k], &why);
-      check((unsigned)a < PLAN_NUM_ALGOS, "selected algorithm out of range", input);
-      check(!why || (why->lo <= sizes[k] && (sizes[k] < why->hi || why->hi == SIZE_MAX)),
-            "the chosen range does not hold the size", input);
-    }
+    check(t->gnranges[c] >= 0 && t->gnranges[c] <= PLAN_MAX_RANGES, "graph range count", input);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+      for (int graph = 0; graph < 2; graph++) {
+        const planRange *why = NULL;
+        planAlgo a = planSelectIn(t, (planColl)c, sizes[k], graph, &why);
+        check((unsigned)a < PLAN_NUM_ALGOS, "selected algorithm out of range", input);
+        check(!why || (why->lo <= sizes[k] && (sizes[k] < why->hi || why->hi == SIZE_MAX)),
+              "the chosen range does not hold the size", input);
+      }
   }
 }
 
@@ -109,9 +111,10 @@ static const char *const seeds[] = {
     "-b 100 -e 400 -i 150 -g 3 -c 2 -N 2 -J out.json",
     "-p 4 -G 10 -z 0 -a 3 --baseline nccl,nccl-ce --in-place 0 -d bfloat16",
     "allgather:inf-1K:push1",
+    "allgather@graph:0-64K:push1;alltoall@Graph:stage2d;reduce@gr:pull1",
     "-e 17179869183G -f 1024",
 };
-static const char alphabet[] = "allgatheroptsuhbn0123456789KMGinf-:;,# *\n \t.eEx";
+static const char alphabet[] = "allgatheroptsuhbn0123456789KMGinf-:;,# *\n \t.eEx@";
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {

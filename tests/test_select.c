@@ -179,6 +179,50 @@ static int testTuneErrors(void) {
   return 0;
 }
 
+/* coll@graph ranges: captured calls take them where they cover a size and
+ * the plain ranges elsewhere; eager calls never see them; later ones
+ * override earlier ones; a bad qualifier is named. */
+static int testGraphRanges(void) {
+  planTable t;
+  char err[256];
+  planTableDefaults(&t, 2);
+  for (int c = 0; c < PLAN_NUM_COLLS; c++) ASSERT_EQ_INT(t.gnranges[c], 0); /* none built in */
+  ASSERT_EQ_INT(planTableParse(&t,
+                               "allgather:0-8M:stage,8M-inf:pushb;allgather@graph:0-64K:push1;"
+                               " AllReduce@Graph : pull1",
+                               err, sizeof(err)),
+                0);
+  const planRange *why = NULL;
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1000, 1, &why), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT((int)why->hi, 64 << 10);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1000, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1000, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
+                planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
+  ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:16K-32K:stage", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 3); /* 0-16K, 16K-32K, 32K-64K */
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 20000, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 40000, 1, NULL), PLAN_ALGO_PUSH1);
+  planTable before = t;
+  ASSERT_EQ_INT(planTableParse(&t, "allgather@grph:push1", err, sizeof(err)), -1);
+  ASSERT_CONTAINS(err, "@grph");
+  ASSERT_CONTAINS(err, "@graph");
+  ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:pull9", err, sizeof(err)), -1);
+  ASSERT_CONTAINS(err, "pull9");
+  ASSERT_EQ_INT(planTableParse(&t, "reduce@graph:stage2d", err, sizeof(err)), -1);
+  ASSERT_CONTAINS(err, "stage2d");
+  ASSERT_EQ_INT(memcmp(&before, &t, sizeof(t)), 0); /* a failure changes nothing */
+  /* Tuning text takes them too. */
+  planTableDefaults(&t, 2);
+  ASSERT_EQ_INT(planTuneParse(&t, 2, "2 alltoall@graph:0-1M:push1\n", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL), PLAN_ALGO_PUSH1);
+  return 0;
+}
+
 static int testNames(void) {
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
     planAlgo got;
@@ -202,5 +246,6 @@ int main(void) {
   RUN(testTuneText);
   RUN(testTuneErrors);
   RUN(testNames);
+  RUN(testGraphRanges);
   TEST_EXIT();
 }

@@ -24,7 +24,7 @@
 planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why) {
   size_t size = planCollOf(args->coll)->size(args);
-  planAlgo algo = planSelect(&c->table, args->coll, size, why);
+  planAlgo algo = planSelectIn(&c->table, args->coll, size, capture, why);
   if (planIsStaged(algo) &&
       planStageNeed(args) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
     algo = planFallbackAlgo(args->coll);

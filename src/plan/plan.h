@@ -278,12 +278,15 @@ int planCollParse(const char *name, size_t len, planColl *out);
  * bytes) mapped to an algorithm the collective takes (its row's algos).
  * Grammar:
  *   table  := entry (';' entry)*
- *   entry  := coll ':' ranged (',' ranged)*
+ *   entry  := coll ['@graph'] ':' ranged (',' ranged)*
  *   ranged := [size '-' (size | 'inf') ':'] algo
  *   size   := digits [K|M|G]   (binary units)
  * An entry without a range covers all sizes. Later ranges override earlier
  * ones where they overlap; a string that names only some collectives leaves
- * the others as they were. Empty strings change nothing.
+ * the others as they were. Empty strings change nothing. An entry of
+ * 'coll@graph' holds ranges for calls captured into CUDA graphs: where one
+ * covers a size it wins over the plain entry's range there, elsewhere the
+ * plain entry decides (none are built in).
  */
 #define PLAN_MAX_RANGES 32
 /* Where a range came from (dmaccl-info says it). */
@@ -302,6 +305,10 @@ typedef struct {
 typedef struct {
   int nranges[PLAN_NUM_COLLS];
   planRange ranges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
+  /* coll@graph: ranges for captured calls (sparse: sizes not covered take
+   * the plain ranges) */
+  int gnranges[PLAN_NUM_COLLS];
+  planRange granges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
   planOrigin origin; /* stamped on the ranges that parsing adds */
   int line;
 } planTable;
@@ -330,5 +337,9 @@ extern const char planDefaultTune[];
 void planTableDefaults(planTable *t, int nranks);
 /* The algorithm for a collective of the given size, and the range that chose it. */
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why);
+/* ... for a call captured into a CUDA graph (graph != 0): a coll@graph
+ * range that covers the size, else planSelect's. */
+planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
+                      const planRange **why);
 
 #endif /* DMACCL_PLAN_H_ */

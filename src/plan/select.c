@@ -108,13 +108,15 @@ int planParseSize(const char *p, size_t len, size_t *out) {
   return 0;
 }
 
-/* Inserts [lo,hi)->algo into a collective's list: the new range overrides
- * the parts of older ranges it overlaps. */
-static int insertRange(planTable *t, planColl c, planRange nr) {
+/* Inserts [lo,hi)->algo into a collective's list (its graph list when graph
+ * is set): the new range overrides the parts of older ranges it overlaps. */
+static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
   planRange out[PLAN_MAX_RANGES];
+  planRange *list = graph ? t->granges[c] : t->ranges[c];
+  int *count = graph ? &t->gnranges[c] : &t->nranges[c];
   int n = 0;
-  for (int i = 0; i < t->nranges[c]; i++) {
-    planRange r = t->ranges[c][i];
+  for (int i = 0; i < *count; i++) {
+    planRange r = list[i];
     if (r.hi <= nr.lo || r.lo >= nr.hi) {
       if (n == PLAN_MAX_RANGES) return -1;
       out[n++] = r;
@@ -140,8 +142,8 @@ static int insertRange(planTable *t, planColl c, planRange nr) {
       out[j] = out[j - 1];
       out[j - 1] = tmp;
     }
-  memcpy(t->ranges[c], out, (size_t)n * sizeof(out[0]));
-  t->nranges[c] = n;
+  memcpy(list, out, (size_t)n * sizeof(out[0]));
+  *count = n;
   return 0;
 }
 
@@ -151,7 +153,7 @@ static int insertRange(planTable *t, planColl c, planRange nr) {
     return -1;                                                                                     \
   } while (0)
 
-static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char *err,
+static int parseRanged(planTable *t, planColl c, int graph, const char *p, size_t len, char *err,
                        size_t errlen) {
   planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0};
   const char *colon = memchr(p, ':', len);
@@ -181,8 +183,9 @@ static int parseRanged(planTable *t, planColl c, const char *p, size_t len, char
     PARSE_FAIL("%s does not take algorithm '%.*s' (it takes: %s)", planCollName(c), (int)nameLen,
                name, algoList(planCollOf(c)->algos, known, sizeof(known)));
   }
-  if (insertRange(t, c, r))
-    PARSE_FAIL("too many size ranges for %s (at most %d)", planCollName(c), PLAN_MAX_RANGES);
+  if (insertRange(t, c, graph, r))
+    PARSE_FAIL("too many size ranges for %s%s (at most %d)", planCollName(c), graph ? "@graph" : "",
+               PLAN_MAX_RANGES);
   return 0;
 }
 
@@ -209,6 +212,16 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
       planColl c;
       size_t clen;
       const char *cname = trimmed(entry, colon, &clen);
+      /* coll@graph: the ranges of captured calls */
+      const char *at = memchr(cname, '@', clen);
+      int graph = at != NULL;
+      if (at) {
+        size_t qlen = clen - (size_t)(at - cname) - 1;
+        if (!matchName(at + 1, qlen, "graph"))
+          PARSE_FAIL("unknown qualifier '@%.*s' in '%.*s' (known: @graph)", (int)qlen, at + 1,
+                     (int)clen, cname);
+        clen = (size_t)(at - cname);
+      }
       if (planCollParse(cname, clen, &c)) {
         char known[256];
         PARSE_FAIL("unknown collective '%.*s' (known: %s)", (int)clen, cname,
@@ -222,7 +235,7 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
         size_t rlen;
         const char *rng = trimmed(q, comma, &rlen);
         if (!rlen) PARSE_FAIL("empty algorithm in '%.*s'", (int)len, entry);
-        if (parseRanged(&work, c, rng, rlen, err, errlen)) return -1;
+        if (parseRanged(&work, c, graph, rng, rlen, err, errlen)) return -1;
         if (comma + 1 == qend) PARSE_FAIL("empty algorithm in '%.*s'", (int)len, entry);
         q = comma < qend ? comma + 1 : qend;
       }
@@ -338,4 +351,16 @@ planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRa
   /* Only SIZE_MAX itself can miss a [lo, inf) range. */
   if (why) *why = NULL;
   return t->nranges[coll] ? t->ranges[coll][t->nranges[coll] - 1].algo : planFallbackAlgo(coll);
+}
+
+planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
+                      const planRange **why) {
+  for (int i = 0; graph && i < t->gnranges[coll]; i++) {
+    const planRange *r = &t->granges[coll][i];
+    if (size >= r->lo && size < r->hi) {
+      if (why) *why = r;
+      return r->algo;
+    }
+  }
+  return planSelect(t, coll, size, why);
 }

@@ -95,13 +95,15 @@ int main(int argc, char **argv) {
   if (note[0]) printf("# %s\n", note);
   printf("# %-10s %10s %10s  %-8s %s\n", "collective", "from", "below", "algo", "set by");
   for (int k = 0; k < PLAN_NUM_COLLS; k++)
-    for (int i = 0; i < c.table.nranges[k]; i++) {
-      const planRange *r = &c.table.ranges[k][i];
-      char lo[32], hi[32], why[64];
-      printf("  %-10s %10s %10s  %-8s %s\n", planCollName((planColl)k),
-             planSizeString(r->lo, lo, sizeof(lo)), planSizeString(r->hi, hi, sizeof(hi)),
-             planAlgoName(r->algo), originName(r, why, sizeof(why)));
-    }
+    for (int g = 0; g < 2; g++) /* then its @graph ranges, which win where they cover */
+      for (int i = 0; i < (g ? c.table.gnranges[k] : c.table.nranges[k]); i++) {
+        const planRange *r = g ? &c.table.granges[k][i] : &c.table.ranges[k][i];
+        char lo[32], hi[32], why[64], name[40];
+        snprintf(name, sizeof(name), "%s%s", planCollName((planColl)k), g ? "@graph" : "");
+        printf("  %-10s %10s %10s  %-8s %s\n", name, planSizeString(r->lo, lo, sizeof(lo)),
+               planSizeString(r->hi, hi, sizeof(hi)), planAlgoName(r->algo),
+               originName(r, why, sizeof(why)));
+      }
   char sb[32];
   char gb[32];
   printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s\n"
@@ -139,7 +141,12 @@ int main(int argc, char **argv) {
     if (eager != table)
       printf("  %s needs %zu bytes of staging slot (> DMACCL_STAGE_BYTES): %s instead\n",
              planAlgoName(table), planStageNeed(&a), planAlgoName(eager));
-    if (graph != eager) printf("  under CUDA graph capture: %s\n", planAlgoName(graph));
+    if (graph != eager) {
+      const planRange *gwhy = NULL;
+      planSelectIn(&c.table, coll, size, 1, &gwhy);
+      printf("  under CUDA graph capture: %s%s\n", planAlgoName(graph),
+             gwhy && gwhy != why ? " (an @graph range)" : "");
+    }
   }
   return 0;
 }
