@@ -325,8 +325,48 @@ static int abortBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* A graph replay in flight whose peer never replays: abort releases it to
+ * the end, although its staged operations wait on each graph DATA word
+ * several times (a word released once is reset by the first wait). */
+static int abortGraphBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t count = 1024;
+  float *send, *recv;
+  RANK_CUDA(cudaMalloc((void **)&send, count * 4 * (size_t)n));
+  RANK_CUDA(cudaMalloc((void **)&recv, count * 4 * (size_t)n));
+  RANK_OK(comm, dmacclAllGather(send, recv, count, dmacclFloat32, comm, stream));
+  RANK_CUDA(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int k = 0; k < 3; k++) {
+    RANK_OK(comm, dmacclAllGather(send, recv, count, dmacclFloat32, comm, stream));
+    RANK_OK(comm, dmacclAllReduce(send, recv, count, dmacclFloat32, dmacclSum, comm, stream));
+  }
+  RANK_CUDA(cudaStreamEndCapture(stream, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  if (rank == 0) {
+    RANK_CUDA(cudaGraphLaunch(exec, stream));
+    usleep(200000);
+    RANK_CHECK(cudaStreamQuery(stream) == cudaErrorNotReady); /* really waiting */
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+    RANK_CUDA(cudaStreamSynchronize(stream)); /* returns: every wait was released */
+  } else {
+    usleep(1500000);
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return 0;
+}
+
 static int testAbortReleasesStream(void) {
   ASSERT_EQ_INT(mpRun(2, abortBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, abortGraphBody, NULL, 60, 0), 0);
   return 0;
 }
 

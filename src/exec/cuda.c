@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define drv (*cudaDriverGet())
 
@@ -901,17 +902,24 @@ static int asideDone(cudaState *s, double sec) {
  * own: its queues are not the ones a blocked WAIT holds (the GPU time-slices
  * contexts). The flags are VMM memory, which every context on the device
  * reaches at the same address. Ranks as processes only. */
-static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t bytes) {
+static void sleepMs(void) {
+  struct timespec ts = {0, 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* ... then writes them again every millisecond for `again` seconds. */
+static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t bytes,
+                               double again) {
   CUdevice dev;
   CUcontext ctx = NULL, old = NULL;
   if (drv.deviceGet(&dev, s->device) != CUDA_SUCCESS || drv.ctxCreate(&ctx, 0, dev) != CUDA_SUCCESS)
     return 0;
   /* ctxCreate made it current; the copy is synchronous in it. If the
    * address is not reachable from this context, map the part anew. */
-  CUresult r = drv.memcpyHtoD((CUdeviceptr)(uintptr_t)s->flags, w, bytes);
+  CUdeviceptr dst = (CUdeviceptr)(uintptr_t)s->flags, va = 0;
+  size_t part = s->flagVmm.part;
+  CUresult r = drv.memcpyHtoD(dst, w, bytes);
   if (r != CUDA_SUCCESS && s->flagVmm.handles) {
-    CUdeviceptr va = 0;
-    size_t part = s->flagVmm.part;
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof(acc));
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -921,18 +929,30 @@ static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t
     if (r == CUDA_SUCCESS) {
       r = drv.memMap(va, part, 0, s->flagVmm.handles[rank], 0);
       if (r == CUDA_SUCCESS) r = drv.memSetAccess(va, part, &acc, 1);
-      if (r == CUDA_SUCCESS) r = drv.memcpyHtoD(va, w, bytes);
-      drv.memUnmap(va, part);
-      drv.addressFree(va, part);
+      if (r == CUDA_SUCCESS) r = drv.memcpyHtoD(dst = va, w, bytes);
     }
+  }
+  for (double until = coreNowSec() + again; r == CUDA_SUCCESS && coreNowSec() < until;) {
+    sleepMs();
+    r = drv.memcpyHtoD(dst, w, bytes);
+  }
+  if (va) {
+    drv.memUnmap(va, part);
+    drv.addressFree(va, part);
   }
   drv.ctxPop(&old);
   drv.ctxDestroy(ctx);
   return r == CUDA_SUCCESS;
 }
 
+/* How long abort keeps releasing graph waits (seconds; captured work only). */
+#ifndef ABORT_GRAPH_SEC
+#define ABORT_GRAPH_SEC 0.5
+#endif
+
 /* Releases every wait of this rank: eager slots far ahead of any epoch
- * posted, graph slots at 1. Written by a stream the lanes never wait for;
+ * posted, graph slots at 1 (again and again for ABORT_GRAPH_SEC when the
+ * communicator has captured operations). Written by a stream the lanes never wait for;
  * if a blocked hardware queue holds that stream back too (one queue:
  * CUDA_DEVICE_MAX_CONNECTIONS=1), through a context of its own. */
 static void cudaAbort(dmacclComm_t comm) {
@@ -948,11 +968,21 @@ static void cudaAbort(dmacclComm_t comm) {
       w[FLAG_GRAPH(n, ph, p)] = 1;
       w[FLAG_GDATA1(n, p)] = 1;
     }
-  int prev = cudaEnterDevice(s->device);
-  int done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess &&
-             asideDone(s, 0.2);
+  /* A graph word released once is reset by the first wait it lets pass, and
+   * a replay in flight may wait on the same word again a few operations
+   * later: for a while, write the words again and again, so that such a
+   * replay drains (the stray 1s left behind matter to no one: the
+   * communicator is going away). */
+  double until = coreNowSec() + (s->lastCapSeq ? ABORT_GRAPH_SEC : 0);
+  int prev = cudaEnterDevice(s->device), done = 1;
+  do {
+    done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess &&
+           asideDone(s, 0.2);
+    if (done && coreNowSec() < until) sleepMs();
+  } while (done && coreNowSec() < until);
   if (!done && comm->clique->mp) {
-    done = releaseInOwnContext(s, comm->rank, w, bytes);
+    double left = until - coreNowSec();
+    done = releaseInOwnContext(s, comm->rank, w, bytes, left > 0 ? left : 0);
     CORE_INFO("rank %d: abort: the aside stream is held back (a shared hardware queue); "
               "released the waits through a context of its own: %s",
               comm->rank, done ? "done" : "failed");
