@@ -181,12 +181,18 @@ static int testTuneErrors(void) {
 
 /* coll@graph ranges: captured calls take them where they cover a size and
  * the plain ranges elsewhere; eager calls never see them; later ones
- * override earlier ones; a bad qualifier is named. */
+ * override earlier ones; a bad qualifier is named. Built in: captured
+ * movement collectives leave the staged form from 2 MB, reductions have
+ * none. */
 static int testGraphRanges(void) {
   planTable t;
   char err[256];
   planTableDefaults(&t, 2);
-  for (int c = 0; c < PLAN_NUM_COLLS; c++) ASSERT_EQ_INT(t.gnranges[c], 0); /* none built in */
+  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLREDUCE], 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planTableParse(&t,
                                "allgather:0-8M:stage,8M-inf:pushb;allgather@graph:0-64K:push1;"
                                " AllReduce@Graph : pull1",
@@ -198,13 +204,14 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1000, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1000, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 0, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
                 planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
   ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:16K-32K:stage", err, sizeof(err)), 0);
-  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 3); /* 0-16K, 16K-32K, 32K-64K */
+  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 4); /* 0-16K, 16K-32K, 32K-64K, 2M-inf */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 20000, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 40000, 1, NULL), PLAN_ALGO_PUSH1);
   planTable before = t;
@@ -220,6 +227,7 @@ static int testGraphRanges(void) {
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTuneParse(&t, 2, "2 alltoall@graph:0-1M:push1\n", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
   return 0;
 }
 

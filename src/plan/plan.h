@@ -286,7 +286,7 @@ int planCollParse(const char *name, size_t len, planColl *out);
  * the others as they were. Empty strings change nothing. An entry of
  * 'coll@graph' holds ranges for calls captured into CUDA graphs: where one
  * covers a size it wins over the plain entry's range there, elsewhere the
- * plain entry decides (none are built in).
+ * plain entry decides (built in: movement collectives from 2 MB, select.c).
  */
 #define PLAN_MAX_RANGES 32
 /* Where a range came from (dmaccl-info says it). */

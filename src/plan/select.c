@@ -28,7 +28,15 @@ const char planDefaultTune[] =
     "* broadcast:0-8M:stage,8M-inf:pushb;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
     "* allreduce:0-1M:stage,1M-inf:pull1;reducescatter:0-1M:stage,1M-inf:pull1\n"
-    "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n";
+    "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n"
+    /* In CUDA graphs (2x H100, dmaccl-perf -p 2 -G 5): staged AllGather and
+     * AlltoAll beat push1 up to 1 MB (15-21 us against 23-25) and lose from
+     * 2 MB (22 against 17-18), where one entry round costs less than the
+     * staged form's dependent local copy; the other movement collectives
+     * follow AllGather (not measured). Reductions keep their plain ranges
+     * (staged up to 1 MB: 18-21 us against pull1's 27-29). */
+    "* allgather@graph:2M-inf:push1;alltoall@graph:2M-inf:push1;broadcast@graph:2M-inf:push1\n"
+    "* gather@graph:2M-inf:push1;scatter@graph:2M-inf:push1;allgatherv@graph:2M-inf:push1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};
