@@ -149,7 +149,9 @@ const char *dmacclGetErrorString(dmacclResult_t result);
  * A sentence about the last failure seen on comm: which call, which argument,
  * which value. With comm == NULL, the last failure of a call made by this
  * thread (used when the failing call had no valid communicator). Empty string
- * when nothing failed. The string stays valid until the next failing call.
+ * when nothing failed. The string is the calling thread's copy: it stays
+ * valid until this thread's next dmacclCommGetLastError or failing call,
+ * whatever other threads of the library write meanwhile.
  */
 const char *dmacclCommGetLastError(dmacclComm_t comm);
 

@@ -140,6 +140,7 @@ dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t e
   comm->exec = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
   comm->clique = c;
   pthread_mutex_init(&comm->memLock, NULL);
+  pthread_mutex_init(&comm->errLock, NULL);
   return comm;
 }
 
@@ -147,6 +148,7 @@ void coreFreeComm(dmacclComm_t comm) {
   if (!comm) return;
   planScheduleFree(&comm->sched);
   pthread_mutex_destroy(&comm->memLock);
+  pthread_mutex_destroy(&comm->errLock);
   free(comm->p2p);
   free(comm->p2pSeen);
   free(comm);
@@ -234,7 +236,7 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
    * communicator's own work is done). */
   char p2pWhy[sizeof(comm->lastError)];
   dmacclResult_t p2pRc = coreP2pSync(comm, call);
-  if (p2pRc != dmacclSuccess) memcpy(p2pWhy, comm->lastError, sizeof(p2pWhy));
+  if (p2pRc != dmacclSuccess) snprintf(p2pWhy, sizeof(p2pWhy), "%s", coreLastError(comm));
   rc = coreWaitLaunched(comm, posted);
   if (rc == dmacclSuccess) rc = comm->exec->sync(comm, posted);
   /* Ranks as processes: a staged operation is compared with the peers'
@@ -242,7 +244,7 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm) {
   if (rc == dmacclSuccess && comm->clique->mp) rc = coreMpWaitChecked(comm, posted);
   if (rc == dmacclSuccess) {
     rc = coreTakeErrors(comm);
-    if (rc != dmacclSuccess) coreError(comm, rc, "%s: %s", call, comm->lastError);
+    if (rc != dmacclSuccess) coreError(comm, rc, "%s: %s", call, coreLastError(comm));
   }
   if (rc == dmacclSuccess && p2pRc != dmacclSuccess) rc = coreError(comm, p2pRc, "%s", p2pWhy);
   coreLeave(comm);

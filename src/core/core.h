@@ -203,7 +203,11 @@ struct dmacclComm {
   dmacclResult_t opError;    /* one operation failed (ranks disagreed): the next
                                 dmacclCommSynchronize reports it once */
   int users;                 /* calls inside the library on this comm (handles.c) */
+  /* The last failure's sentence. Any thread may write it (the progress
+   * thread breaks the set while the caller fails a wait): under errLock,
+   * and read through coreLastError. */
   char lastError[512];
+  pthread_mutex_t errLock;
   /* The last operation whose launch was refused (one process: launch.c). */
   uint64_t refusedSeq;
   dmacclResult_t refusedCode;
@@ -227,6 +231,9 @@ struct dmacclComm {
  * the calling thread and returns code. */
 dmacclResult_t coreError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* comm's last sentence, copied under its lock into a buffer of the calling
+ * thread (valid until this thread's next coreLastError). */
+const char *coreLastError(dmacclComm_t comm);
 void coreSetAsyncError(dmacclComm_t comm, dmacclResult_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* An operation failed without breaking the communicator (opError). */

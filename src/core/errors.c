@@ -6,6 +6,14 @@
 #include <string.h>
 
 static _Thread_local char threadLastError[512];
+static _Thread_local char threadCommError[512]; /* coreLastError's copy */
+
+const char *coreLastError(dmacclComm_t comm) {
+  pthread_mutex_lock(&comm->errLock);
+  memcpy(threadCommError, comm->lastError, sizeof(threadCommError));
+  pthread_mutex_unlock(&comm->errLock);
+  return threadCommError;
+}
 
 const char *dmacclGetErrorString(dmacclResult_t result) {
   switch (result) {
@@ -24,7 +32,7 @@ const char *dmacclCommGetLastError(dmacclComm_t comm) {
               "dmacclCommGetLastError: comm %p is not a live communicator", (void *)comm);
     return threadLastError;
   }
-  return comm->lastError;
+  return coreLastError(comm);
 }
 
 dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncError) {
@@ -40,7 +48,11 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
 
 static void record(dmacclComm_t comm, const char *fmt, va_list ap) {
   vsnprintf(threadLastError, sizeof(threadLastError), fmt, ap);
-  if (comm) memcpy(comm->lastError, threadLastError, sizeof(comm->lastError));
+  if (comm) {
+    pthread_mutex_lock(&comm->errLock);
+    memcpy(comm->lastError, threadLastError, sizeof(comm->lastError));
+    pthread_mutex_unlock(&comm->errLock);
+  }
   if (coreLogLevelGet() >= CORE_LOG_WARN) coreLog(CORE_LOG_WARN, "%s", threadLastError);
 }
 

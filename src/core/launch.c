@@ -95,7 +95,7 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
       if (rc != dmacclSuccess && !failed[i]) {
         failed[i] = 1;
         coreSetAsyncError(comm, rc, "operation %llu: launch failed: %s",
-                          (unsigned long long)ls[i].op->seq, comm->lastError);
+                          (unsigned long long)ls[i].op->seq, coreLastError(comm));
       }
     }
 }

@@ -137,7 +137,7 @@ static void launchOne(coreClique *c, uint64_t seq) {
         coreSetAsyncError(comm, dmacclRemoteError,
                           "operation %llu: rank %d's buffers cannot be reached from rank %d (%s); "
                           "this rank copied nothing",
-                          (unsigned long long)seq, r, me, comm->lastError);
+                          (unsigned long long)seq, r, me, coreLastError(comm));
         l.handshakesOnly = 1;
       }
       send[r] = sp;

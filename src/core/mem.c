@@ -97,7 +97,7 @@ dmacclResult_t coreImportBuf(dmacclComm_t comm, int peer, const coreBufRef *ref,
     return dmacclSuccess;
   }
   dmacclResult_t rc = o->exec->importBuf(o, op, ref, addr);
-  if (rc != dmacclSuccess && o != comm) coreError(comm, rc, "%s", o->lastError);
+  if (rc != dmacclSuccess && o != comm) coreError(comm, rc, "%s", coreLastError(o));
   return rc;
 }
 

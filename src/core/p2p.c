@@ -270,7 +270,7 @@ static int channels(dmacclComm_t comm, dmacclComm_t *out) {
 /* Names the channel in an error carried to its parent. */
 static dmacclResult_t channelError(dmacclComm_t comm, dmacclComm_t ch, dmacclResult_t rc,
                                    const char *call) {
-  const char *why = ch->lastError, *prefix = "dmacclCommSynchronize: ";
+  const char *why = coreLastError(ch), *prefix = "dmacclCommSynchronize: ";
   if (!strncmp(why, prefix, strlen(prefix))) why += strlen(prefix);
   return coreError(comm, rc, "%s: Send/Recv from rank %d to rank %d: %s", call, ch->parentRank[0],
                    ch->parentRank[1], why);
