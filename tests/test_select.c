@@ -8,9 +8,13 @@
 /* Field by field: planRange has padding that memcmp would read. */
 static int tableEqual(const planTable *a, const planTable *b) {
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
-    if (a->nranges[c] != b->nranges[c]) return 0;
+    if (a->nranges[c] != b->nranges[c] || a->gnranges[c] != b->gnranges[c]) return 0;
     for (int i = 0; i < a->nranges[c]; i++) {
       const planRange *x = &a->ranges[c][i], *y = &b->ranges[c][i];
+      if (x->lo != y->lo || x->hi != y->hi || x->algo != y->algo) return 0;
+    }
+    for (int i = 0; i < a->gnranges[c]; i++) {
+      const planRange *x = &a->granges[c][i], *y = &b->granges[c][i];
       if (x->lo != y->lo || x->hi != y->hi || x->algo != y->algo) return 0;
     }
   }
@@ -180,41 +184,55 @@ static int testTuneErrors(void) {
 }
 
 /* coll@graph ranges: captured calls take them where they cover a size and
- * the plain ranges elsewhere; eager calls never see them; later ones
- * override earlier ones; a bad qualifier is named. Built in: captured
- * movement collectives leave the staged form from 2 MB, reductions have
- * none. */
+ * the plain ranges elsewhere; eager calls never see them; later ranges
+ * override earlier ones, and a plain range clears the graph ranges it
+ * overlaps (a later layer decides for captured calls too); a bad
+ * qualifier is named and changes nothing. Built in: 2 ranks, captured
+ * AllGather/AlltoAll of 2-8 MB take push1; reductions have none. */
 static int testGraphRanges(void) {
-  planTable t;
+  planTable t, before;
   char err[256];
+  const planRange *why = NULL;
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLREDUCE], 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
+  planTableDefaults(&t, 4); /* measured on 2 ranks only */
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
+
+  planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTableParse(&t,
                                "allgather:0-8M:stage,8M-inf:pushb;allgather@graph:0-64K:push1;"
                                " AllReduce@Graph : pull1",
                                err, sizeof(err)),
                 0);
-  const planRange *why = NULL;
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1000, 1, &why), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT((int)why->hi, 64 << 10);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1000, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1000, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSH1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 0, NULL), PLAN_ALGO_PUSHB);
+  /* the plain allgather entry cleared the built-in 2M-8M graph range */
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
                 planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:16K-32K:stage", err, sizeof(err)), 0);
-  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 4); /* 0-16K, 16K-32K, 32K-64K, 2M-inf */
+  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 3); /* 0-16K, 16K-32K, 32K-64K */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 20000, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 40000, 1, NULL), PLAN_ALGO_PUSH1);
-  planTable before = t;
+  /* A later plain entry decides for captured calls too. */
+  ASSERT_EQ_INT(planTableParse(&t, "alltoall:pull1", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  /* Spaces around the qualifier; the last range reaches SIZE_MAX itself. */
+  ASSERT_EQ_INT(planTableParse(&t, "allgather @ graph : 1M-inf:pull1", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, SIZE_MAX, 1, NULL), PLAN_ALGO_PULL1);
+  before = t;
   ASSERT_EQ_INT(planTableParse(&t, "allgather@grph:push1", err, sizeof(err)), -1);
   ASSERT_CONTAINS(err, "@grph");
   ASSERT_CONTAINS(err, "@graph");
@@ -222,12 +240,15 @@ static int testGraphRanges(void) {
   ASSERT_CONTAINS(err, "pull9");
   ASSERT_EQ_INT(planTableParse(&t, "reduce@graph:stage2d", err, sizeof(err)), -1);
   ASSERT_CONTAINS(err, "stage2d");
-  ASSERT_EQ_INT(memcmp(&before, &t, sizeof(t)), 0); /* a failure changes nothing */
+  ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:", err, sizeof(err)), -1);
+  ASSERT_CONTAINS(err, "allgather@graph");
+  ASSERT_TRUE(tableEqual(&before, &t)); /* a failure changes nothing */
   /* Tuning text takes them too. */
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTuneParse(&t, 2, "2 alltoall@graph:0-1M:push1\n", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   return 0;
 }
 

@@ -898,16 +898,16 @@ static int asideDone(cudaState *s, double sec) {
   }
 }
 
-/* Writes `bytes` of w into this rank's flag words through a context of its
- * own: its queues are not the ones a blocked WAIT holds (the GPU time-slices
- * contexts). The flags are VMM memory, which every context on the device
- * reaches at the same address. Ranks as processes only. */
 static void sleepMs(void) {
   struct timespec ts = {0, 1000000};
   nanosleep(&ts, NULL);
 }
 
-/* ... then writes them again every millisecond for `again` seconds. */
+/* Writes `bytes` of w into this rank's flag words through a context of its
+ * own: its queues are not the ones a blocked WAIT holds (the GPU time-slices
+ * contexts). The flags are VMM memory, which every context on the device
+ * reaches at the same address. Ranks as processes only.
+ * Then writes them again every millisecond for `again` seconds. */
 static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t bytes,
                                double again) {
   CUdevice dev;

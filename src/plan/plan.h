@@ -286,7 +286,9 @@ int planCollParse(const char *name, size_t len, planColl *out);
  * the others as they were. Empty strings change nothing. An entry of
  * 'coll@graph' holds ranges for calls captured into CUDA graphs: where one
  * covers a size it wins over the plain entry's range there, elsewhere the
- * plain entry decides (built in: movement collectives from 2 MB, select.c).
+ * plain entry decides; a plain range clears the graph ranges it overlaps
+ * (so a later layer decides for captured calls too). Built in: 2-rank
+ * AllGather/AlltoAll of 2-8 MB (select.c).
  */
 #define PLAN_MAX_RANGES 32
 /* Where a range came from (dmaccl-info says it). */

@@ -29,14 +29,14 @@ const char planDefaultTune[] =
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
     "* allreduce:0-1M:stage,1M-inf:pull1;reducescatter:0-1M:stage,1M-inf:pull1\n"
     "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n"
-    /* In CUDA graphs (2x H100, dmaccl-perf -p 2 -G 5): staged AllGather and
-     * AlltoAll beat push1 up to 1 MB (15-21 us against 23-25) and lose from
-     * 2 MB (22 against 17-18), where one entry round costs less than the
-     * staged form's dependent local copy; the other movement collectives
-     * follow AllGather (not measured). Reductions keep their plain ranges
-     * (staged up to 1 MB: 18-21 us against pull1's 27-29). */
-    "* allgather@graph:2M-inf:push1;alltoall@graph:2M-inf:push1;broadcast@graph:2M-inf:push1\n"
-    "* gather@graph:2M-inf:push1;scatter@graph:2M-inf:push1;allgatherv@graph:2M-inf:push1\n";
+    /* In CUDA graphs (2 ranks, 2x H100, dmaccl-perf -p 2 -G 5): staged
+     * AllGather and AlltoAll beat push1 up to 1 MB (15-21 us against 23-25)
+     * and lose at 2 MB (22 against 17-18), where one entry round costs less
+     * than the staged form's dependent local copy. Only what was measured:
+     * 2 ranks, these two, 2-8 MB (from 8 MB the plain pushb runs as plain
+     * copies in a graph). Reductions keep their plain ranges (staged up to
+     * 1 MB: 18-21 us against pull1's 27-29). */
+    "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};
@@ -116,30 +116,43 @@ int planParseSize(const char *p, size_t len, size_t *out) {
   return 0;
 }
 
-/* Inserts [lo,hi)->algo into a collective's list (its graph list when graph
- * is set): the new range overrides the parts of older ranges it overlaps. */
-static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
-  planRange out[PLAN_MAX_RANGES];
-  planRange *list = graph ? t->granges[c] : t->ranges[c];
-  int *count = graph ? &t->gnranges[c] : &t->nranges[c];
+/* Removes [lo,hi) from a sorted list of ranges (into out, at most
+ * PLAN_MAX_RANGES - 1 left for an insert); -1 when they would not fit. */
+static int cutRange(const planRange *list, int count, size_t lo, size_t hi, planRange *out,
+                    int *nout) {
   int n = 0;
-  for (int i = 0; i < *count; i++) {
+  for (int i = 0; i < count; i++) {
     planRange r = list[i];
-    if (r.hi <= nr.lo || r.lo >= nr.hi) {
+    if (r.hi <= lo || r.lo >= hi) {
       if (n == PLAN_MAX_RANGES) return -1;
       out[n++] = r;
       continue;
     }
-    if (r.lo < nr.lo) {
+    if (r.lo < lo) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){r.lo, nr.lo, r.algo, r.origin, r.line};
+      out[n++] = (planRange){r.lo, lo, r.algo, r.origin, r.line};
     }
-    if (r.hi > nr.hi) {
+    if (r.hi > hi) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){nr.hi, r.hi, r.algo, r.origin, r.line};
+      out[n++] = (planRange){hi, r.hi, r.algo, r.origin, r.line};
     }
   }
-  if (n == PLAN_MAX_RANGES) return -1;
+  *nout = n;
+  return 0;
+}
+
+/* Inserts [lo,hi)->algo into a collective's list (its graph list when graph
+ * is set): the new range overrides the parts of older ranges it overlaps. A
+ * plain range also clears the graph ranges it overlaps, so that a later
+ * layer (a tuning file, DMACCL_ALGO, the config) decides for captured calls
+ * too unless it says @graph itself. */
+static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
+  planRange out[PLAN_MAX_RANGES], gout[PLAN_MAX_RANGES];
+  planRange *list = graph ? t->granges[c] : t->ranges[c];
+  int *count = graph ? &t->gnranges[c] : &t->nranges[c];
+  int n = 0, gn = 0;
+  if (cutRange(list, *count, nr.lo, nr.hi, out, &n) || n == PLAN_MAX_RANGES) return -1;
+  if (!graph && cutRange(t->granges[c], t->gnranges[c], nr.lo, nr.hi, gout, &gn)) return -1;
   nr.origin = t->origin;
   nr.line = t->line;
   out[n++] = nr;
@@ -152,6 +165,10 @@ static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
     }
   memcpy(list, out, (size_t)n * sizeof(out[0]));
   *count = n;
+  if (!graph) {
+    memcpy(t->granges[c], gout, (size_t)gn * sizeof(gout[0]));
+    t->gnranges[c] = gn;
+  }
   return 0;
 }
 
@@ -224,11 +241,12 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
       const char *at = memchr(cname, '@', clen);
       int graph = at != NULL;
       if (at) {
-        size_t qlen = clen - (size_t)(at - cname) - 1;
-        if (!matchName(at + 1, qlen, "graph"))
-          PARSE_FAIL("unknown qualifier '@%.*s' in '%.*s' (known: @graph)", (int)qlen, at + 1,
+        size_t qlen;
+        const char *qual = trimmed(at + 1, cname + clen, &qlen);
+        if (!matchName(qual, qlen, "graph"))
+          PARSE_FAIL("unknown qualifier '@%.*s' in '%.*s' (known: @graph)", (int)qlen, qual,
                      (int)clen, cname);
-        clen = (size_t)(at - cname);
+        cname = trimmed(cname, at, &clen);
       }
       if (planCollParse(cname, clen, &c)) {
         char known[256];
@@ -236,7 +254,8 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
                    collList(known, sizeof(known)));
       }
       const char *q = colon + 1, *qend = entry + len;
-      if (q == qend) PARSE_FAIL("collective '%.*s' has no algorithm", (int)clen, cname);
+      if (q == qend)
+        PARSE_FAIL("collective '%.*s%s' has no algorithm", (int)clen, cname, graph ? "@graph" : "");
       while (q < qend) {
         const char *comma = memchr(q, ',', (size_t)(qend - q));
         if (!comma) comma = qend;
@@ -365,7 +384,7 @@ planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
                       const planRange **why) {
   for (int i = 0; graph && i < t->gnranges[coll]; i++) {
     const planRange *r = &t->granges[coll][i];
-    if (size >= r->lo && size < r->hi) {
+    if (size >= r->lo && (size < r->hi || r->hi == SIZE_MAX)) {
       if (why) *why = r;
       return r->algo;
     }

@@ -93,14 +93,14 @@ int main(int argc, char **argv) {
   }
   printf("\n# selection table for %d ranks (sizes as nccl-tests counts them)\n", nranks);
   if (note[0]) printf("# %s\n", note);
-  printf("# %-10s %10s %10s  %-8s %s\n", "collective", "from", "below", "algo", "set by");
+  printf("# %-16s %10s %10s  %-8s %s\n", "collective", "from", "below", "algo", "set by");
   for (int k = 0; k < PLAN_NUM_COLLS; k++)
     for (int g = 0; g < 2; g++) /* then its @graph ranges, which win where they cover */
       for (int i = 0; i < (g ? c.table.gnranges[k] : c.table.nranges[k]); i++) {
         const planRange *r = g ? &c.table.granges[k][i] : &c.table.ranges[k][i];
         char lo[32], hi[32], why[64], name[40];
         snprintf(name, sizeof(name), "%s%s", planCollName((planColl)k), g ? "@graph" : "");
-        printf("  %-10s %10s %10s  %-8s %s\n", name, planSizeString(r->lo, lo, sizeof(lo)),
+        printf("  %-16s %10s %10s  %-8s %s\n", name, planSizeString(r->lo, lo, sizeof(lo)),
                planSizeString(r->hi, hi, sizeof(hi)), planAlgoName(r->algo),
                originName(r, why, sizeof(why)));
       }
@@ -141,12 +141,16 @@ int main(int argc, char **argv) {
     if (eager != table)
       printf("  %s needs %zu bytes of staging slot (> DMACCL_STAGE_BYTES): %s instead\n",
              planAlgoName(table), planStageNeed(&a), planAlgoName(eager));
-    if (graph != eager) {
-      const planRange *gwhy = NULL;
-      planSelectIn(&c.table, coll, size, 1, &gwhy);
+    const planRange *gwhy = NULL;
+    planAlgo gtable = planSelectIn(&c.table, coll, size, 1, &gwhy);
+    if (gwhy && gwhy != why)
+      printf("  under CUDA graph capture the table says %s, from range %s@graph %s-%s (%s)\n",
+             planAlgoName(gtable), planCollName(coll), planSizeString(gwhy->lo, lo, sizeof(lo)),
+             planSizeString(gwhy->hi, hi, sizeof(hi)), originName(gwhy, org, sizeof(org)));
+    if (graph != eager || graph != gtable)
       printf("  under CUDA graph capture: %s%s\n", planAlgoName(graph),
-             gwhy && gwhy != why ? " (an @graph range)" : "");
-    }
+             graph != gtable ? " (the graph staging slot, DMACCL_STAGE_BYTES/2, is too small)"
+                             : "");
   }
   return 0;
 }
