@@ -7,30 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,
-                    size_t scratchBytes) {
-  return (planArgs){.coll = op->coll,
-                    .rank = rank,
-                    .nranks = nranks,
-                    .count = op->count,
-                    .elemSize = coreTypeSize(op->datatype),
-                    .dtype = (int)op->datatype,
-                    .redop = (int)op->redop,
-                    .root = op->root,
-                    .inPlace = op->inPlace,
-                    .vec = vecs,
-                    .scratchBytes = scratchBytes,
-                    .stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS,
-                    .stageIndex = op->stageIndex,
-                    .stageEntry = op->capture && op->stageIndex == 1,
-                    .stageSelfLate = op->capture};
-}
-
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   a->stageSlots = op->capture ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS;
   a->stageIndex = idx;
   a->stageEntry = op->capture && idx == 1;
   a->stageSelfLate = op->capture; /* no batch command in a graph (staged.c) */
+}
+
+planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,
+                    size_t scratchBytes) {
+  planArgs a = {.coll = op->coll,
+                .rank = rank,
+                .nranks = nranks,
+                .count = op->count,
+                .elemSize = coreTypeSize(op->datatype),
+                .dtype = (int)op->datatype,
+                .redop = (int)op->redop,
+                .root = op->root,
+                .inPlace = op->inPlace,
+                .vec = vecs,
+                .scratchBytes = scratchBytes};
+  coreStageArgs(&a, op, op->stageIndex);
+  return a;
 }
 
 size_t *coreVecDup(const coreOp *op) {
