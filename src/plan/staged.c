@@ -117,6 +117,14 @@ static int addOutReduce(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
+/* One SIGNAL or WAIT of phase to every peer, in rotated order, on lane 0. */
+static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase) {
+  int rc = 0;
+  for (int d = 1; d < a->nranks && !rc; d++)
+    rc = planAddSync(s, kind, 0, (a->rank + d) % a->nranks, phase);
+  return rc;
+}
+
 int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   const planCollInfo *ci = planCollOf(a->coll);
   planScheduleReset(s, a, algo);
@@ -135,11 +143,9 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   }
   s->round = 0;
   if (a->stageEntry) {
-    for (int d = 1; d < n && !rc; d++)
-      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+    rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_ENTRY);
     s->round = 1;
-    for (int d = 1; d < n && !rc; d++)
-      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+    if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_ENTRY);
   }
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
@@ -151,20 +157,15 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
                      (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
   }
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_DATA);
-  /* The own block, straight to its place (nothing in place: same address). */
-  planBlock self = selfLate ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
-  long long delta = 0;
-  if (self.bytes && a->inPlace && ci->inPlace(a, r, &delta) &&
-      delta + (long long)self.srcOff == (long long)self.dstOff)
-    self.bytes = 0;
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA);
+  /* The own block, straight to its place (in place it is there already, as
+   * direct.c's self copy takes it). */
+  planBlock self = selfLate && !a->inPlace ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
   if (self.bytes && !rc)
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_DATA);
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA);
   if (!rc) rc = ci->reduces ? addOutReduce(s, a) : addOutCopies(s, a);
   return rc;
 }
