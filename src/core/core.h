@@ -63,6 +63,11 @@ typedef struct coreOp {
    * the sender's rank; then comm is the channel's end and root 0. */
   int p2p, peer;
   int oneRank; /* a communicator of one rank: issued by exec->oneRank, not sequenced */
+  /* A group's call that shares its stream with a call of another
+   * communicator or channel of the same group: it runs beside them, forked
+   * from the stream when posted and joined back at attach (group.c), instead
+   * of in line on the stream after them. */
+  int detach;
 } coreOp;
 
 /* Entries of an op's vec (0 for the forms without arrays). */

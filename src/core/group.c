@@ -59,6 +59,23 @@ static void dropAll(void) {
   nops = capops = 0;
 }
 
+/* Whether a and b run on different communicators: a Send/Recv, still named
+ * by its parent, runs on the channel of its direction and peer. */
+static int otherChannel(const coreOp *a, const coreOp *b) {
+  return a->comm != b->comm || a->p2p != b->p2p || (a->p2p && a->peer != b->peer);
+}
+
+/* Calls that share a stream with a call on another communicator (a send and
+ * a receive of one exchange, collectives of several communicators) run side
+ * by side, as NCCL runs a group's calls, instead of one after the other on
+ * the stream. Calls of one communicator run in its sequence anyway. */
+static void markDetached(void) {
+  for (int i = 0; i < nops; i++)
+    for (int j = 0; j < nops && !ops[i].detach; j++)
+      if (j != i && ops[j].stream == ops[i].stream && otherChannel(&ops[i], &ops[j]))
+        ops[i].detach = 1;
+}
+
 dmacclResult_t dmacclGroupEnd(void) {
   if (depth == 0)
     return coreError(NULL, dmacclInvalidUsage,
@@ -91,6 +108,7 @@ dmacclResult_t dmacclGroupEnd(void) {
       key[j - 1] = tk, rankIdx[j - 1] = ti;
     }
   free(key);
+  markDetached();
   dmacclResult_t first = dmacclSuccess;
   int *posted = calloc((size_t)nops + 1, sizeof(int));
   if (!posted) {

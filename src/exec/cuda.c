@@ -731,9 +731,16 @@ static cudaEvent_t tailOf(cudaState *s, const coreOp *op) {
   return op->capture ? s->capTail[slot] : s->tail[slot];
 }
 
+/* Whether the fork is recorded at the post and the join at the attach: the
+ * per-thread stream, and a group's detached calls (which must all fork from
+ * the stream as it was before any of them). */
+static int forkAtPost(const coreOp *op) {
+  return op->stream == cudaStreamPerThread || op->detach;
+}
+
 static dmacclResult_t cudaPost(dmacclComm_t comm, const coreOp *op) {
   dmacclResult_t rc = dmacclSuccess;
-  if (op->stream != cudaStreamPerThread) return rc;
+  if (!forkAtPost(op)) return rc;
   cudaState *s = stateOf(comm);
   int prev = cudaEnterDevice(s->device);
   CUDA_TRY(comm, cudaEventRecord(s->fork[op->seq % CORE_BOARD_DEPTH], op->stream));
@@ -744,7 +751,7 @@ out:
 
 static dmacclResult_t cudaAttach(dmacclComm_t comm, const coreOp *op) {
   dmacclResult_t rc = dmacclSuccess;
-  if (op->stream != cudaStreamPerThread) return rc;
+  if (!forkAtPost(op)) return rc;
   cudaState *s = stateOf(comm);
   int prev = cudaEnterDevice(s->device);
   CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, tailOf(s, op), 0));
@@ -762,8 +769,8 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   int nl = sch->nlanes < 1 ? 1 : sch->nlanes;
   /* Not the legacy default stream as a lane: the batch copy API refuses it;
    * nor the per-thread stream, which names the launching thread's own. */
-  int perThread = op->stream == cudaStreamPerThread;
-  int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !perThread;
+  int atPost = forkAtPost(op);
+  int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !atPost;
   cudaStream_t L[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) L[l] = s->lanes[l];
   if (onCaller) L[0] = op->stream;
@@ -781,8 +788,8 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     /* The last eager operation's tail; a graph capture must not wait for
      * work outside it (nor is a captured tail a real event to wait for). */
     s->captured[slot] = op->capture;
-    if (!onCaller) { /* (the per-thread stream's fork was recorded at the call) */
-      if (!perThread) CUDA_TRY(comm, cudaEventRecord(s->fork[slot], op->stream));
+    if (!onCaller) { /* (a fork at the post was recorded at the call) */
+      if (!atPost) CUDA_TRY(comm, cudaEventRecord(s->fork[slot], op->stream));
       CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->fork[slot], 0));
     }
     if (!op->capture && s->lastSeq && s->lastStream != L[0])
@@ -801,7 +808,7 @@ out:
   /* The end is issued even after a failure: the caller's stream is joined. */
   if (to == sch->nsteps) {
     cudaError_t e = cudaEventRecord(tailOf(s, op), L[0]);
-    if (e == cudaSuccess && !onCaller && !perThread)
+    if (e == cudaSuccess && !onCaller && !atPost)
       e = cudaStreamWaitEvent(op->stream, tailOf(s, op), 0);
     if (e != cudaSuccess && rc == dmacclSuccess)
       rc = cudaFail(comm, "joining the caller's stream", e);
