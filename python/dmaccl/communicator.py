@@ -14,6 +14,7 @@ raises DmacclError with the library's sentence.
 """
 
 import ctypes
+import math
 import os
 import sys
 import threading
@@ -724,10 +725,14 @@ def _numel_is(what, b, n, how):
 
 
 def _row(what, b, rows, name, how):
-    """Elements per row of b, which must have `rows` rows."""
+    """Elements per row of b, which must have `rows` rows (with none, what
+    its shape says a row would hold: a rank may receive or send nothing)."""
     if b.rows != rows:
         raise ValueError(f"{what}: {name} has {b.rows} rows (first dimension) but {how} is {rows}")
-    return b.numel // rows if rows else 0
+    if rows:
+        return b.numel // rows
+    shape = tuple(getattr(b.obj, "shape", ()))
+    return math.prod(shape[1:]) if len(shape) > 1 else 1
 
 
 def _even(what, b, n, name):

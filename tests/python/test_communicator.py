@@ -98,6 +98,18 @@ def collectives_body(uid, rank, n, lib, seed):
         o = sum(sins[:rank])
         want.append(sb[o:o + sins[rank]])
     np.testing.assert_array_equal(_np(got), np.concatenate(want))
+    # a rank that receives nothing: rank 0 gets no rows (its output has none)
+    def split0(src, dst):
+        return 0 if dst == 0 else src + 1
+
+    ins = [split0(rank, d) for d in range(n)]
+    outs = [split0(s, rank) for s in range(n)]
+    sendbuf = xs[rank][:2 * sum(ins)].reshape(sum(ins), 2)
+    got = comm.all_to_all_single(out((sum(outs), 2), "float32"), _as(lib, sendbuf.copy()),
+                                 outs, ins)
+    want = [xs[s][:2 * sum(split0(s, d) for d in range(n))].reshape(-1, 2)
+            [sum(split0(s, d) for d in range(rank)):][:split0(s, rank)] for s in range(n)]
+    np.testing.assert_array_equal(_np(got), np.concatenate(want).reshape(-1, 2))
     # rooted
     for root in range(n):
         b = _as(lib, xs[rank][:64].copy())
