@@ -287,4 +287,13 @@ class MoeStep:
             return x + mb.rsout
         if self.padded:
             return x + mb.yback.view(self.m.ep, mb.t, -1).sum(dim=0)
-        return x.index_add(0, mb.tok, mb.yback[:mb.s])
+        # One index_add per source rank: within one, every token appears at
+        # most once. A single index_add over all of them would add a token's
+        # rows by atomics in no fixed order: bf16 sums that differ from run
+        # to run, and from backend to backend, by more than the check allows.
+        off = 0
+        for c in mb.in_splits:
+            if c:
+                x = x.index_add(0, mb.tok[off:off + c], mb.yback[off:off + c])
+            off += c
+        return x
