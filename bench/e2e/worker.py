@@ -128,8 +128,9 @@ class Rank:
     def run_row(self, rec, backend, build, steps, refs, base_variant, tokens, skip=None):
         """Builds the step on the backend, warms it up, captures it for a
         graph backend, times `steps` steps, reads the energy, compares its
-        output with the reference's, and sends the row. Returns the output
-        (None when skipped)."""
+        output with the reference's, and sends the row. The reference
+        backend's output is kept in refs[(variant, graph)]. Returns the
+        output (None when skipped)."""
         a = self.args
         name, graph = split_backend(backend)
         rec = dict(rec, backend=backend, graph=graph, ranks=self.n, steps=steps)
@@ -175,14 +176,24 @@ class Rank:
                    tok_s=tokens / p50 * 1e6, joules=joules, status="ok",
                    row_s=time.perf_counter() - started)
         if name != "none":  # without communication the outputs are not the model's
-            rec.update(self._check(out, refs.get(rec["variant"]), name == self.reference))
+            rec.update(self._check(out, self._ref(refs, rec["variant"], graph),
+                                   name == self.reference))
         if name != "none" and rec["variant"] != base_variant:
-            d, rel = self._diff(out, refs.get(base_variant))
+            d, rel = self._diff(out, self._ref(refs, base_variant, graph))
             rec.update(maxdiff_base=d, rel_diff_base=rel)
+        if name == self.reference:
+            refs[(rec["variant"], graph)] = out
         del step, g, fn
         self._release(comm)
         self.send("row", rec)
-        return out if name == self.reference else None
+        return out
+
+    @staticmethod
+    def _ref(refs, variant, graph):
+        """The reference's output of variant in the same mode: graph rows
+        against the reference's graph row (a captured step may compute
+        otherwise, e.g. MoE a2a with fixed capacity), else its eager row."""
+        return refs.get((variant, graph), refs.get((variant, False)))
 
     def _agree_built(self, built, comm, rec):
         """Whether every rank built it; if not, the row is skipped everywhere."""
@@ -300,14 +311,12 @@ class Rank:
             chunks = padded_rows(batch, self.n, variant, a.chunks)[1]
             rec = dict(base, variant=variant, chunks=chunks)
             for backend in self.backends():
-                out = self.run_row(
+                self.run_row(
                     rec, backend,
                     lambda comm: DenseStep(model, comm, self.st, variant, batch, a.chunks, ids,
                                            caches, kv),
                     a.steps, refs, "ar", batch,
                     skip=None if buffers else "one layer's KV cache does not fit in memory")
-                if out is not None:
-                    refs[variant] = out
 
     def prefill_group(self, model, name, layers, variants, prompt):
         a = self.args
@@ -319,12 +328,10 @@ class Rank:
             rec = dict(mode="prefill", model=name, batch=1, prompt=prompt, layers=layers,
                        variant=variant, chunks=chunks)
             for backend in self.backends(eager_only=True):
-                out = self.run_row(
+                self.run_row(
                     rec, backend,
                     lambda comm: DenseStep(model, comm, self.st, variant, prompt, a.chunks, ids),
                     a.prefill_reps, refs, "ar", prompt)
-                if out is not None:
-                    refs[variant] = out
 
     def moe(self, name):
         a, cfg = self.args, MOE_MODELS[name]
@@ -353,12 +360,10 @@ class Rank:
                         skip = "two micro-batches need 2 tokens per rank"
                     elif graph:
                         skip = no_graph
-                    out = self.run_row(
+                    self.run_row(
                         rec, backend,
                         lambda comm: MoeStep(model, comm, self.st, variant, x0, padded=graph),
                         a.steps, refs, "agrs", tokens * self.n, skip=skip)
-                    if out is not None:
-                        refs[variant] = out
 
 
 def main(rank, n, args, port, queue):

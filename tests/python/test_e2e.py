@@ -105,3 +105,19 @@ def paths_body(uid, rank, n):
 
 def test_graph_paths_on_cpu():
     run_ranks(paths_body, 2, timeout=120)
+
+
+def test_reference_per_mode():
+    """A graph row is checked against the reference's graph row, an eager row
+    against its eager row (the graph form of MoE a2a rounds otherwise), and
+    a graph row falls back to the eager reference where no graph row ran."""
+    sys.path.insert(0, E2E)
+    try:
+        from worker import Rank
+    finally:
+        sys.path.remove(E2E)
+    refs = {("a2a", False): "eager", ("a2a", True): "graph", ("agrs", False): "agrs eager"}
+    assert Rank._ref(refs, "a2a", False) == "eager"
+    assert Rank._ref(refs, "a2a", True) == "graph"
+    assert Rank._ref(refs, "agrs", True) == "agrs eager"
+    assert Rank._ref(refs, "sp", False) is None
