@@ -289,8 +289,8 @@ class MoeStep:
             return x + mb.yback.view(self.m.ep, mb.t, -1).sum(dim=0)
         # One index_add per source rank: within one, every token appears at
         # most once. A single index_add over all of them would add a token's
-        # rows by atomics in no fixed order: bf16 sums that differ from run
-        # to run, and from backend to backend, by more than the check allows.
+        # rows by atomics in no fixed order (bf16 sums that may differ from
+        # run to run).
         off = 0
         for c in mb.in_splits:
             if c:
