@@ -1,8 +1,10 @@
 /* dmaccl-perf's command line, size stepping and bandwidth arithmetic. */
 #include "harness.h"
 #include "perf/args.h"
+#include "perf/bench.h"
 
 #include <math.h>
+#include <unistd.h>
 
 static int parse(perfArgs *a, char *err, const char *line) {
   char buf[512], *argv[32];
@@ -301,6 +303,81 @@ static int testUneven(void) {
   return 0;
 }
 
+/* The tuning file's table line (the first line not a comment), or "". */
+static void tuneLine(bench *b, char *line, size_t cap, char *text, size_t textCap) {
+  char path[] = "/tmp/dmaccl-tune-test-XXXXXX";
+  int fd = mkstemp(path);
+  line[0] = text[0] = 0;
+  if (fd < 0) return;
+  close(fd);
+  if (perfWriteTune(b, path) == 0) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, textCap - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    for (char *p = text; *p;) {
+      char *end = strchr(p, '\n');
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      if (*p != '#' && len && len < cap) {
+        memcpy(line, p, len);
+        line[len] = 0;
+        break;
+      }
+      p += len + (end != NULL);
+    }
+  }
+  unlink(path);
+}
+
+/* perfWriteTune: per size the fastest algorithm measured, as ranges; measured
+ * in CUDA graphs (-G) they are coll@graph ranges, which the library's
+ * tuning parser takes and applies to captured calls only. */
+static int testTuneFile(void) {
+  static bench b;
+  memset(&b, 0, sizeof(b));
+  b.n = 2;
+  b.args.average = PERF_AVG_MEAN;
+  b.nc = 2;
+  snprintf(b.cs[0].name, sizeof(b.cs[0].name), "push1");
+  snprintf(b.cs[1].name, sizeof(b.cs[1].name), "stage");
+  b.cs[0].kind = b.cs[1].kind = KIND_DMACCL;
+  /* stage is faster at 1 KB, push1 from 1 MB on */
+  perfRow rows[4] = {
+      {.coll = COLL_ALLGATHER, .bytes = 1024, .contender = 0, .us = {{9, 9, 9, 9}}},
+      {.coll = COLL_ALLGATHER, .bytes = 1024, .contender = 1, .us = {{5, 5, 5, 5}}},
+      {.coll = COLL_ALLGATHER, .bytes = 1 << 20, .contender = 0, .us = {{20, 20, 20, 20}}},
+      {.coll = COLL_ALLGATHER, .bytes = 1 << 20, .contender = 1, .us = {{30, 30, 30, 30}}},
+  };
+  b.rows = rows;
+  b.nrows = 4;
+  char line[256], text[4096], err[256];
+  for (int graphs = 0; graphs <= 1; graphs++) {
+    b.args.graphs = graphs;
+    tuneLine(&b, line, sizeof(line), text, sizeof(text));
+    const char *want = graphs ? "2 allgather@graph:0-1M:stage,1M-inf:push1"
+                              : "2 allgather:0-1M:stage,1M-inf:push1";
+    if (strcmp(line, want) != 0) {
+      TEST_FAIL("-G %d: tuning line '%s', want '%s'", graphs, line, want);
+      return 1;
+    }
+    planTable t;
+    planTableDefaults(&t, 2);
+    if (planTuneParse(&t, 2, text, err, sizeof(err)) != 0) {
+      TEST_FAIL("-G %d: the library refuses the file: %s", graphs, err);
+      return 1;
+    }
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4096, 1, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+    /* eager calls: the file's plain ranges, or (for @graph ones) the built-in table's */
+    planTable builtin;
+    planTableDefaults(&builtin, 2);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL),
+                  graphs ? planSelectIn(&builtin, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL)
+                         : PLAN_ALGO_PUSH1);
+  }
+  return 0;
+}
+
 int main(void) {
   RUN(testDefaults);
   RUN(testFlags);
@@ -308,5 +385,6 @@ int main(void) {
   RUN(testStepping);
   RUN(testArithmetic);
   RUN(testUneven);
+  RUN(testTuneFile);
   TEST_EXIT();
 }

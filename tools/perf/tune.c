@@ -2,7 +2,8 @@
  * Selection from measurements: per collective and size, the fastest dmaccl
  * algorithm (out of place, the -a time); the "auto vs best" table that shows
  * how far the library's own choice is from it; and the tuning file that
- * dmaccl-tune writes (--tune-out), which DMACCL_TUNE_FILE loads. The file
+ * dmaccl-tune writes (--tune-out), which DMACCL_TUNE_FILE loads; measured in
+ * CUDA graphs (-G), its ranges are coll@graph ones. The file
  * names the library's collectives only: sendrecv's rows (whose algorithm is
  * Broadcast's entry, collInfo.select) are in the table, not in the file.
  */
@@ -105,9 +106,13 @@ int perfWriteTune(bench *b, const char *path) {
           b->mp ? "one process per rank" : "one process", b->gpu ? "cuda" : "host executor");
   fprintf(f, "# command:");
   for (int i = 0; i < b->argc; i++) fprintf(f, " %s", b->argv[i]);
+  /* Measured inside CUDA graphs (-G): ranges for captured calls only. */
+  const char *qual = b->args.graphs ? "@graph" : "";
   fprintf(f,
           "\n# form: RANKS TABLE (docs/algorithms.md); each range is the fastest algorithm\n"
-          "# measured at its lower size, out of place\n%d ",
+          "# measured at its lower size, out of place%s\n%d ",
+          b->args.graphs ? "\n# measured in CUDA graphs (-G): coll@graph ranges, for captured calls"
+                         : "",
           b->n);
   int firstColl = 1;
   for (int coll = 0; coll < COLL_NUM; coll++) {
@@ -126,8 +131,8 @@ int perfWriteTune(bench *b, const char *path) {
       if (prevAlgo >= 0) {
         size_t hi = k < ns ? sizes[k] : SIZE_MAX;
         char l[32], h[32];
-        fprintf(f, "%s%s%s%s-%s:%s", wrote ? "," : (firstColl ? "" : ";"),
-                wrote ? "" : collTable[coll].name, wrote ? "" : ":",
+        fprintf(f, "%s%s%s%s%s-%s:%s", wrote ? "," : (firstColl ? "" : ";"),
+                wrote ? "" : collTable[coll].name, wrote ? "" : qual, wrote ? "" : ":",
                 planSizeString(lo, l, sizeof(l)), planSizeString(hi, h, sizeof(h)),
                 b->cs[prevAlgo].name);
         wrote = 1, firstColl = 0;
