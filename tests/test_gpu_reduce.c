@@ -13,6 +13,8 @@
 #include "../src/base/reduce_math.h"
 #include "../src/exec/cuda_reduce.h"
 
+#include <time.h>
+
 #define GUARD 64
 #define CUDA_OK(x)                                                                                 \
   do {                                                                                             \
@@ -86,6 +88,112 @@ static int runCase(dmacclDataType_t t, dmacclRedOp_t op, int n, size_t count, si
   return 0;
 }
 
+/*
+ * The kernel that waits for flags itself (execReduceWait, a staged
+ * reduction's DATA words): launched before its inputs exist, it must not
+ * finish while a flag it waits for is below its value (cyclic >=), must read
+ * the inputs written before the flags, and with reset must set exactly its
+ * flags back to 0 and its block count to 0, every replay of a graph.
+ */
+static int kernelWaitCase(int reset, int graph, void *dev[8], void *devDst, unsigned char *host[8],
+                          unsigned char *want, unsigned char *got, uint64_t seed) {
+  const size_t count = 65537; /* bf16: 8 blocks */
+  const int replays = graph ? 3 : 1;
+  uint32_t *flags = NULL, *kcount = NULL;
+  cudaStream_t a, b;
+  CUDA_OK(cudaMalloc((void **)&flags, 8 * sizeof(uint32_t)));
+  CUDA_OK(cudaMalloc((void **)&kcount, sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(kcount, 0, sizeof(uint32_t)));
+  CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  const uint32_t value = reset ? 1 : 0xfffffffeu; /* eager epochs wrap: 3 comes after it */
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  w.flags = flags;
+  w.mask[0] = (1ull << 1) | (1ull << 3);
+  w.value = value;
+  w.reset = reset;
+  w.count = kcount;
+  const void *ds[2] = {dev[0], dev[1]};
+  cudaGraphExec_t ge = NULL;
+  if (graph) {
+    cudaGraph_t g;
+    CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(execCudaReduceWait(devDst, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
+    CUDA_OK(cudaStreamEndCapture(a, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    CUDA_OK(cudaGraphDestroy(g));
+  }
+  int rc = 0;
+  for (int rep = 0; rep < replays && !rc; rep++) {
+    uint32_t before[8];
+    for (int k = 0; k < 8; k++) before[k] = 0x55u + (uint32_t)k;
+    before[1] = value - 1, before[3] = reset ? 0 : value - 1;
+    CUDA_OK(cudaMemcpy(flags, before, sizeof(before), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dev[0], 0xEE, count * 2));
+    CUDA_OK(cudaMemset(dev[1], 0xEE, count * 2));
+    CUDA_OK(cudaMemset(devDst, 0xA5, count * 2 + GUARD));
+    CUDA_OK(cudaDeviceSynchronize());
+    if (graph)
+      CUDA_OK(cudaGraphLaunch(ge, a));
+    else
+      CUDA_OK(execCudaReduceWait(devDst, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
+    /* One flag raised, the other still below: the kernel keeps waiting. */
+    uint32_t one = value;
+    CUDA_OK(cudaMemcpyAsync(flags + 1, &one, 4, cudaMemcpyHostToDevice, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    if (cudaStreamQuery(a) != cudaErrorNotReady) {
+      TEST_FAIL("reset %d graph %d: the kernel finished with a flag below its value", reset, graph);
+      rc = 1;
+      break;
+    }
+    /* The inputs, then the last flag (past the value: >= holds). */
+    const void *hs[2] = {host[0], host[1]};
+    for (int k = 0; k < 2; k++) {
+      fill(host[k], count, dmacclBfloat16, seed + (uint64_t)(rep * 2 + k));
+      CUDA_OK(cudaMemcpyAsync(dev[k], host[k], count * 2, cudaMemcpyHostToDevice, b));
+    }
+    uint32_t last = value + 5;
+    CUDA_OK(cudaMemcpyAsync(flags + 3, &last, 4, cudaMemcpyHostToDevice, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    CUDA_OK(cudaStreamSynchronize(a));
+    memset(want, 0xA5, count * 2 + GUARD);
+    baseReduceHost(want, hs, 2, count, dmacclBfloat16, dmacclSum);
+    CUDA_OK(cudaMemcpy(got, devDst, count * 2 + GUARD, cudaMemcpyDeviceToHost));
+    long long d = testFirstDiff(got, want, count * 2 + GUARD);
+    if (d >= 0) {
+      TEST_FAIL("reset %d graph %d replay %d: byte %lld is 0x%02x, host 0x%02x", reset, graph, rep,
+                d, got[d], want[d]);
+      rc = 1;
+      break;
+    }
+    uint32_t after[8], kc;
+    CUDA_OK(cudaMemcpy(after, flags, sizeof(after), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&kc, kcount, sizeof(kc), cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 8 && !rc; k++) {
+      uint32_t expect = k == 1 ? (reset ? 0 : value) : k == 3 ? (reset ? 0 : last) : before[k];
+      if (after[k] != expect) {
+        TEST_FAIL("reset %d graph %d replay %d: flag %d is %u, expected %u", reset, graph, rep, k,
+                  after[k], expect);
+        rc = 1;
+      }
+    }
+    if (!rc && kc != 0) {
+      TEST_FAIL("reset %d graph %d: the block count is %u after the kernel", reset, graph, kc);
+      rc = 1;
+    }
+  }
+  if (rc) cudaDeviceSynchronize();
+  if (ge) cudaGraphExecDestroy(ge);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaFree(flags);
+  cudaFree(kcount);
+  return rc;
+}
+
 int main(void) {
   gpuCountOrSkip(1, "test_gpu_reduce");
   const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
@@ -146,6 +254,9 @@ int main(void) {
     }
     if (!rc) printf("  graph replays match\n");
   }
+  for (int v = 0; v < 3 && !rc; v++) /* eager; reset; reset in a graph */
+    rc = kernelWaitCase(v > 0, v == 2, dev, devDst, host, want, got, 5000u + (uint64_t)v * 10);
+  if (!rc) printf("  kernels waiting for their flags: eager, with reset, graph replays\n");
   printf(rc ? "FAILED\n" : "all passed\n");
   return rc;
 }

@@ -649,7 +649,9 @@ static planAlgo anyAlgo(planColl coll, uint32_t x) {
  * may sit in another queue), a JOIN's lane `from` ran every step listed
  * before the JOIN, a WAIT's flag holds the operation's epoch (SIGNAL stores
  * it). Nothing else runs out of order, so a WAIT at a head holds back its
- * whole queue, as on the GPU.
+ * whole queue, as on the GPU. A kernel that polls its WAITs (inKernel, the
+ * REDUCE after them) leaves its queue once its lane has reached it, as a
+ * launch does, and runs from then on in its lane's order, off every queue.
  */
 #define SIM_MAXOPS 6
 #define SIM_MAXSTEPS 4096
@@ -673,9 +675,37 @@ typedef struct {
   uint32_t seed;
 } simCase;
 
+/* Whether step i is part of a polling kernel (an inKernel WAIT, or the
+ * REDUCE after such WAITs on its lane); *first: the kernel's first step. */
+static int kernelPart(const planSchedule *sc, int i, int *first) {
+  int f = -1;
+  for (int j = i; j >= 0; j--) {
+    const planStep *sj = &sc->steps[j];
+    if (sj->lane != sc->steps[i].lane) continue;
+    if (sj->kind == PLAN_STEP_WAIT && sj->inKernel)
+      f = j;
+    else if (j != i || sj->kind != PLAN_STEP_REDUCE)
+      break;
+  }
+  *first = f;
+  return f >= 0;
+}
+
+/* The steps of lane l before step idx of operation op (lane order). */
+static int simOrdInLane(const simCase *c, const int laneBase[][SIM_MAXOPS][MAXL], simRef ref,
+                        int l) {
+  const planSchedule *sc = c->s[ref.rank][ref.op];
+  int o = laneBase[ref.rank][ref.op][l];
+  for (int j = 0; j < ref.idx; j++) o += sc->steps[j].lane == l;
+  return o;
+}
+
 /* Returns 0 when every step ran, 1 on a deadlock (said in why), -1 on error. */
 static int simulate(const simCase *c, char *why, size_t whylen) {
-  static simRef q[SIM_MAXQ][SIM_MAXSTEPS];
+  static simRef q[SIM_MAXQ][SIM_MAXSTEPS], pend[SIM_MAXSTEPS];
+  static unsigned char launched[MAXR][SIM_MAXOPS][SIM_MAXSTEPS];
+  int npend = 0;
+  memset(launched, 0, sizeof(launched));
   int qlen[SIM_MAXQ] = {0}, head[SIM_MAXQ] = {0};
   int laneDone[MAXR][MAXL], laneBase[MAXR][SIM_MAXOPS][MAXL];
   uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
@@ -744,15 +774,35 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
 #undef SIM_PUSH
   /* Run. */
   for (;;) {
-    int progressed = 0, left = 0;
+    int progressed = 0, left = npend;
+    /* Launched kernels: their steps in lane order, off the queues. */
+    for (int i = 0; i < npend; i++) {
+      simRef ref = pend[i];
+      const planStep *st = &c->s[ref.rank][ref.op]->steps[ref.idx];
+      int ok = laneDone[ref.rank][st->lane] == simOrdInLane(c, laneBase, ref, st->lane);
+      if (ok && st->kind == PLAN_STEP_WAIT)
+        ok = (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
+      if (!ok) continue;
+      laneDone[ref.rank][st->lane]++;
+      pend[i--] = pend[--npend];
+      progressed = 1;
+    }
     for (int qi = 0; qi < nq; qi++)
       while (head[qi] < qlen[qi]) {
         simRef ref = q[qi][head[qi]];
         const planSchedule *sc = c->s[ref.rank][ref.op];
         const planStep *st = &sc->steps[ref.idx];
-        int ordInLane = laneBase[ref.rank][ref.op][st->lane];
-        for (int j = 0; j < ref.idx; j++) ordInLane += sc->steps[j].lane == st->lane;
-        int ok = laneDone[ref.rank][st->lane] == ordInLane;
+        int ordInLane = simOrdInLane(c, laneBase, ref, st->lane);
+        int ok = laneDone[ref.rank][st->lane] == ordInLane, first;
+        if (kernelPart(sc, ref.idx, &first)) {
+          /* The launch leaves the queue once the lane reached the kernel. */
+          if (ref.idx == first ? !ok : !launched[ref.rank][ref.op][first]) break;
+          launched[ref.rank][ref.op][first] = 1;
+          pend[npend++] = ref;
+          head[qi]++;
+          progressed = 1;
+          continue;
+        }
         if (ok && st->kind == PLAN_STEP_JOIN) {
           int need = laneBase[ref.rank][ref.op][st->from];
           for (int j = 0; j < ref.idx; j++) need += sc->steps[j].lane == st->from;
@@ -819,6 +869,7 @@ static int testQueueSafety(void) {
               /* the graph forms too: ENTRY first, the own block late */
               a.stageEntry = (int)((seed >> 1) & 1) && staged == 1;
               a.stageSelfLate = (int)((seed >> 2) & 1);
+              a.kernelWait = (int)((seed >> 3) & 1); /* reductions' kernels poll */
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -940,6 +991,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r].stageIndex = 1;
     a[r].stageEntry = (int)(seed & 1);           /* the first staged operation of a graph */
     a[r].stageSelfLate = (int)((seed >> 1) & 1); /* a graph's own-block copy */
+    a[r].kernelWait = (int)((seed >> 2) & 1);    /* reductions: the kernel polls */
   }
   size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
   for (int r = 0; r < n && !rc; r++) {
@@ -1287,6 +1339,82 @@ static int testGraphStagedProtocol(void) {
   return 0;
 }
 
+/*
+ * Staged reductions whose kernel polls the DATA flags (kernelWait): the
+ * waits and the REDUCE on lane 1, forked at the start, or after the copies
+ * where the REDUCE overwrites what they read (in-place AllReduce; the
+ * byte-for-byte replays in random step orders check the data). Controls:
+ * the same schedules with the waits left in their queues fail planCheck's
+ * rule 2 and deadlock in some dependency order of the simulated queues; as
+ * built, no order deadlocks.
+ */
+static int testKernelWait(void) {
+  static planSchedule s[4][1];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  int orders = 0, caught = 0;
+  const planColl colls[] = {PLAN_COLL_ALLREDUCE, PLAN_COLL_REDUCESCATTER};
+  for (int c = 0; c < 2; c++)
+    for (int n = 2; n <= 4; n++)
+      for (int inPlace = 0; inPlace <= 1; inPlace++) {
+        planSchedule *ops[4];
+        planSchedule flat[4];
+        for (int r = 0; r < n; r++) {
+          planArgs a = PA(colls[c], r, n, 64, inPlace, 2, 1);
+          a.kernelWait = 1;
+          ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGE, &s[r][0]), 0);
+          const planSchedule *sc = &s[r][0];
+          int late = colls[c] == PLAN_COLL_ALLREDUCE && inPlace, lastCopy = -1, waits = 0;
+          for (int i = 0; i < sc->nsteps; i++) {
+            const planStep *st = &sc->steps[i];
+            if (st->kind == PLAN_STEP_COPY) lastCopy = i;
+            if (st->kind == PLAN_STEP_WAIT) {
+              ASSERT_EQ_INT(st->lane, 1);
+              ASSERT_EQ_INT(st->inKernel, 1);
+              waits++;
+            }
+            if (st->kind == PLAN_STEP_REDUCE) ASSERT_EQ_INT(st->lane, 1);
+          }
+          ASSERT_EQ_INT(waits, n - 1);
+          ASSERT_EQ_INT(sc->nlanes, 2);
+          const planStep *fork = NULL;
+          int forkAt = -1;
+          for (int i = 0; i < sc->nsteps && !fork; i++)
+            if (sc->steps[i].kind == PLAN_STEP_JOIN && sc->steps[i].lane == 1)
+              fork = &sc->steps[i], forkAt = i;
+          ASSERT_TRUE(fork != NULL);
+          ASSERT_EQ_INT(forkAt, late ? lastCopy + 1 : 0);
+          const planStep *end = &sc->steps[sc->nsteps - 1];
+          ASSERT_TRUE(end->kind == PLAN_STEP_JOIN && end->lane == 0 && end->from == 1);
+          flat[r] = *sc;
+          ops[r] = &s[r][0];
+        }
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        for (int ctl = 0; ctl <= 1; ctl++) {
+          for (uint32_t seed = 1; seed <= 40; seed++) {
+            simCase sc = {n, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u + (uint32_t)n};
+            for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
+            int d = simulate(&sc, why, sizeof(why));
+            ASSERT_TRUE(d >= 0);
+            if (!ctl) ASSERT_EQ_INT(d, 0);
+            caught += ctl && d == 1;
+            orders++;
+          }
+          if (ctl) continue;
+          /* The control: the waits as stream waits. */
+          for (int r = 0; r < n; r++)
+            for (int i = 0; i < s[r][0].nsteps; i++) s[r][0].steps[i].inKernel = 0;
+          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+          ASSERT_TRUE(strstr(why, "could deadlock") != NULL);
+        }
+      }
+  ASSERT_TRUE(caught > 0);
+  printf("  %d dependency orders simulated; with the waits in queues %d deadlocked\n", orders,
+         caught);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r][0]);
+  return 0;
+}
+
 static int testEveryCollective(void) {
   const size_t counts[] = {0, 1, 7, 1000, 3000};
   int runs = 0, rc = 0;
@@ -1316,6 +1444,7 @@ int main(void) {
   RUN(testEveryCollective);
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);
+  RUN(testKernelWait);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);

@@ -148,6 +148,7 @@ typedef struct coreClique {
   planTable table;     /* algorithm selection, one for all ranks */
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
   size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
+  int kernelWait;      /* DMACCL_KERNEL_WAIT; 0 for the host executor */
   uint64_t stageCount; /* eager staged operations sequenced so far */
   /* Captured staged operations: the capture they are in (CUDA's id; one
    * process: rank 0's) and how many of them it holds so far. */
@@ -267,6 +268,7 @@ int coreReduceCtasParam(void);                 /* DMACCL_REDUCE_CTAS */
 /* A parameter in seconds: finite, above 0 (or 0 when zeroMeansOff), below
  * 1e9; anything else warns and gives fallback. */
 double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
+int coreKernelWaitParam(void);      /* DMACCL_KERNEL_WAIT: 0, 1 (graphs) or 2 (and eager) */
 int coreBatchOverlapParam(void);    /* DMACCL_BATCH_OVERLAP: 0 or 1 */
 int coreLanePriorityHigh(void);     /* DMACCL_LANE_PRIORITY is high */
 void coreParamPrintAll(void *file); /* FILE*: name, value, doc of every parameter */

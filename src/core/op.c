@@ -12,6 +12,8 @@ void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   a->stageIndex = idx;
   a->stageEntry = op->capture && idx == 1;
   a->stageSelfLate = op->capture; /* no batch command in a graph (staged.c) */
+  int kw = op->comm->clique->kernelWait;
+  a->kernelWait = kw == 2 || (kw == 1 && op->capture);
 }
 
 planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,

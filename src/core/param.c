@@ -37,6 +37,10 @@ static const struct {
     {"DMACCL_REDUCE_CTAS", "8",
      "thread blocks of the reduction kernel (1 to 1024): the SMs a reducing collective takes "
      "from the application"},
+    {"DMACCL_KERNEL_WAIT", "1",
+     "staged reductions (small AllReduce and ReduceScatter): 1: inside CUDA graphs the "
+     "reduction kernel is launched beside the copies and waits for the peers' data itself; 2: "
+     "eager calls too; 0: never, a stream wait comes before the kernel"},
     {"DMACCL_BATCH_OVERLAP", "1",
      "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
      "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
@@ -122,6 +126,14 @@ int coreBatchOverlapParam(void) {
   if (strcmp(v, "0") == 0) return 0;
   if (strcmp(v, "1") != 0)
     coreLog(CORE_LOG_WARN, "DMACCL_BATCH_OVERLAP='%s' is not 0 or 1: using 1", v);
+  return 1;
+}
+
+int coreKernelWaitParam(void) {
+  const char *v = coreParamString("DMACCL_KERNEL_WAIT");
+  if (strcmp(v, "0") == 0 || strcmp(v, "2") == 0) return v[0] - '0';
+  if (strcmp(v, "1") != 0)
+    coreLog(CORE_LOG_WARN, "DMACCL_KERNEL_WAIT='%s' is not 0, 1 or 2: using 1", v);
   return 1;
 }
 

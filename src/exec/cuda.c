@@ -650,6 +650,71 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
   return i + n;
 }
 
+/* The launch of a REDUCE step (with w: waiting for w's flags first). */
+static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, const planStep *st,
+                                   const execBuffers *b, const execReduceWait *w,
+                                   cudaStream_t lane) {
+  dmacclResult_t rc = dmacclSuccess;
+  const void *src[EXEC_REDUCE_MAX_SRCS];
+  for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
+  CUDA_TRY(comm, execCudaReduceWait(execLocate(b, st->dst), src, st->nsrc,
+                                    st->bytes / sch->elemSize, (dmacclDataType_t)sch->dtype,
+                                    (dmacclRedOp_t)sch->redop, stateOf(comm)->reduceCtas, w, lane));
+out:
+  return rc;
+}
+
+/*
+ * A run of inKernel WAITs and the REDUCE after them (staged.c, kernelWait):
+ * one kernel launch that polls the DATA words the waits name (eager: until
+ * they reach the epoch; graph: until 1, then resets them to 0, as the memop
+ * batch would) before it reduces. A peer of this process on this GPU
+ * signals by event: that wait stays a stream wait before the kernel (its
+ * record was issued in an earlier round). Returns the index after the
+ * REDUCE.
+ */
+static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,
+                           dmacclResult_t *rcOut) {
+  dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks, me = comm->rank, j = i;
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  w.flags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_DATA, 0, gslot)
+                              : FLAG_EAGER(n, PLAN_PHASE_DATA, 0));
+  w.value = graph ? 1 : epoch;
+  w.reset = graph;
+  w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
+  const planStep *st = &sch->steps[i];
+  for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_WAIT && sch->steps[j].inKernel &&
+         sch->steps[j].lane == st->lane;
+       j++) {
+    int p = sch->steps[j].peer;
+    if (sch->steps[j].phase != PLAN_PHASE_DATA) {
+      rc = coreError(comm, dmacclInternalError, "a kernel-polled WAIT of phase %d",
+                     (int)sch->steps[j].phase);
+      goto out;
+    }
+    if (colocated(comm, p)) {
+      cudaState *ps = stateOf(comm->clique->comms[p]);
+      CUDA_TRY(comm, cudaStreamWaitEvent(lane, ps->sigEv[(int)PLAN_PHASE_DATA * n + me], 0));
+    } else {
+      w.mask[p / 64] |= 1ull << (p % 64);
+    }
+  }
+  if (j >= sch->nsteps || sch->steps[j].kind != PLAN_STEP_REDUCE ||
+      sch->steps[j].lane != st->lane) {
+    rc = coreError(comm, dmacclInternalError, "kernel-polled WAITs not followed by their REDUCE");
+    goto out;
+  }
+  rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane);
+  j++;
+out:
+  *rcOut = rc;
+  return j;
+}
+
 /* Issues steps[i..] that form one command; returns the index after them. */
 static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                     const cudaStream_t *streams, uint32_t epoch, int graph, int gslot,
@@ -659,7 +724,9 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   const planStep *st = &sch->steps[i];
   cudaStream_t lane = streams[st->lane];
   int j = i;
-  if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
+  if (st->kind == PLAN_STEP_WAIT && st->inKernel) {
+    j = issueKernelWait(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
+  } else if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
     /* a graph's waits take two entries each (wait, reset) */
     int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2 : MEMOP_CHUNK;
     while (j < sch->nsteps && j - i < most && sch->steps[j].kind == st->kind &&
@@ -667,11 +734,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
       j++;
     rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot);
   } else if (st->kind == PLAN_STEP_REDUCE) {
-    const void *src[EXEC_REDUCE_MAX_SRCS];
-    for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
-    CUDA_TRY(comm, execCudaReduce(execLocate(b, st->dst), src, st->nsrc, st->bytes / sch->elemSize,
-                                  (dmacclDataType_t)sch->dtype, (dmacclRedOp_t)sch->redop,
-                                  s->reduceCtas, lane));
+    rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN) {
     /* One record serves a run of lanes joining the same lane. */

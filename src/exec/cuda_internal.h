@@ -45,6 +45,9 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
  *   [Q, Q+L)            copy-signal sources, one per lane (SIGNAL_COPY); Q = (2P+1)n
  *   Q+L                 the constant 1 (graph signals by copy)
  *   [Q+1+L, Q+1+L+n)    probe words, one per peer (signal-path probe at init)
+ *   Q+1+L+n             the reduction kernel's block count when it waits and
+ *                       resets graph flags itself (execReduceWait), 0 between
+ *                       kernels
  * Each graph staging slot has its own DATA words: a graph's staged operations
  * alternate between the two slots without an ENTRY handshake (staged.c), and
  * only the slot's own previous user is known to have reset its word.
@@ -57,7 +60,8 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
 #define FLAG_SRC(n, lane) (FLAG_Q(n) + (lane))
 #define FLAG_ONE(n, L) (FLAG_Q(n) + (L))
 #define FLAG_PROBE(n, L, peer) (FLAG_Q(n) + 1 + (L) + (peer))
-#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 1 + (L))
+#define FLAG_KCOUNT(n, L) (FLAG_Q(n) + 1 + (L) + (n))
+#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 2 + (L))
 /* The graph word of (phase, peer) for an operation on graph staging slot
  * `gslot` (0 or 1; only DATA differs). */
 static inline size_t flagGraphWord(int n, int ph, int peer, int gslot) {

@@ -6,7 +6,9 @@
  * bytes (bf16 and fp16 results are rounded by the hardware's conversion,
  * which gives the same bits: VecStore). A few thread blocks (DMACCL_REDUCE_CTAS) stream through the
  * data: each thread takes 16-byte vectors when every pointer is 16-byte aligned, single elements
- * otherwise and for the tail.
+ * otherwise and for the tail. A staged reduction's kernel may first wait for
+ * its peers' DATA flags itself (execReduceWait: launched beside the copies,
+ * it polls instead of following a stream wait).
  */
 #include "cuda_reduce.h"
 #include "../base/reduce_math.h"
@@ -242,10 +244,38 @@ template <int T, int OP> struct Passes<T, OP, true> {
   }
 };
 
+/* Waits until every flag of w has reached its value (warp 0 polls, each
+ * lane a share of the ranks), then lets the block go on; with reset, the
+ * last block to get here sets the flags back to 0. The acquire loads order
+ * the block's later reads of the inputs after the peers' copies, which
+ * their signals follow. */
+static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+static __device__ void waitFlags(const execReduceWait &w) {
+  if (threadIdx.x < 32)
+    for (int p = (int)threadIdx.x; p < 256; p += 32)
+      if (w.mask[p / 64] >> (p % 64) & 1)
+        while ((int32_t)(loadAcquire(&w.flags[p]) - w.value) < 0) {
+        }
+  __syncthreads();
+  if (w.reset && threadIdx.x == 0) {
+    unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(w.count, 1u);
+    if (seen == gridDim.x - 1) {
+      for (int p = 0; p < 256; p++)
+        if (w.mask[p / 64] >> (p % 64) & 1) w.flags[p] = 0;
+      if (gridDim.x > 1) *w.count = 0;
+    }
+  }
+}
+
 template <int T, int OP>
 __global__ void __launch_bounds__(512)
-    dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec) {
+    dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
   typedef typename Ty<T>::S S;
+  if (w.flags) waitFlags(w);
   const size_t per = 16 / sizeof(S); /* elements per vector */
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
@@ -279,7 +309,8 @@ __global__ void __launch_bounds__(512)
 }
 
 template <int T, int OP>
-cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas, cudaStream_t st) {
+cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
+                        const execReduceWait &w, cudaStream_t st) {
   typedef typename Ty<T>::S S;
   int vec = ((uintptr_t)dst & 15) == 0;
   for (int k = 0; k < n && vec; k++) vec = ((uintptr_t)s.p[k] & 15) == 0;
@@ -287,19 +318,19 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
-  dmacclReduceKernel<T, OP><<<(unsigned)blocks, 512, 0, st>>>(dst, s, n, count, vec);
+  dmacclReduceKernel<T, OP><<<(unsigned)blocks, 512, 0, st>>>(dst, s, n, count, vec, w);
   return cudaGetLastError();
 }
 
 template <int T>
 cudaError_t launchOp(int op, void *dst, const Srcs &s, int n, size_t count, int ctas,
-                     cudaStream_t st) {
+                     const execReduceWait &w, cudaStream_t st) {
   switch (op) {
-  case dmacclSum: return launchTyped<T, dmacclSum>(dst, s, n, count, ctas, st);
-  case dmacclProd: return launchTyped<T, dmacclProd>(dst, s, n, count, ctas, st);
-  case dmacclMax: return launchTyped<T, dmacclMax>(dst, s, n, count, ctas, st);
-  case dmacclMin: return launchTyped<T, dmacclMin>(dst, s, n, count, ctas, st);
-  case dmacclAvg: return launchTyped<T, dmacclAvg>(dst, s, n, count, ctas, st);
+  case dmacclSum: return launchTyped<T, dmacclSum>(dst, s, n, count, ctas, w, st);
+  case dmacclProd: return launchTyped<T, dmacclProd>(dst, s, n, count, ctas, w, st);
+  case dmacclMax: return launchTyped<T, dmacclMax>(dst, s, n, count, ctas, w, st);
+  case dmacclMin: return launchTyped<T, dmacclMin>(dst, s, n, count, ctas, w, st);
+  case dmacclAvg: return launchTyped<T, dmacclAvg>(dst, s, n, count, ctas, w, st);
   default: return cudaErrorInvalidValue;
   }
 }
@@ -309,14 +340,25 @@ cudaError_t launchOp(int op, void *dst, const Srcs &s, int n, size_t count, int 
 extern "C" cudaError_t execCudaReduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                                       dmacclDataType_t t, dmacclRedOp_t op, int ctas,
                                       cudaStream_t stream) {
-  if (count == 0) return cudaSuccess;
+  return execCudaReduceWait(dst, srcs, nsrc, count, t, op, ctas, NULL, stream);
+}
+
+extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, int nsrc,
+                                          size_t count, dmacclDataType_t t, dmacclRedOp_t op,
+                                          int ctas, const execReduceWait *wait,
+                                          cudaStream_t stream) {
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3])) w = *wait;
+  if (count == 0 && !w.flags) return cudaSuccess;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;
+  if (w.flags && w.reset && ctas > 1 && !w.count) return cudaErrorInvalidValue;
   Srcs s;
   for (int k = 0; k < nsrc; k++) s.p[k] = srcs[k];
   for (int k = nsrc; k < EXEC_REDUCE_MAX_SRCS; k++) s.p[k] = nullptr;
   switch (t) {
 #define CASE(id)                                                                                   \
-  case id: return launchOp<id>((int)op, dst, s, nsrc, count, ctas, stream);
+  case id: return launchOp<id>((int)op, dst, s, nsrc, count, ctas, w, stream);
     CASE(dmacclInt8)
     CASE(dmacclUint8)
     CASE(dmacclInt32)

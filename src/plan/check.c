@@ -92,10 +92,26 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int l = 1; l < nl && !rc; l++)
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
-  /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round. */
+  /* A WAIT polled by a kernel is followed on its lane by more such WAITs,
+   * then the REDUCE that polls them. */
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
-    if (W->kind != PLAN_STEP_WAIT) continue;
+    if (!W->inKernel) continue;
+    int next = w + 1;
+    while (next < s->nsteps && s->steps[next].lane != W->lane) next++;
+    const planStep *N = next < s->nsteps ? &s->steps[next] : NULL;
+    if (W->kind != PLAN_STEP_WAIT || !N ||
+        !(N->kind == PLAN_STEP_REDUCE || (N->kind == PLAN_STEP_WAIT && N->inKernel)))
+      rc = fail(err, errlen,
+                "rank %d step %d: %s marked inKernel is not a WAIT followed on lane %d by the "
+                "REDUCE that polls it",
+                r, w, kindName(W->kind), W->lane);
+  }
+  /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round
+   * (not one that a kernel polls: it holds no queue). */
+  for (int w = 0; w < s->nsteps && !rc; w++) {
+    const planStep *W = &s->steps[w];
+    if (W->kind != PLAN_STEP_WAIT || W->inKernel) continue;
     const int *cw = &clock[(size_t)w * (size_t)nl];
     for (int i = 0; i < s->nsteps && !rc; i++) {
       const planStep *S = &s->steps[i];

@@ -24,7 +24,8 @@
  * mapping of lanes to queues can deadlock:
  *   1. a WAIT of round k is released only by SIGNALs of rounds < k;
  *   2. a WAIT of round k comes after, in its rank's own lane and JOIN order,
- *      every SIGNAL of that rank of a round < k;
+ *      every SIGNAL of that rank of a round < k (except a WAIT that a
+ *      reduction kernel polls itself, inKernel: it sits in no queue);
  *   3. steps are listed in round order, and executors issue them in list
  *      order (several ranks of one process: round by round across them).
  * planCheck verifies 1-3 and the lane structure for every rank's schedule
@@ -128,6 +129,10 @@ typedef struct {
   int from;
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
+  /* WAIT only: 1 when the REDUCE that follows it on its lane waits for it
+   * itself (the kernel polls the flag: no hardware queue holds it, so rule
+   * 2 of queue safety does not apply). Other executors wait as usual. */
+  int inKernel;
 } planStep;
 
 typedef struct {
@@ -183,6 +188,12 @@ typedef struct {
    * graphs) that local copy then overlaps the peers' signals, and the out
    * copies skip it (staged.c). */
   int stageSelfLate;
+  /* Staged reductions only: 1 to put the DATA waits and the REDUCE on a lane
+   * of their own, forked at the start (after the copies where the REDUCE
+   * would overwrite what they read), with the waits marked inKernel: the
+   * kernel is queued beside the copies and waits for the peers' data
+   * itself, instead of being queued behind a stream wait (staged.c). */
+  int kernelWait;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */

@@ -28,6 +28,17 @@
  * Rounds (plan.h): the copies, DATA signals and a stageSelfLate own-block
  * copy are round 0, the DATA waits and the out copy round 1.
  *
+ * With kernelWait (reductions), the DATA waits and the REDUCE go on lane 1,
+ * which lane 0 forks at the start and joins at the end, and the waits are
+ * inKernel: the CUDA executor launches the reduction kernel right away and
+ * the kernel polls the DATA flags itself, so its launch overlaps the copies
+ * and the peers' signals instead of following a stream wait. The fork comes
+ * after the copies when the REDUCE writes what they read (an in-place
+ * AllReduce). A kernel that polls holds no hardware queue, so rule 2 (a
+ * WAIT after the rank's own earlier SIGNALs) is not needed for it; the
+ * slot argument below is unchanged, since lane 0 joins lane 1 before the
+ * next operation's copies.
+ *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
  * 2): a peer's ENTRY says its stream reached this operation, so it has
@@ -103,7 +114,7 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
 }
 
 /* A reduction's out step: my slot's positions (mine from my send buffer). */
-static int addOutReduce(planSchedule *s, const planArgs *a) {
+static int addOutReduce(planSchedule *s, const planArgs *a, int lane) {
   int n = a->nranks, r = a->rank;
   planBlock t = planCollOf(a->coll)->target(a, r, 1);
   if (!t.bytes) return 0;
@@ -112,17 +123,36 @@ static int addOutReduce(planSchedule *s, const planArgs *a) {
   for (int i = 0; i < n; i++)
     src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
                     : (planLoc){r, PLAN_BUF_STAGE, (size_t)i * t.bytes};
-  int rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
+  int rc = planAddReduce(s, lane, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
   free(src);
   return rc;
 }
 
-/* One SIGNAL or WAIT of phase to every peer, in rotated order, on lane 0. */
-static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase) {
+/* One SIGNAL or WAIT of phase to every peer, in rotated order, on a lane;
+ * inKernel marks WAITs that the REDUCE after them polls itself. */
+static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase, int lane,
+                   int inKernel) {
   int rc = 0;
-  for (int d = 1; d < a->nranks && !rc; d++)
-    rc = planAddSync(s, kind, 0, (a->rank + d) % a->nranks, phase);
+  for (int d = 1; d < a->nranks && !rc; d++) {
+    rc = planAddSync(s, kind, lane, (a->rank + d) % a->nranks, phase);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = inKernel;
+  }
   return rc;
+}
+
+/* In place, whether a peer's part of my send buffer overlaps my result
+ * (AllReduce: the whole buffer), which the REDUCE then overwrites. */
+static int reduceOverwritesSources(const planArgs *a) {
+  if (!a->inPlace) return 0;
+  const planCollInfo *ci = planCollOf(a->coll);
+  planBlock mine = ci->target(a, a->rank, 1);
+  for (int p = 0; p < a->nranks; p++) {
+    planBlock b = stagedBlock(a, a->rank, p);
+    if (p != a->rank && b.bytes && mine.bytes && b.srcOff < mine.srcOff + mine.bytes &&
+        mine.srcOff < b.srcOff + b.bytes)
+      return 1;
+  }
+  return 0;
 }
 
 int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
@@ -142,10 +172,14 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
                        (planLoc){0, PLAN_BUF_RECV, t.dstOff}, t.bytes, 0);
   }
   s->round = 0;
-  if (a->stageEntry) {
-    rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_ENTRY);
+  /* kernelWait: the REDUCE's lane, forked now or after the copies. */
+  int kw = ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
+  int late = kw && reduceOverwritesSources(a);
+  if (kw && !late) rc = planAddJoin(s, 1, 0);
+  if (a->stageEntry && !rc) {
+    rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_ENTRY, 0, 0);
     s->round = 1;
-    if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_ENTRY);
+    if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_ENTRY, 0, 0);
   }
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
@@ -157,7 +191,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
                      (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
   }
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA);
+  if (late && !rc) rc = planAddJoin(s, 1, 0);
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, 0);
   /* The own block, straight to its place (in place it is there already, as
    * direct.c's self copy takes it). */
   planBlock self = selfLate && !a->inPlace ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
@@ -165,7 +200,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA);
-  if (!rc) rc = ci->reduces ? addOutReduce(s, a) : addOutCopies(s, a);
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw);
+  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw) : addOutCopies(s, a);
+  if (kw && !rc) rc = planAddJoin(s, 0, 1);
   return rc;
 }
