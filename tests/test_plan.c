@@ -675,14 +675,14 @@ typedef struct {
   uint32_t seed;
 } simCase;
 
-/* Whether step i is part of a polling kernel (an inKernel WAIT, or the
- * REDUCE after such WAITs on its lane); *first: the kernel's first step. */
+/* Whether step i is part of a polling kernel (an inKernel WAIT or JOIN, or
+ * the REDUCE after such steps on its lane); *first: the kernel's first step. */
 static int kernelPart(const planSchedule *sc, int i, int *first) {
   int f = -1;
   for (int j = i; j >= 0; j--) {
     const planStep *sj = &sc->steps[j];
     if (sj->lane != sc->steps[i].lane) continue;
-    if (sj->kind == PLAN_STEP_WAIT && sj->inKernel)
+    if ((sj->kind == PLAN_STEP_WAIT || sj->kind == PLAN_STEP_JOIN) && sj->inKernel)
       f = j;
     else if (j != i || sj->kind != PLAN_STEP_REDUCE)
       break;
@@ -780,6 +780,8 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
       simRef ref = pend[i];
       const planStep *st = &c->s[ref.rank][ref.op]->steps[ref.idx];
       int ok = laneDone[ref.rank][st->lane] == simOrdInLane(c, laneBase, ref, st->lane);
+      if (ok && st->kind == PLAN_STEP_JOIN)
+        ok = laneDone[ref.rank][st->from] >= simOrdInLane(c, laneBase, ref, st->from);
       if (ok && st->kind == PLAN_STEP_WAIT)
         ok = (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
       if (!ok) continue;
@@ -1341,9 +1343,10 @@ static int testGraphStagedProtocol(void) {
 
 /*
  * Staged reductions whose kernel polls the DATA flags (kernelWait): the
- * waits and the REDUCE on lane 1, forked at the start, or after the copies
- * where the REDUCE overwrites what they read (in-place AllReduce; the
- * byte-for-byte replays in random step orders check the data). Controls:
+ * waits and the REDUCE on lane 1, forked at the start; where the REDUCE
+ * overwrites what the copies read (in-place AllReduce), a polled JOIN from
+ * lane 0 after the DATA signals (the byte-for-byte replays in random step
+ * orders check the data). Controls:
  * the same schedules with the waits left in their queues fail planCheck's
  * rule 2 and deadlock in some dependency order of the simulated queues; as
  * built, no order deadlocks.
@@ -1364,10 +1367,16 @@ static int testKernelWait(void) {
           a.kernelWait = 1;
           ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGE, &s[r][0]), 0);
           const planSchedule *sc = &s[r][0];
-          int late = colls[c] == PLAN_COLL_ALLREDUCE && inPlace, lastCopy = -1, waits = 0;
+          int late = colls[c] == PLAN_COLL_ALLREDUCE && inPlace, lastSignal = -1, waits = 0;
+          int polledJoin = -1;
           for (int i = 0; i < sc->nsteps; i++) {
             const planStep *st = &sc->steps[i];
-            if (st->kind == PLAN_STEP_COPY) lastCopy = i;
+            if (st->kind == PLAN_STEP_SIGNAL) lastSignal = i;
+            if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
+              ASSERT_EQ_INT(st->lane, 1);
+              ASSERT_EQ_INT(st->from, 0);
+              polledJoin = i;
+            }
             if (st->kind == PLAN_STEP_WAIT) {
               ASSERT_EQ_INT(st->lane, 1);
               ASSERT_EQ_INT(st->inKernel, 1);
@@ -1383,7 +1392,8 @@ static int testKernelWait(void) {
             if (sc->steps[i].kind == PLAN_STEP_JOIN && sc->steps[i].lane == 1)
               fork = &sc->steps[i], forkAt = i;
           ASSERT_TRUE(fork != NULL);
-          ASSERT_EQ_INT(forkAt, late ? lastCopy + 1 : 0);
+          ASSERT_EQ_INT(forkAt, 0);
+          ASSERT_EQ_INT(polledJoin, late ? lastSignal + 1 : -1);
           const planStep *end = &sc->steps[sc->nsteps - 1];
           ASSERT_TRUE(end->kind == PLAN_STEP_JOIN && end->lane == 0 && end->from == 1);
           flat[r] = *sc;
@@ -1404,8 +1414,10 @@ static int testKernelWait(void) {
           /* The control: the waits as stream waits. */
           for (int r = 0; r < n; r++)
             for (int i = 0; i < s[r][0].nsteps; i++) s[r][0].steps[i].inKernel = 0;
-          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
-          ASSERT_TRUE(strstr(why, "could deadlock") != NULL);
+          /* (In-place AllReduce's waits follow the JOIN after the signals.) */
+          int lateJoin = colls[c] == PLAN_COLL_ALLREDUCE && inPlace;
+          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), lateJoin ? 0 : -1);
+          if (!lateJoin) ASSERT_TRUE(strstr(why, "could deadlock") != NULL);
         }
       }
   ASSERT_TRUE(caught > 0);

@@ -188,13 +188,20 @@ static int testTuneErrors(void) {
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, captured
- * AllGather/AlltoAll of 2-8 MB take push1; reductions have none. */
+ * AllGather/AlltoAll of 2-8 MB take push1; captured AllReduce stays staged
+ * from 1 MB to 2 MB and ReduceScatter to 8 MB, where eager calls take
+ * pull1. */
 static int testGraphRanges(void) {
   planTable t, before;
   char err[256];
   const planRange *why = NULL;
   planTableDefaults(&t, 2);
-  ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLREDUCE], 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 0, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 2 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);

@@ -668,7 +668,8 @@ out:
  * A run of inKernel WAITs and the REDUCE after them (staged.c, kernelWait):
  * one kernel launch that polls the DATA words the waits name (eager: until
  * they reach the epoch; graph: until 1, then resets them to 0, as the memop
- * batch would) before it reduces. A peer of this process on this GPU
+ * batch would) before it reduces; after a polled JOIN, also the rank's own
+ * DATA word, which the JOIN's lane wrote (no peer signals it). A peer of this process on this GPU
  * signals by event: that wait stays a stream wait before the kernel (its
  * record was issued in an earlier round). Returns the index after the
  * REDUCE.
@@ -687,6 +688,12 @@ static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, co
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
   const planStep *st = &sch->steps[i];
+  /* A polled JOIN before the waits on this lane: its word is this rank's. */
+  for (int k = i - 1; k >= 0; k--) {
+    if (sch->steps[k].lane != st->lane) continue;
+    if (sch->steps[k].kind != PLAN_STEP_JOIN || !sch->steps[k].inKernel) break;
+    w.mask[me / 64] |= 1ull << (me % 64);
+  }
   for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_WAIT && sch->steps[j].inKernel &&
          sch->steps[j].lane == st->lane;
        j++) {
@@ -726,6 +733,14 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   int j = i;
   if (st->kind == PLAN_STEP_WAIT && st->inKernel) {
     j = issueKernelWait(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
+  } else if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
+    /* Polled by the kernel: lane `from` writes this rank's own DATA word. */
+    int n = comm->nranks;
+    size_t word = graph ? flagGraphWord(n, PLAN_PHASE_DATA, comm->rank, gslot)
+                        : FLAG_EAGER(n, PLAN_PHASE_DATA, comm->rank);
+    CU_TRY(comm, drv.writeValue32((CUstream)streams[st->from], flagWord(s, comm->rank, word),
+                                  graph ? 1 : epoch, CU_STREAM_WRITE_VALUE_DEFAULT));
+    j = i + 1;
   } else if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
     /* a graph's waits take two entries each (wait, reset) */
     int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2 : MEMOP_CHUNK;

@@ -129,9 +129,11 @@ typedef struct {
   int from;
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
-  /* WAIT only: 1 when the REDUCE that follows it on its lane waits for it
-   * itself (the kernel polls the flag: no hardware queue holds it, so rule
-   * 2 of queue safety does not apply). Other executors wait as usual. */
+  /* WAIT or JOIN: 1 when the REDUCE that follows it on its lane waits for
+   * it itself (the kernel polls a flag: a peer's signal, or for a JOIN one
+   * that lane `from` writes at this point). No hardware queue holds such a
+   * wait, so rule 2 of queue safety does not apply to it. Other executors
+   * wait as usual. */
   int inKernel;
 } planStep;
 
@@ -189,10 +191,11 @@ typedef struct {
    * copies skip it (staged.c). */
   int stageSelfLate;
   /* Staged reductions only: 1 to put the DATA waits and the REDUCE on a lane
-   * of their own, forked at the start (after the copies where the REDUCE
-   * would overwrite what they read), with the waits marked inKernel: the
-   * kernel is queued beside the copies and waits for the peers' data
-   * itself, instead of being queued behind a stream wait (staged.c). */
+   * of their own, forked at the start, with the waits marked inKernel (and,
+   * where the REDUCE would overwrite what the copies read, an inKernel JOIN
+   * after them): the kernel is queued beside the copies and waits for the
+   * peers' data itself, instead of being queued behind a stream wait
+   * (staged.c). */
   int kernelWait;
 } planArgs;
 

@@ -35,8 +35,13 @@ const char planDefaultTune[] =
      * than the staged form's dependent local copy. Only what was measured:
      * 2 ranks, these two, 2-8 MB (from 8 MB the plain pushb runs as plain
      * copies in a graph). Reductions keep their plain ranges (staged up to
-     * 1 MB: 18-21 us against pull1's 27-29). */
-    "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n";
+     * 1 MB: 18-21 us against pull1's 27-29) and, since the kernel polls the
+     * DATA flags itself (DMACCL_KERNEL_WAIT), stay staged further in graphs:
+     * at 1 MB 16.5 us against pull1's 33.6 (AllReduce), ReduceScatter 14.0
+     * against 28.1 and at 4 MB 23.3 against 44.1 (a larger AllReduce does
+     * not fit a graph slot and falls back to pull1). */
+    "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n"
+    "2 allreduce@graph:1M-2M:stage;reducescatter@graph:1M-8M:stage\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
                                                       "pulln", "pullb", "stage", "stage2d"};

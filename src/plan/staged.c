@@ -32,9 +32,11 @@
  * which lane 0 forks at the start and joins at the end, and the waits are
  * inKernel: the CUDA executor launches the reduction kernel right away and
  * the kernel polls the DATA flags itself, so its launch overlaps the copies
- * and the peers' signals instead of following a stream wait. The fork comes
- * after the copies when the REDUCE writes what they read (an in-place
- * AllReduce). A kernel that polls holds no hardware queue, so rule 2 (a
+ * and the peers' signals instead of following a stream wait. Where the
+ * REDUCE writes what the copies read (an in-place AllReduce), lane 1 also
+ * joins lane 0 after the DATA signals, and that JOIN is polled too (lane 0
+ * writes a word of the rank's own at that point). A kernel that polls
+ * holds no hardware queue, so rule 2 (a
  * WAIT after the rank's own earlier SIGNALs) is not needed for it; the
  * slot argument below is unchanged, since lane 0 joins lane 1 before the
  * next operation's copies.
@@ -175,7 +177,7 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   /* kernelWait: the REDUCE's lane, forked now or after the copies. */
   int kw = ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
   int late = kw && reduceOverwritesSources(a);
-  if (kw && !late) rc = planAddJoin(s, 1, 0);
+  if (kw) rc = planAddJoin(s, 1, 0);
   if (a->stageEntry && !rc) {
     rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_ENTRY, 0, 0);
     s->round = 1;
@@ -191,8 +193,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
                      (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
   }
-  if (late && !rc) rc = planAddJoin(s, 1, 0);
   if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, 0);
+  if (late && !rc && !(rc = planAddJoin(s, 1, 0))) s->steps[s->nsteps - 1].inKernel = 1;
   /* The own block, straight to its place (in place it is there already, as
    * direct.c's self copy takes it). */
   planBlock self = selfLate && !a->inPlace ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
