@@ -98,11 +98,20 @@ class _Dmaccl:
     def getBackendName(self):
         return BACKEND_NAME
 
+    def _uid_name(self, key):
+        """The store key of the unique id of the communicator for device
+        `key` (-1: CPU). It must be the same on every rank, so not the device
+        index, which differs per rank with one GPU each. Ranks make their
+        communicators in the same order (on their first collective of each
+        kind of tensor), so a count tells them apart."""
+        made = sum(1 for k in self._comms if (k < 0) == (key < 0))
+        return f"dmaccl_unique_id_{'cpu' if key < 0 else 'cuda'}_{made}"
+
     def _comm(self, t):
         key = t.device.index if t.is_cuda else -1
         c = self._comms.get(key)
         if c is None:
-            name = f"dmaccl_unique_id_{'cpu' if key < 0 else key}"
+            name = self._uid_name(key)
             if self._rank == 0:
                 from .communicator import get_unique_id
 

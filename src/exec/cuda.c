@@ -548,11 +548,17 @@ static int colocated(dmacclComm_t comm, int p) {
  *   of this rank, WAIT waits for the peer's event [phase][me], eager or
  *   captured alike (the record was queued in an earlier round).
  */
+/* selfWord (signals only): also write this rank's own DATA word, for a
+ * polled JOIN that follows the signals (in the memop batch where there is
+ * one, else as a write of its own after them). */
 static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, cudaStream_t lane,
-                                uint32_t epoch, int graph, int gslot) {
+                                uint32_t epoch, int graph, int gslot, int selfWord) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   int n = comm->nranks, me = comm->rank;
+  CUdeviceptr self = flagWord(s, me,
+                              graph ? flagGraphWord(n, PLAN_PHASE_DATA, me, gslot)
+                                    : FLAG_EAGER(n, PLAN_PHASE_DATA, me));
   const planStep *st[MEMOP_CHUNK];
   int m = 0;
   for (int i = 0; i < k; i++) {
@@ -600,7 +606,16 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
       prm[i].writeValue.value = graph ? 1 : epoch;
       prm[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
-    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)k, prm, 0));
+    int m2 = k;
+    if (selfWord) { /* signal runs leave the batch room for it */
+      memset(&prm[m2], 0, sizeof(*prm));
+      prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      prm[m2].writeValue.address = self;
+      prm[m2].writeValue.value = graph ? 1 : epoch;
+      prm[m2++].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+      selfWord = 0;
+    }
+    CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)m2, prm, 0));
   } else {
     size_t srcWord = graph ? FLAG_ONE(n, s->nlanes) : FLAG_SRC(n, st[0]->lane);
     if (!graph)
@@ -615,6 +630,11 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
     }
   }
 out:
+  if (selfWord && rc == dmacclSuccess) {
+    CUresult e =
+        drv.writeValue32((CUstream)lane, self, graph ? 1 : epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (e != CUDA_SUCCESS) rc = cuFail(comm, "cuStreamWriteValue32 (own DATA word)", e);
+  }
   return rc;
 }
 
@@ -734,20 +754,24 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   if (st->kind == PLAN_STEP_WAIT && st->inKernel) {
     j = issueKernelWait(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
   } else if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
-    /* Polled by the kernel: lane `from` writes this rank's own DATA word. */
-    int n = comm->nranks;
-    size_t word = graph ? flagGraphWord(n, PLAN_PHASE_DATA, comm->rank, gslot)
-                        : FLAG_EAGER(n, PLAN_PHASE_DATA, comm->rank);
-    CU_TRY(comm, drv.writeValue32((CUstream)streams[st->from], flagWord(s, comm->rank, word),
-                                  graph ? 1 : epoch, CU_STREAM_WRITE_VALUE_DEFAULT));
+    /* Polled by the kernel: lane `from` writes this rank's own DATA word
+     * (with the signals just before it where there are some: issueSync). */
+    rc = issueSync(comm, st, 0, streams[st->from], epoch, graph, gslot, 1);
     j = i + 1;
   } else if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
-    /* a graph's waits take two entries each (wait, reset) */
-    int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2 : MEMOP_CHUNK;
+    /* a graph's waits take two entries each (wait, reset); a signal run
+     * leaves one entry for the own word of a polled JOIN after it */
+    int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2
+               : st->kind == PLAN_STEP_SIGNAL      ? MEMOP_CHUNK - 1
+                                                   : MEMOP_CHUNK;
     while (j < sch->nsteps && j - i < most && sch->steps[j].kind == st->kind &&
            sch->steps[j].lane == st->lane)
       j++;
-    rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot);
+    const planStep *nx = j < sch->nsteps ? &sch->steps[j] : NULL;
+    int self = st->kind == PLAN_STEP_SIGNAL && nx && nx->kind == PLAN_STEP_JOIN && nx->inKernel &&
+               nx->from == st->lane;
+    rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot, self);
+    if (self) j++;
   } else if (st->kind == PLAN_STEP_REDUCE) {
     rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;

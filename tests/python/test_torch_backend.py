@@ -275,3 +275,19 @@ def mixed_body(uid, rank, n, port, route, config):
 def test_mixed_cpu_on_gloo(route, config):
     route_param(route)
     run_ranks(mixed_body, 2, free_port(), route, config)
+
+
+def test_unique_id_names_agree_across_devices():
+    """With one GPU per rank, rank 0's tensor is on cuda:0 and rank 1's on
+    cuda:1: both must ask the store for the same unique id (a key named by
+    the device index left rank 1 waiting for a key no one set)."""
+    names = []
+    for rank, device in ((0, 0), (1, 1), (2, 5)):
+        b = tb._Dmaccl()
+        b._setup(store=None, rank=rank, size=3)
+        first = b._uid_name(device)
+        b._comms[device] = object()  # as _comm keeps the communicator it made
+        names.append((first, b._uid_name(device + 1), b._uid_name(-1)))
+    assert len(set(names)) == 1, names
+    first, second, cpu = names[0]
+    assert len({first, second, cpu}) == 3
