@@ -10,6 +10,14 @@ refuses and only dmaccl rows are printed). Columns: device time per call
 (CUDA events around `iters` back-to-back calls), and the host time a call
 takes to return (the Python and library overhead a CPU-bound decode loop
 pays). Rank 0 prints the table and, with -J, writes JSON.
+
+With --gap-us G, every call in the graph follows a kernel that spins for
+about G us (torch.cuda._sleep), as a collective of a decode step follows a
+GEMM: the ranks then enter each call together and nothing of one call
+overlaps the next, so the graph column is a call's latency (the time the
+same graph of sleeps alone takes is subtracted), not the throughput of
+calls back to back. `allreduce_ip` is dmaccl's in-place form (torch's
+all_reduce, which the NCCL column always is).
 """
 
 import argparse
@@ -43,8 +51,9 @@ def timed(fn, iters, torch):
     return start.elapsed_time(end) * 1e3 / iters, host
 
 
-def graphed(fn, calls, replays, torch):
-    """Device us per call with `calls` calls captured in one graph."""
+def graphed(fn, calls, replays, torch, gap=None):
+    """Device us per call with `calls` calls captured in one graph, each
+    after gap() when given."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -53,11 +62,24 @@ def graphed(fn, calls, replays, torch):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(calls):
+            if gap:
+                gap()
             fn()
     g.replay()
     dev, _ = timed(g.replay, replays, torch)
     del g
     return dev / calls
+
+
+def sleeper(gap_us, torch):
+    """A function queuing a kernel of about gap_us us, and the time per
+    call of a graph of such kernels alone (to subtract)."""
+    cycles = 1000
+    for _ in range(4):  # calibrate: cycles per us of this GPU's _sleep
+        t, _ = timed(lambda: torch.cuda._sleep(cycles), 20, torch)
+        cycles = max(1000, int(cycles * gap_us / max(t, 1e-3)))
+    fn = lambda: torch.cuda._sleep(cycles)  # noqa: E731
+    return fn, graphed(lambda: None, 20, 20, torch, gap=fn)
 
 
 def body(rank, n, args, port, q):
@@ -75,6 +97,7 @@ def body(rank, n, args, port, q):
     comm = dmaccl.Communicator(group=dist.new_group(backend="gloo"), device=dev)
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     rows = []
+    gap, gap_us = sleeper(args.gap_us, torch) if args.gap_us else (None, 0.0)
     for size in [parse_size(s) for s in args.sizes.split(",")]:
         count = size // torch.tensor([], dtype=dtype).element_size()
         x = torch.randn(count, device=dev).to(dtype)
@@ -95,19 +118,24 @@ def body(rank, n, args, port, q):
         cases = {
             "allreduce": (lambda: comm.all_reduce(x, y),
                           lambda: dist.all_reduce(y)),
+            "allreduce_ip": (lambda: comm.all_reduce(y, y),
+                             lambda: dist.all_reduce(y)),
             "allgather": (lambda: comm.all_gather(big, x),
                           lambda: dist.all_gather_into_tensor(big, x)),
             "sendrecv": (dm_ring, nc_ring),
         }
         for coll, (dm, nc) in cases.items():
-            row = {"coll": coll, "bytes": size}
+            if coll not in args.colls.split(","):
+                continue
+            row = {"coll": coll, "bytes": size, "gap_us": gap_us}
             for name, fn in (("dmaccl", dm), ("nccl", nc)):
                 if name == "nccl" and not nccl_ok:
                     continue
                 for _ in range(args.warmup):
                     fn()
                 row[f"{name}_eager_us"], row[f"{name}_host_us"] = timed(fn, args.iters, torch)
-                row[f"{name}_graph_us"] = graphed(fn, args.graph_calls, args.iters, torch)
+                row[f"{name}_graph_us"] = graphed(fn, args.graph_calls, args.iters, torch,
+                                                  gap) - gap_us
             rows.append(row)
     comm.destroy()
     dist.destroy_process_group()
@@ -123,6 +151,12 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--graph-calls", type=int, default=10)
+    ap.add_argument("--colls", default="allreduce,allreduce_ip,allgather,sendrecv",
+                    help="cases to run, comma separated")
+    ap.add_argument("--gap-us", type=float, default=0.0,
+                    help="in graphs, a kernel of about this many us before each call: "
+                         "the graph column is then a call's latency (the sleeps' time "
+                         "subtracted)")
     ap.add_argument("-J", help="write the rows as JSON here")
     args = ap.parse_args()
     import multiprocessing as mp
@@ -162,6 +196,9 @@ def main():
               f"{g('nccl_graph_us') / g('dmaccl_graph_us'):6.2f} | "
               f"{g('dmaccl_host_us'):7.1f} {g('nccl_host_us'):7.1f}")
     print("ratio: NCCL's time / dmaccl's (above 1: dmaccl faster)")
+    if rows and rows[0]["gap_us"]:
+        print(f"graph: each call after a {rows[0]['gap_us']:.1f} us kernel, which is subtracted "
+              "(a call's latency)")
     if args.J:
         with open(args.J, "w") as f:
             json.dump(rows, f, indent=1)

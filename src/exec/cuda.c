@@ -598,22 +598,24 @@ static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, c
       }
     CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)m2, prm, 0));
   } else if (s->signal == SIGNAL_MEMOP) {
-    for (int i = 0; i < k; i++) {
-      prm[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-      prm[i].writeValue.address = flagWord(s, st[i]->peer,
-                                           graph ? flagGraphWord(n, (int)st[i]->phase, me, gslot)
-                                                 : FLAG_EAGER(n, st[i]->phase, me));
-      prm[i].writeValue.value = graph ? 1 : epoch;
-      prm[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
-    }
-    int m2 = k;
-    if (selfWord) { /* signal runs leave the batch room for it */
-      memset(&prm[m2], 0, sizeof(*prm));
+    /* The own word first (a local write; signal runs leave the batch room
+     * for it), then the peers'. */
+    int m2 = 0;
+    if (selfWord) {
+      memset(&prm[k], 0, sizeof(*prm));
       prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
       prm[m2].writeValue.address = self;
       prm[m2].writeValue.value = graph ? 1 : epoch;
       prm[m2++].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
       selfWord = 0;
+    }
+    for (int i = 0; i < k; i++, m2++) {
+      prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      prm[m2].writeValue.address = flagWord(s, st[i]->peer,
+                                            graph ? flagGraphWord(n, (int)st[i]->phase, me, gslot)
+                                                  : FLAG_EAGER(n, st[i]->phase, me));
+      prm[m2].writeValue.value = graph ? 1 : epoch;
+      prm[m2].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
     CU_TRY(comm, drv.batchMemOp((CUstream)lane, (unsigned)m2, prm, 0));
   } else {
