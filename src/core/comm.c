@@ -188,7 +188,7 @@ dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
   c->table = *table;
   c->stageBytes = coreStageBytesParam();
   c->scratchBytes = coreScratchBytesParam();
-  c->kernelWait = executor == dmacclExecutorCuda ? coreKernelWaitParam() : 0;
+  c->kernelWait = coreKernelWaitParam();
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);

@@ -112,7 +112,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   }
   c->stageBytes = mine.stageBytes;
   c->scratchBytes = coreScratchBytesParam();
-  c->kernelWait = executor == dmacclExecutorCuda ? coreKernelWaitParam() : 0;
+  c->kernelWait = coreKernelWaitParam();
   for (int r = 0; r < nranks; r++) {
     if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
     c->pids[r] = all[r].pid;

@@ -148,7 +148,7 @@ typedef struct coreClique {
   planTable table;     /* algorithm selection, one for all ranks */
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
   size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
-  int kernelWait;      /* DMACCL_KERNEL_WAIT; 0 for the host executor */
+  int kernelWait;      /* DMACCL_KERNEL_WAIT (the host executor runs those schedules too) */
   uint64_t stageCount; /* eager staged operations sequenced so far */
   /* Captured staged operations: the capture they are in (CUDA's id; one
    * process: rank 0's) and how many of them it holds so far. */

@@ -40,7 +40,8 @@ static const struct {
     {"DMACCL_KERNEL_WAIT", "1",
      "staged reductions (small AllReduce and ReduceScatter): 1: inside CUDA graphs the "
      "reduction kernel is launched beside the copies and waits for the peers' data itself; 2: "
-     "eager calls too; 0: never, a stream wait comes before the kernel"},
+     "eager calls too (the host executor then runs the same schedules); 0: never, a stream wait "
+     "comes before the kernel"},
     {"DMACCL_BATCH_OVERLAP", "1",
      "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
      "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
