@@ -547,10 +547,10 @@ static int colocated(dmacclComm_t comm, int p) {
  * A peer of this process on this GPU: SIGNAL records the event [phase][peer]
  *   of this rank, WAIT waits for the peer's event [phase][me], eager or
  *   captured alike (the record was queued in an earlier round).
+ * selfWord (signals, or none): also write this rank's own DATA word, for a
+ *   polled JOIN after the signals (staged.c): first in the memop batch where
+ *   there is one, else as a write of its own after them.
  */
-/* selfWord (signals only): also write this rank's own DATA word, for a
- * polled JOIN that follows the signals (in the memop batch where there is
- * one, else as a write of its own after them). */
 static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, cudaStream_t lane,
                                 uint32_t epoch, int graph, int gslot, int selfWord) {
   dmacclResult_t rc = dmacclSuccess;
@@ -691,10 +691,10 @@ out:
  * one kernel launch that polls the DATA words the waits name (eager: until
  * they reach the epoch; graph: until 1, then resets them to 0, as the memop
  * batch would) before it reduces; after a polled JOIN, also the rank's own
- * DATA word, which the JOIN's lane wrote (no peer signals it). A peer of this process on this GPU
- * signals by event: that wait stays a stream wait before the kernel (its
- * record was issued in an earlier round). Returns the index after the
- * REDUCE.
+ * DATA word, which the JOIN's lane wrote (no peer signals it). A peer of
+ * this process on this GPU signals by event: that wait stays a stream wait
+ * before the kernel (its record was issued in an earlier round). Returns
+ * the index after the REDUCE.
  */
 static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                            cudaStream_t lane, uint32_t epoch, int graph, int gslot,

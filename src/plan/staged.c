@@ -36,10 +36,9 @@
  * REDUCE writes what the copies read (an in-place AllReduce), lane 1 also
  * joins lane 0 after the DATA signals, and that JOIN is polled too (lane 0
  * writes a word of the rank's own at that point). A kernel that polls
- * holds no hardware queue, so rule 2 (a
- * WAIT after the rank's own earlier SIGNALs) is not needed for it; the
- * slot argument below is unchanged, since lane 0 joins lane 1 before the
- * next operation's copies.
+ * holds no hardware queue, so rule 2 (a WAIT after the rank's own earlier
+ * SIGNALs) is not needed for it; the slot argument below is unchanged,
+ * since lane 0 joins lane 1 before the next operation's copies.
  *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
