@@ -173,7 +173,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
                        (planLoc){0, PLAN_BUF_RECV, t.dstOff}, t.bytes, 0);
   }
   s->round = 0;
-  /* kernelWait: the REDUCE's lane, forked now or after the copies. */
+  /* kernelWait: the REDUCE's lane, forked now; `late`: it also polls for
+   * lane 0 after the DATA signals (the REDUCE overwrites what they read). */
   int kw = ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
   int late = kw && reduceOverwritesSources(a);
   if (kw) rc = planAddJoin(s, 1, 0);
