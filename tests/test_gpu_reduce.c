@@ -5,7 +5,8 @@
  * it; and a launch captured into a CUDA graph, replayed on new inputs.
  * Inputs are random bit patterns, except that float and double keep
  * moderate exponents (no NaN: x86 and GPUs make NaNs with different bits)
- * and no small type is NaN.
+ * and no small type is NaN. Then the kernel's waits for flags and
+ * stagesm's stores and signals before them.
  */
 #include "gpu_common.h"
 #include "common/colls.h"
@@ -88,6 +89,21 @@ static int runCase(dmacclDataType_t t, dmacclRedOp_t op, int n, size_t count, si
   return 0;
 }
 
+/* A graph of one bf16 sum of two inputs by the kernel with w (8 CTAs),
+ * captured on stream a. */
+static cudaError_t captureSum(cudaGraphExec_t *ge, void *dst, const void *const *srcs, size_t count,
+                              const execReduceWait *w, cudaStream_t a) {
+  cudaGraph_t g = NULL;
+  cudaError_t e = cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) return e;
+  cudaError_t launch = execCudaReduceWait(dst, srcs, 2, count, dmacclBfloat16, dmacclSum, 8, w, a);
+  e = cudaStreamEndCapture(a, &g);
+  if (launch != cudaSuccess) e = launch;
+  if (e == cudaSuccess) e = cudaGraphInstantiate(ge, g, 0);
+  if (g) cudaGraphDestroy(g);
+  return e;
+}
+
 /*
  * The kernel that waits for flags itself (execReduceWait, a staged
  * reduction's DATA words): launched before its inputs exist, it must not
@@ -116,14 +132,7 @@ static int kernelWaitCase(int reset, int graph, void *dev[8], void *devDst, unsi
   w.count = kcount;
   const void *ds[2] = {dev[0], dev[1]};
   cudaGraphExec_t ge = NULL;
-  if (graph) {
-    cudaGraph_t g;
-    CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal));
-    CUDA_OK(execCudaReduceWait(devDst, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
-    CUDA_OK(cudaStreamEndCapture(a, &g));
-    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
-    CUDA_OK(cudaGraphDestroy(g));
-  }
+  if (graph) CUDA_OK(captureSum(&ge, devDst, ds, count, &w, a));
   int rc = 0;
   for (int rep = 0; rep < replays && !rc; rep++) {
     uint32_t before[8];
@@ -194,6 +203,116 @@ static int kernelWaitCase(int reset, int graph, void *dev[8], void *devDst, unsi
   return rc;
 }
 
+/*
+ * stagesm's kernel (execReduceWait moves and signals), in place as an
+ * AllReduce runs it: it must store its input X into the "peer's slot" P
+ * and raise the signal word while it still waits for its own flag (so the
+ * signal comes before the wait, with P complete when the signal is seen),
+ * then reduce X + Y into X. P must hold the original X (every block's
+ * stores done before any block overwrites X), and the move and block
+ * counts must be 0 again, eagerly and over graph replays.
+ */
+static int moveCase(int graph, void *dev[8], unsigned char *host[8], unsigned char *want,
+                    unsigned char *got, uint64_t seed) {
+  const size_t count = (1u << 20) + 5, bytes = count * 2; /* bf16: 8 blocks of 512 threads */
+  const int replays = graph ? 3 : 1;
+  void *X = dev[2], *Y = dev[3], *P = dev[4];
+  uint32_t *words = NULL; /* [0] the flag waited for, [1] the signal, [2] moves, [3] blocks */
+  cudaStream_t a, b;
+  CUDA_OK(cudaMalloc((void **)&words, 4 * sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(words, 0, 4 * sizeof(uint32_t)));
+  CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  const uint32_t value = graph ? 1 : 0xfffffffeu;
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  w.flags = words;
+  w.mask[0] = 1;
+  w.value = value;
+  w.reset = graph;
+  w.count = words + 3;
+  w.nmoves = 1;
+  w.moves[0] = (execReduceMove){X, P, bytes};
+  w.nsignals = 1;
+  w.signals[0] = words + 1;
+  w.signalValue = value;
+  w.moveCount = words + 2;
+  const void *ds[2] = {X, Y};
+  cudaGraphExec_t ge = NULL;
+  if (graph) CUDA_OK(captureSum(&ge, X, ds, count, &w, a));
+  int rc = 0;
+  for (int rep = 0; rep < replays && !rc; rep++) {
+    const void *hs[2] = {host[0], host[1]};
+    fill(host[0], count, dmacclBfloat16, seed + (uint64_t)rep * 2);
+    fill(host[1], count, dmacclBfloat16, seed + (uint64_t)rep * 2 + 1);
+    uint32_t start[2] = {value - 1, 0x77u};
+    CUDA_OK(cudaMemcpy(words, start, sizeof(start), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(X, host[0], bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(Y, host[1], bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(P, 0xEE, bytes + GUARD));
+    CUDA_OK(cudaDeviceSynchronize());
+    if (graph)
+      CUDA_OK(cudaGraphLaunch(ge, a));
+    else
+      CUDA_OK(execCudaReduceWait(X, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
+    /* The signal comes while the kernel waits; P is complete by then. */
+    uint32_t sig = 0;
+    for (int tries = 0; tries < 5000 && sig != value; tries++) {
+      CUDA_OK(cudaMemcpyAsync(&sig, words + 1, 4, cudaMemcpyDeviceToHost, b));
+      CUDA_OK(cudaStreamSynchronize(b));
+    }
+    if (sig != value) {
+      TEST_FAIL("graph %d replay %d: the signal word is %u, not %u", graph, rep, sig, value);
+      rc = 1;
+      break;
+    }
+    CUDA_OK(cudaMemcpyAsync(got, P, bytes + GUARD, cudaMemcpyDeviceToHost, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    memcpy(want, host[0], bytes);
+    memset(want + bytes, 0xEE, GUARD);
+    long long d = testFirstDiff(got, want, bytes + GUARD);
+    if (d >= 0 || cudaStreamQuery(a) != cudaErrorNotReady) {
+      TEST_FAIL("graph %d replay %d: after the signal, P byte %lld differs or the kernel did not "
+                "wait for its flag",
+                graph, rep, d);
+      rc = 1;
+      break;
+    }
+    uint32_t last = value + 5; /* past the value (cyclic >=) */
+    CUDA_OK(cudaMemcpyAsync(words, &last, 4, cudaMemcpyHostToDevice, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    CUDA_OK(cudaStreamSynchronize(a));
+    baseReduceHost(want, hs, 2, count, dmacclBfloat16, dmacclSum);
+    CUDA_OK(cudaMemcpy(got, X, bytes, cudaMemcpyDeviceToHost));
+    d = testFirstDiff(got, want, bytes);
+    if (d >= 0) {
+      TEST_FAIL("graph %d replay %d: result byte %lld is 0x%02x, host 0x%02x", graph, rep, d,
+                got[d], want[d]);
+      rc = 1;
+      break;
+    }
+    CUDA_OK(cudaMemcpy(got, P, bytes, cudaMemcpyDeviceToHost));
+    if ((d = testFirstDiff(got, host[0], bytes)) >= 0) {
+      TEST_FAIL("graph %d replay %d: P byte %lld was overwritten by the result", graph, rep, d);
+      rc = 1;
+      break;
+    }
+    uint32_t after[4];
+    CUDA_OK(cudaMemcpy(after, words, sizeof(after), cudaMemcpyDeviceToHost));
+    if (after[0] != (graph ? 0 : last) || after[2] != 0 || after[3] != 0) {
+      TEST_FAIL("graph %d replay %d: flag %u (expected %u), move count %u, block count %u", graph,
+                rep, after[0], graph ? 0 : last, after[2], after[3]);
+      rc = 1;
+    }
+  }
+  if (rc) cudaDeviceSynchronize();
+  if (ge) cudaGraphExecDestroy(ge);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaFree(words);
+  return rc;
+}
+
 int main(void) {
   gpuCountOrSkip(1, "test_gpu_reduce");
   const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
@@ -257,6 +376,9 @@ int main(void) {
   for (int v = 0; v < 3 && !rc; v++) /* eager; reset; reset in a graph */
     rc = kernelWaitCase(v > 0, v == 2, dev, devDst, host, want, got, 5000u + (uint64_t)v * 10);
   if (!rc) printf("  kernels waiting for their flags: eager, with reset, graph replays\n");
+  for (int v = 0; v < 2 && !rc; v++) /* eager; graph replays */
+    rc = moveCase(v, dev, host, want, got, 7000u + (uint64_t)v * 10);
+  if (!rc) printf("  kernels storing into a slot and signalling first, in place\n");
   printf(rc ? "FAILED\n" : "all passed\n");
   return rc;
 }

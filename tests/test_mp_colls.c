@@ -6,7 +6,8 @@
  * one stream per rank). Every rank regenerates every rank's inputs from the
  * seed and checks its whole receive allocation (gaps and guard included)
  * against tools/common/colls.c's reference. Both the built-in selection and
- * the direct forms, one collective at a time. The table's sendrecv
+ * the direct forms, one collective at a time, and the reductions as
+ * stagesm. The table's sendrecv
  * row (each rank sends to the next and receives from the previous, one group
  * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
  * (direct: pushb), and is skipped on one rank (a Send to oneself is refused).
@@ -30,6 +31,12 @@ typedef struct {
 static const char *direct = "allgather:pull1;alltoall:pushn;broadcast:pushb;gather:pulln;"
                             "scatter:push1;allgatherv:pushn;alltoallv:push1;allreduce:pull1;"
                             "reducescatter:pull1;reducescatterv:pull1;reduce:pull1";
+/* The reductions with the kernel moving their data (the rest built in). */
+static const char *stagesm =
+    "allreduce:stagesm;reducescatter:stagesm;reducescatterv:stagesm;reduce:stagesm";
+static const char *formName(const char *algo) {
+  return !algo ? "built-in selection" : algo == stagesm ? "stagesm" : "direct forms";
+}
 
 /* Rank r's inputs of one case (sanitized for the reductions). */
 static void makeSend(void *buf, size_t count, dmacclDataType_t t, uint64_t seed, int r) {
@@ -88,9 +95,8 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
     fprintf(stderr,
             "rank %d of %d (%s, %s): %s type %s op %s count %zu root %d in place %d: byte %lld "
             "(receive buffer at %zu) is 0x%02x, expected 0x%02x\n",
-            rank, n, a->gpu ? "cuda" : "host", a->algo ? "direct forms" : "built-in",
-            collTable[c].name, collTypeName(t), collOpName(op), s->count, s->root, ip, d, recvOff,
-            host[d], want[d]);
+            rank, n, a->gpu ? "cuda" : "host", formName(a->algo), collTable[c].name,
+            collTypeName(t), collOpName(op), s->count, s->root, ip, d, recvOff, host[d], want[d]);
   for (int r = 0; r < n; r++) free(sends[r]);
   free(host), free(want);
   return d >= 0;
@@ -147,12 +153,12 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
 static int run(int gpu) {
   const int nr[] = {1, 2, 3, 4};
   for (int i = 0; i < 4; i++)
-    for (int k = 0; k < 2; k++) {
-      mpArg a = {gpu, k ? direct : NULL};
+    for (int k = 0; k < 3; k++) {
+      mpArg a = {gpu, k == 0 ? NULL : k == 1 ? direct : stagesm};
       int failed = mpRun(nr[i], body, &a, 300, 0);
       if (failed) {
         TEST_FAIL("%s, %d ranks, %s: %d rank(s) failed", gpu ? "cuda" : "host", nr[i],
-                  k ? "direct forms" : "built-in selection", failed);
+                  formName(a.algo), failed);
         return 1;
       }
     }

@@ -322,6 +322,7 @@ static int testRotatedOrder(void) {
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
     if (a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB) continue;
     if (a == PLAN_ALGO_STAGE2D) continue; /* rank order on purpose: one 2D copy */
+    if (!(planCollOf(PLAN_COLL_ALLTOALL)->algos & PLAN_ALGO_BIT(a))) continue;
     for (int r = 0; r < 4; r++) {
       planSchedule s = {0};
       planArgs args = PA(PLAN_COLL_ALLTOALL, r, 4, 16, 0, 8, 1);
@@ -649,9 +650,10 @@ static planAlgo anyAlgo(planColl coll, uint32_t x) {
  * may sit in another queue), a JOIN's lane `from` ran every step listed
  * before the JOIN, a WAIT's flag holds the operation's epoch (SIGNAL stores
  * it). Nothing else runs out of order, so a WAIT at a head holds back its
- * whole queue, as on the GPU. A kernel that polls its WAITs (inKernel, the
- * REDUCE after them) leaves its queue once its lane has reached it, as a
- * launch does, and runs from then on in its lane's order, off every queue.
+ * whole queue, as on the GPU. A kernel (its inKernel steps and the REDUCE
+ * after them: copies and signals it does, waits it polls) leaves its queue
+ * once its lane has reached it, as a launch does, and runs from then on in
+ * its lane's order, off every queue.
  */
 #define SIM_MAXOPS 6
 #define SIM_MAXSTEPS 4096
@@ -675,14 +677,14 @@ typedef struct {
   uint32_t seed;
 } simCase;
 
-/* Whether step i is part of a polling kernel (an inKernel WAIT or JOIN, or
- * the REDUCE after such steps on its lane); *first: the kernel's first step. */
+/* Whether step i is part of a kernel (an inKernel step, or the REDUCE
+ * after such steps on its lane); *first: the kernel's first step. */
 static int kernelPart(const planSchedule *sc, int i, int *first) {
   int f = -1;
   for (int j = i; j >= 0; j--) {
     const planStep *sj = &sc->steps[j];
     if (sj->lane != sc->steps[i].lane) continue;
-    if ((sj->kind == PLAN_STEP_WAIT || sj->kind == PLAN_STEP_JOIN) && sj->inKernel)
+    if (sj->inKernel && sj->kind != PLAN_STEP_REDUCE)
       f = j;
     else if (j != i || sj->kind != PLAN_STEP_REDUCE)
       break;
@@ -785,6 +787,7 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
       if (ok && st->kind == PLAN_STEP_WAIT)
         ok = (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
       if (!ok) continue;
+      if (st->kind == PLAN_STEP_SIGNAL) flags[st->peer][st->phase][ref.rank] = (uint32_t)ref.op + 1;
       laneDone[ref.rank][st->lane]++;
       pend[i--] = pend[--npend];
       progressed = 1;
@@ -1341,6 +1344,15 @@ static int testGraphStagedProtocol(void) {
   return 0;
 }
 
+/* One simulated run of one operation, ops[r] being rank r's schedule:
+ * 0 when every step ran, 1 on a deadlock. */
+static int simOnce(planSchedule *const *ops, int n, simMode mode, int nq, uint32_t seed) {
+  simCase sc = {n, 1, {{0}}, mode, nq, seed};
+  for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
+  char why[256];
+  return simulate(&sc, why, sizeof(why));
+}
+
 /*
  * Staged reductions whose kernel polls the DATA flags (kernelWait): the
  * waits and the REDUCE on lane 1, forked at the start; where the REDUCE
@@ -1402,9 +1414,7 @@ static int testKernelWait(void) {
         ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
         for (int ctl = 0; ctl <= 1; ctl++) {
           for (uint32_t seed = 1; seed <= 40; seed++) {
-            simCase sc = {n, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u + (uint32_t)n};
-            for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
-            int d = simulate(&sc, why, sizeof(why));
+            int d = simOnce(ops, n, SIM_TOPO_PER_RANK, 1, seed * 2654435761u + (uint32_t)n);
             ASSERT_TRUE(d >= 0);
             if (!ctl) ASSERT_EQ_INT(d, 0);
             caught += ctl && d == 1;
@@ -1423,6 +1433,96 @@ static int testKernelWait(void) {
   ASSERT_TRUE(caught > 0);
   printf("  %d dependency orders simulated; with the waits in queues %d deadlocked\n", orders,
          caught);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r][0]);
+  return 0;
+}
+
+/*
+ * stagesm: on a rank that reduces, the peer copies, the DATA signals and
+ * the DATA waits are inKernel on lane 0, in that order, right before the
+ * REDUCE (with stageEntry, the ENTRY handshake before them stays in the
+ * queues); a rank with nothing to reduce (Reduce's non-roots) runs stage's
+ * steps. planCheck takes them; the simulated queues run them in every
+ * dependency order tried and with lanes on shared queues. Control: the
+ * same kernels with their waits moved before their signals deadlock.
+ */
+static int testStageSm(void) {
+  static planSchedule s[4][1];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  int orders = 0, caught = 0;
+  const planColl colls[] = {PLAN_COLL_ALLREDUCE, PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCE};
+  for (int c = 0; c < 3; c++)
+    for (int n = 2; n <= 4; n++)
+      for (int v = 0; v < 4; v++) { /* in place, stageEntry */
+        int inPlace = v & 1, entry = v >> 1;
+        planSchedule *ops[4];
+        planSchedule flat[4];
+        for (int r = 0; r < n; r++) {
+          planArgs a = PA(colls[c], r, n, 64, inPlace, 2, 1);
+          a.stageEntry = entry;
+          a.kernelWait = r & 1; /* ignored by stagesm */
+          ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGESM, &s[r][0]), 0);
+          const planSchedule *sc = &s[r][0];
+          int reduces = colls[c] != PLAN_COLL_REDUCE || r == 0;
+          ASSERT_EQ_INT(sc->nlanes, 1);
+          int copies = 0, signals = 0, waits = 0, last = -1;
+          for (int i = 0; i < sc->nsteps; i++) {
+            const planStep *st = &sc->steps[i];
+            int data = st->kind == PLAN_STEP_COPY ||
+                       ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+                        st->phase == PLAN_PHASE_DATA);
+            ASSERT_EQ_INT(st->inKernel, data && reduces);
+            if (!data) continue;
+            /* kernel order: copies, then signals, then waits */
+            int rank = st->kind == PLAN_STEP_COPY ? 0 : st->kind == PLAN_STEP_SIGNAL ? 1 : 2;
+            ASSERT_TRUE(rank >= last);
+            last = rank;
+            copies += st->kind == PLAN_STEP_COPY;
+            signals += st->kind == PLAN_STEP_SIGNAL;
+            waits += st->kind == PLAN_STEP_WAIT;
+          }
+          ASSERT_EQ_INT(signals, n - 1);
+          ASSERT_EQ_INT(waits, n - 1);
+          ASSERT_EQ_INT(copies, colls[c] != PLAN_COLL_REDUCE ? n - 1 : r != 0); /* root 0 */
+          if (reduces) ASSERT_EQ_INT(sc->steps[sc->nsteps - 1].kind, PLAN_STEP_REDUCE);
+          flat[r] = *sc;
+          ops[r] = &s[r][0];
+        }
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        for (int ctl = 0; ctl <= 1; ctl++) {
+          for (uint32_t seed = 1; seed <= 20; seed++)
+            for (int mode = SIM_TOPO_PER_RANK; mode <= SIM_ROUNDS_SHARED; mode++) {
+              int d = simOnce(ops, n, (simMode)mode, 1 + (int)(seed % 3),
+                              seed * 2654435761u + (uint32_t)n);
+              ASSERT_TRUE(d >= 0);
+              if (!ctl) ASSERT_EQ_INT(d, 0);
+              caught += ctl && d == 1;
+              orders++;
+            }
+          if (ctl) continue;
+          /* The control: every kernel polls before it signals (the steps
+           * swapped in place, rounds left as they were). */
+          for (int r = 0; r < n; r++) {
+            planSchedule *sc = &s[r][0];
+            int fs = -1, fw = -1, k = n - 1;
+            for (int i = 0; i < sc->nsteps; i++) {
+              if (!sc->steps[i].inKernel) continue;
+              if (sc->steps[i].kind == PLAN_STEP_SIGNAL && fs < 0) fs = i;
+              if (sc->steps[i].kind == PLAN_STEP_WAIT && fw < 0) fw = i;
+            }
+            if (fs < 0 || fw < 0) continue;
+            for (int i = 0; i < k; i++) {
+              planStep t = sc->steps[fs + i];
+              sc->steps[fs + i] = sc->steps[fw + i];
+              sc->steps[fw + i] = t;
+            }
+          }
+        }
+      }
+  ASSERT_TRUE(caught > 0);
+  printf("  %d dependency orders simulated; with the waits before the signals %d deadlocked\n",
+         orders, caught);
   for (int r = 0; r < 4; r++) planScheduleFree(&s[r][0]);
   return 0;
 }
@@ -1457,6 +1557,7 @@ int main(void) {
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);
   RUN(testKernelWait);
+  RUN(testStageSm);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);

@@ -189,6 +189,9 @@ dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
   c->stageBytes = coreStageBytesParam();
   c->scratchBytes = coreScratchBytesParam();
   c->kernelWait = coreKernelWaitParam();
+  for (int i = 0; i < ndev && executor == dmacclExecutorCuda; i++)
+    for (int j = i + 1; j < ndev; j++)
+      if ((devlist ? devlist[i] : i) == (devlist ? devlist[j] : j)) c->gpuShared = 1;
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
   c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&c->lock, NULL);

@@ -118,6 +118,9 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }
+  for (int r = 0; r < nranks && executor == dmacclExecutorCuda; r++)
+    for (int q = r + 1; q < nranks; q++)
+      if (!strncmp(names[r], names[q], sizeof(names[r]))) c->gpuShared = 1;
   /* A rank's part: its calls, the host executor's flags, the V forms' arrays. */
   c->boardVecOffset =
       (sizeof(coreSharedRank) + (size_t)PLAN_NUM_PHASES * (size_t)nranks * sizeof(uint32_t) + 63) /

@@ -149,6 +149,8 @@ typedef struct coreClique {
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
   size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
   int kernelWait;      /* DMACCL_KERNEL_WAIT (the host executor runs those schedules too) */
+  int gpuShared;       /* two ranks of the set on one GPU (CUDA executor): stagesm runs as
+                          stage (launch.c) */
   uint64_t stageCount; /* eager staged operations sequenced so far */
   /* Captured staged operations: the capture they are in (CUDA's id; one
    * process: rank 0's) and how many of them it holds so far. */

@@ -25,6 +25,10 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why) {
   size_t size = planCollOf(args->coll)->size(args);
   planAlgo algo = planSelectIn(&c->table, args->coll, size, capture, why);
+  /* Ranks on one GPU: in one process they signal each other with events,
+   * which a kernel cannot record; across processes a polling kernel would
+   * wait for a peer that runs only when the GPU switches to its context. */
+  if (algo == PLAN_ALGO_STAGESM && c->gpuShared) algo = PLAN_ALGO_STAGE;
   if (planIsStaged(algo) &&
       planStageNeed(args) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
     algo = planFallbackAlgo(args->coll);

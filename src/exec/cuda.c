@@ -687,18 +687,22 @@ out:
 }
 
 /*
- * A run of inKernel WAITs and the REDUCE after them (staged.c, kernelWait):
- * one kernel launch that polls the DATA words the waits name (eager: until
- * they reach the epoch; graph: until 1, then resets them to 0, as the memop
- * batch would) before it reduces; after a polled JOIN, also the rank's own
- * DATA word, which the JOIN's lane wrote (no peer signals it). A peer of
- * this process on this GPU signals by event: that wait stays a stream wait
- * before the kernel (its record was issued in an earlier round). Returns
- * the index after the REDUCE.
+ * A run of inKernel steps and the REDUCE after them: one kernel launch.
+ * WAITs (staged.c, kernelWait and stagesm): the kernel polls the DATA words
+ * they name (eager: until they reach the epoch; graph: until 1, then resets
+ * them to 0, as the memop batch would) before it reduces; after a polled
+ * JOIN, also the rank's own DATA word, which the JOIN's lane wrote (no peer
+ * signals it). A peer of this process on this GPU signals by event: that
+ * wait stays a stream wait before the kernel (its record was issued in an
+ * earlier round). COPYs and SIGNALs (stagesm): the kernel stores the bytes
+ * into the peers' slots and then writes their DATA words (graph: 1; eager:
+ * the epoch), as issueSync's memops would; a kernel cannot record an event,
+ * so a peer on this GPU is refused (the core runs stage there). Returns the
+ * index after the REDUCE.
  */
-static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
-                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,
-                           dmacclResult_t *rcOut) {
+static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+                          cudaStream_t lane, uint32_t epoch, int graph, int gslot,
+                          dmacclResult_t *rcOut) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   int n = comm->nranks, me = comm->rank, j = i;
@@ -709,6 +713,7 @@ static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, co
   w.value = graph ? 1 : epoch;
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
+  w.signalValue = graph ? 1 : epoch;
   const planStep *st = &sch->steps[i];
   /* A polled JOIN before the waits on this lane: its word is this rank's. */
   for (int k = i - 1; k >= 0; k--) {
@@ -716,25 +721,41 @@ static int issueKernelWait(dmacclComm_t comm, const planSchedule *sch, int i, co
     if (sch->steps[k].kind != PLAN_STEP_JOIN || !sch->steps[k].inKernel) break;
     w.mask[me / 64] |= 1ull << (me % 64);
   }
-  for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_WAIT && sch->steps[j].inKernel &&
-         sch->steps[j].lane == st->lane;
-       j++) {
-    int p = sch->steps[j].peer;
-    if (sch->steps[j].phase != PLAN_PHASE_DATA) {
-      rc = coreError(comm, dmacclInternalError, "a kernel-polled WAIT of phase %d",
-                     (int)sch->steps[j].phase);
+  for (; j < sch->nsteps && sch->steps[j].inKernel && sch->steps[j].lane == st->lane; j++) {
+    const planStep *q = &sch->steps[j];
+    int p = q->peer;
+    if (q->kind == PLAN_STEP_COPY) {
+      if (w.nmoves == EXEC_REDUCE_MAX_MOVES) break;
+      w.moves[w.nmoves++] =
+          (execReduceMove){execLocate(b, q->src), execLocate(b, q->dst), q->bytes};
+      continue;
+    }
+    if ((q->kind != PLAN_STEP_WAIT && q->kind != PLAN_STEP_SIGNAL) || q->phase != PLAN_PHASE_DATA) {
+      rc = coreError(comm, dmacclInternalError, "a kernel step of kind %d, phase %d", (int)q->kind,
+                     (int)q->phase);
       goto out;
     }
-    if (colocated(comm, p)) {
+    if (q->kind == PLAN_STEP_SIGNAL) {
+      if (colocated(comm, p) || w.nsignals == EXEC_REDUCE_MAX_MOVES) {
+        rc = coreError(comm, dmacclInternalError,
+                       "a kernel cannot signal rank %d (it shares this GPU, or too many peers)", p);
+        goto out;
+      }
+      w.signals[w.nsignals++] =
+          (uint32_t *)(uintptr_t)flagWord(s, p,
+                                          graph ? flagGraphWord(n, PLAN_PHASE_DATA, me, gslot)
+                                                : FLAG_EAGER(n, PLAN_PHASE_DATA, me));
+    } else if (colocated(comm, p)) {
       cudaState *ps = stateOf(comm->clique->comms[p]);
       CUDA_TRY(comm, cudaStreamWaitEvent(lane, ps->sigEv[(int)PLAN_PHASE_DATA * n + me], 0));
     } else {
       w.mask[p / 64] |= 1ull << (p % 64);
     }
   }
+  if (w.nmoves || w.nsignals) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
   if (j >= sch->nsteps || sch->steps[j].kind != PLAN_STEP_REDUCE ||
       sch->steps[j].lane != st->lane) {
-    rc = coreError(comm, dmacclInternalError, "kernel-polled WAITs not followed by their REDUCE");
+    rc = coreError(comm, dmacclInternalError, "kernel steps not followed by their REDUCE");
     goto out;
   }
   rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane);
@@ -753,8 +774,8 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   const planStep *st = &sch->steps[i];
   cudaStream_t lane = streams[st->lane];
   int j = i;
-  if (st->kind == PLAN_STEP_WAIT && st->inKernel) {
-    j = issueKernelWait(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
+  if (st->inKernel && st->kind != PLAN_STEP_JOIN) {
+    j = issueKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
   } else if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
     /* Polled by the kernel: lane `from` writes this rank's own DATA word
      * (with the signals just before it where there are some: issueSync). */
@@ -904,8 +925,12 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     if (op->capture && s->lastCapSeq && s->lastCapId == op->captureId && s->lastCapStream != L[0])
       CUDA_TRY(comm, cudaStreamWaitEvent(L[0], s->capTail[s->lastCapSeq % CORE_BOARD_DEPTH], 0));
   }
-  for (int i = from; i < to;) {
+  /* A kernel run (issueKernelRun) may take steps of later rounds with it:
+   * they are not issued again. */
+  if (from == 0) s->issuedTo = 0;
+  for (int i = from < s->issuedTo ? s->issuedTo : from; i < to;) {
     i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, gslot, &rc);
+    s->issuedTo = i;
     if (rc != dmacclSuccess) goto out;
   }
 out:

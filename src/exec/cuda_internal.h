@@ -48,6 +48,8 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
  *   Q+1+L+n             the reduction kernel's block count when it waits and
  *                       resets graph flags itself (execReduceWait), 0 between
  *                       kernels
+ *   Q+2+L+n             the reduction kernel's count of blocks done storing
+ *                       (stagesm: execReduceWait.moveCount), 0 between kernels
  * Each graph staging slot has its own DATA words: a graph's staged operations
  * alternate between the two slots without an ENTRY handshake (staged.c), and
  * only the slot's own previous user is known to have reset its word.
@@ -61,7 +63,8 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
 #define FLAG_ONE(n, L) (FLAG_Q(n) + (L))
 #define FLAG_PROBE(n, L, peer) (FLAG_Q(n) + 1 + (L) + (peer))
 #define FLAG_KCOUNT(n, L) (FLAG_Q(n) + 1 + (L) + (n))
-#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 2 + (L))
+#define FLAG_KMOVE(n, L) (FLAG_Q(n) + 2 + (L) + (n))
+#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 3 + (L))
 /* The graph word of (phase, peer) for an operation on graph staging slot
  * `gslot` (0 or 1; only DATA differs). */
 static inline size_t flagGraphWord(int n, int ph, int peer, int gslot) {
@@ -72,6 +75,7 @@ typedef struct {
   int device;
   int nlanes;
   cudaStream_t *lanes;
+  int issuedTo;        /* steps of the operation being launched issued so far (cudaLaunch) */
   cudaStream_t aside;  /* abort and watchdog reads (a hardware queue it shares may be blocked) */
   uint32_t *asideHost; /* pinned: the watchdog's read of the eager slots */
   cudaEvent_t fork[CORE_BOARD_DEPTH]; /* legacy default stream: lane 0 starts after it */

@@ -1,14 +1,19 @@
 /*
  * The reduction kernel: the only kernel dmaccl launches. It reads nsrc
- * inputs (all in this GPU's memory: copy engines brought the peers' parts
- * into scratch or staging first) and writes one output. The arithmetic is
+ * inputs (all in this GPU's memory: copy engines, or under stagesm the
+ * peers' kernels, brought the peers' parts into scratch or staging first)
+ * and writes one output. The arithmetic is
  * reduce_math.h's, shared with the host executor, so results are the same
  * bytes (bf16 and fp16 results are rounded by the hardware's conversion,
  * which gives the same bits: VecStore). A few thread blocks (DMACCL_REDUCE_CTAS) stream through the
  * data: each thread takes 16-byte vectors when every pointer is 16-byte aligned, single elements
  * otherwise and for the tail. A staged reduction's kernel may first wait for
  * its peers' DATA flags itself (execReduceWait: launched beside the copies,
- * it polls instead of following a stream wait).
+ * it polls instead of following a stream wait), and under stagesm first
+ * store the rank's contributions into the peers' staging slots and signal
+ * them itself: the one place where dmaccl moves data with SMs, for small
+ * reductions, where a copy engine's start after a kernel costs more than
+ * the whole operation (docs/latency-notes.md).
  */
 #include "cuda_reduce.h"
 #include "../base/reduce_math.h"
@@ -244,28 +249,74 @@ template <int T, int OP> struct Passes<T, OP, true> {
   }
 };
 
+/* stagesm: the blocks together copy every move (16-byte vectors where
+ * source, destination and length allow, four loads in flight per thread,
+ * bytes otherwise), then the last block to finish its stores writes the
+ * signals. Each block's stores are ordered before its count by the system
+ * fence, and the count before the signals (the last block fences again), so
+ * a peer that sees a signal sees every block's bytes. */
+static __device__ void storeAndSignal(const execReduceWait &w) {
+  size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+         stride = (size_t)gridDim.x * blockDim.x;
+  for (int m = 0; m < w.nmoves; m++) {
+    const execReduceMove &mv = w.moves[m];
+    size_t head = 0;
+    if ((((uintptr_t)mv.src | (uintptr_t)mv.dst) & 15) == 0) {
+      const uint4 *src = (const uint4 *)mv.src;
+      uint4 *dst = (uint4 *)mv.dst;
+      size_t nv = mv.bytes / 16, v = tid;
+      for (; v + 3 * stride < nv; v += 4 * stride) {
+        uint4 x0 = src[v], x1 = src[v + stride], x2 = src[v + 2 * stride], x3 = src[v + 3 * stride];
+        dst[v] = x0, dst[v + stride] = x1, dst[v + 2 * stride] = x2, dst[v + 3 * stride] = x3;
+      }
+      for (; v < nv; v += stride) dst[v] = src[v];
+      head = nv * 16;
+    }
+    for (size_t i = head + tid; i < mv.bytes; i += stride)
+      ((char *)mv.dst)[i] = ((const char *)mv.src)[i];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    if (atomicAdd(w.moveCount, 1u) == gridDim.x - 1) {
+      __threadfence_system();
+      for (int k = 0; k < w.nsignals; k++)
+        asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(w.signals[k]), "r"(w.signalValue)
+                     : "memory");
+    }
+  }
+}
+
 /* Waits until every flag of w has reached its value (warp 0 polls, each
- * lane a share of the ranks), then lets the block go on; with reset, the
- * last block to get here sets the flags back to 0. The acquire loads order
- * the block's later reads of the inputs after the peers' copies, which
- * their signals follow. */
+ * lane a share of the ranks) and, after moves, until every block's stores
+ * are done, then lets the block go on; the last block to get here sets the
+ * flags back to 0 (reset) and the move count. The acquire loads order the
+ * block's later reads of the inputs after the peers' copies, which their
+ * signals follow. */
 static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t *p) {
   uint32_t v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 static __device__ void waitFlags(const execReduceWait &w) {
-  if (threadIdx.x < 32)
+  int moved = w.moveCount != nullptr;
+  if (threadIdx.x < 32) {
     for (int p = (int)threadIdx.x; p < 256; p += 32)
       if (w.mask[p / 64] >> (p % 64) & 1)
         while ((int32_t)(loadAcquire(&w.flags[p]) - w.value) < 0) {
         }
+    if (moved && threadIdx.x == 0)
+      while (loadAcquire(w.moveCount) < gridDim.x) {
+      }
+  }
   __syncthreads();
-  if (w.reset && threadIdx.x == 0) {
+  if ((w.reset || moved) && threadIdx.x == 0) {
     unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(w.count, 1u);
     if (seen == gridDim.x - 1) {
-      for (int p = 0; p < 256; p++)
-        if (w.mask[p / 64] >> (p % 64) & 1) w.flags[p] = 0;
+      if (w.reset)
+        for (int p = 0; p < 256; p++)
+          if (w.mask[p / 64] >> (p % 64) & 1) w.flags[p] = 0;
+      if (moved) *w.moveCount = 0;
       if (gridDim.x > 1) *w.count = 0;
     }
   }
@@ -275,7 +326,8 @@ template <int T, int OP>
 __global__ void __launch_bounds__(512)
     dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
   typedef typename Ty<T>::S S;
-  if (w.flags) waitFlags(w);
+  if (w.moveCount) storeAndSignal(w);
+  if (w.flags || w.moveCount) waitFlags(w);
   const size_t per = 16 / sizeof(S); /* elements per vector */
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
@@ -315,6 +367,8 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
   int vec = ((uintptr_t)dst & 15) == 0;
   for (int k = 0; k < n && vec; k++) vec = ((uintptr_t)s.p[k] & 15) == 0;
   size_t units = vec ? count / (16 / sizeof(S)) + count % (16 / sizeof(S)) : count;
+  for (int m = 0; m < w.nmoves; m++)
+    if ((w.moves[m].bytes + 15) / 16 > units) units = (w.moves[m].bytes + 15) / 16;
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
@@ -349,10 +403,19 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
                                           cudaStream_t stream) {
   execReduceWait w;
   memset(&w, 0, sizeof(w));
-  if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3])) w = *wait;
-  if (count == 0 && !w.flags) return cudaSuccess;
+  if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
+               wait->nsignals))
+    w = *wait;
+  if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
+  if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
+  if (count == 0 && !w.flags && !w.moveCount) return cudaSuccess;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;
-  if (w.flags && w.reset && ctas > 1 && !w.count) return cudaErrorInvalidValue;
+  if (w.nmoves < 0 || w.nmoves > EXEC_REDUCE_MAX_MOVES || w.nsignals < 0 ||
+      w.nsignals > EXEC_REDUCE_MAX_MOVES)
+    return cudaErrorInvalidValue;
+  if ((w.flags || w.moveCount) && !w.count && ctas > 1 && (w.reset || w.moveCount))
+    return cudaErrorInvalidValue;
+  if ((w.nmoves || w.nsignals) && !w.moveCount) return cudaErrorInvalidValue;
   Srcs s;
   for (int k = 0; k < nsrc; k++) s.p[k] = srcs[k];
   for (int k = nsrc; k < EXEC_REDUCE_MAX_SRCS; k++) s.p[k] = nullptr;

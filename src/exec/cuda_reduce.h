@@ -14,19 +14,39 @@ extern "C" {
 /* Inputs a kernel takes (its parameters carry the pointers by value). */
 #define EXEC_REDUCE_MAX_SRCS 128
 
-/* Flags the kernel waits for before it reads its inputs (a staged
- * reduction's DATA words, planArgs.kernelWait): word p of `flags` for every
- * rank p whose bit is set in `mask`, until it reaches `value` (cyclic >=, as
- * CU_STREAM_WAIT_VALUE_GEQ compares). With `reset` (CUDA graphs, whose flags
- * hold fixed values), the words are set back to 0 once every thread block
- * has seen them, and `*count` (0 between launches) counts the blocks that
- * have. */
+/* Most peers a kernel stores into (stagesm): plan.h's PLAN_SM_MAX_PEERS. */
+#define EXEC_REDUCE_MAX_MOVES 15
+
+/* What the kernel does before it reduces.
+ * Moves and signals (stagesm, staged.c): the blocks together copy every
+ * move's bytes from src to dst (a peer's staging slot) with their own
+ * stores; once every block's stores are done (`*moveCount`, 0 between
+ * launches, counts the blocks that are), one writes `signalValue` into each
+ * word of `signals` (the peers' DATA words).
+ * Flags (a staged reduction's DATA words, planArgs.kernelWait, and
+ * stagesm's): word p of `flags` for every rank p whose bit is set in
+ * `mask`, until it reaches `value` (cyclic >=, as CU_STREAM_WAIT_VALUE_GEQ
+ * compares); with moves, also until every block's stores are done (an
+ * in-place AllReduce overwrites what they read). With `reset` (CUDA
+ * graphs, whose flags hold fixed values), the words are set back to 0 once
+ * every thread block has seen them. `*count` (0 between launches) counts
+ * the blocks that have, when there is a reset or a move. */
+typedef struct {
+  const void *src;
+  void *dst;
+  size_t bytes;
+} execReduceMove;
 typedef struct {
   uint32_t *flags;
   unsigned long long mask[4]; /* up to 256 ranks */
   uint32_t value;
   int reset;
   unsigned *count;
+  int nmoves, nsignals;
+  execReduceMove moves[EXEC_REDUCE_MAX_MOVES];
+  uint32_t *signals[EXEC_REDUCE_MAX_MOVES];
+  uint32_t signalValue;
+  unsigned *moveCount;
 } execReduceWait;
 
 /* Queues on stream a kernel that computes what baseReduceHost computes, bit
@@ -37,8 +57,9 @@ typedef struct {
  * nothing. Returns the launch's error. */
 cudaError_t execCudaReduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                            dmacclDataType_t t, dmacclRedOp_t op, int ctas, cudaStream_t stream);
-/* The same kernel waiting first for w's flags (w not NULL, its mask not
- * empty). count 0 still launches, to wait and reset. */
+/* The same kernel doing w's moves and signals and waiting for its flags
+ * first (w may be NULL or empty). count 0 still launches, to move, signal,
+ * wait and reset. */
 cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, int nsrc, size_t count,
                                dmacclDataType_t t, dmacclRedOp_t op, int ctas,
                                const execReduceWait *w, cudaStream_t stream);

@@ -92,20 +92,20 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int l = 1; l < nl && !rc; l++)
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
-  /* A WAIT or JOIN polled by a kernel is followed on its lane by more such
-   * steps, then the REDUCE that polls them. */
+  /* A step a kernel does (inKernel: a COPY or SIGNAL it does, a WAIT or
+   * JOIN it polls) is followed on its lane by more such steps, then the
+   * REDUCE whose kernel it is. */
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
     if (!W->inKernel) continue;
     int next = w + 1;
     while (next < s->nsteps && s->steps[next].lane != W->lane) next++;
     const planStep *N = next < s->nsteps ? &s->steps[next] : NULL;
-    if ((W->kind != PLAN_STEP_WAIT && W->kind != PLAN_STEP_JOIN) || !N ||
-        !(N->kind == PLAN_STEP_REDUCE ||
-          ((N->kind == PLAN_STEP_WAIT || N->kind == PLAN_STEP_JOIN) && N->inKernel)))
+    if (W->kind == PLAN_STEP_REDUCE || !N ||
+        !(N->kind == PLAN_STEP_REDUCE || (N->inKernel && N->kind != PLAN_STEP_REDUCE)))
       rc = fail(err, errlen,
-                "rank %d step %d: %s marked inKernel is not a WAIT or JOIN followed on lane %d by "
-                "the REDUCE that polls it",
+                "rank %d step %d: %s marked inKernel is not followed on lane %d by the REDUCE "
+                "whose kernel does it",
                 r, w, kindName(W->kind), W->lane);
   }
   /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round

@@ -13,7 +13,9 @@
  */
 #include "plan_internal.h"
 
-#define REDUCE_ALGOS (PLAN_ALGO_BIT(PLAN_ALGO_PULL1) | PLAN_ALGO_BIT(PLAN_ALGO_STAGE))
+#define REDUCE_ALGOS                                                                               \
+  (PLAN_ALGO_BIT(PLAN_ALGO_PULL1) | PLAN_ALGO_BIT(PLAN_ALGO_STAGE) |                               \
+   PLAN_ALGO_BIT(PLAN_ALGO_STAGESM))
 
 static size_t chunk(const planArgs *a) {
   return a->count * a->elemSize;

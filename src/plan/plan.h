@@ -74,7 +74,11 @@ typedef enum {
   PLAN_ALGO_PULLB = 5,
   PLAN_ALGO_STAGE = 6,   /* staging slots, peer copies as one batch command (staged.c) */
   PLAN_ALGO_STAGE2D = 7, /* staging slots, peer copies in rank order: one 2D copy where strided */
-  PLAN_NUM_ALGOS = 8
+  /* Reductions only: the staged form with no copy engine on its path; the
+   * reduction kernel itself stores the rank's contributions into the peers'
+   * slots, signals DATA, polls the peers' DATA and reduces (staged.c) */
+  PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
+  PLAN_NUM_ALGOS = 9
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -129,11 +133,12 @@ typedef struct {
   int from;
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
-  /* WAIT or JOIN: 1 when the REDUCE that follows it on its lane waits for
-   * it itself (the kernel polls a flag: a peer's signal, or for a JOIN one
-   * that lane `from` writes at this point). No hardware queue holds such a
+  /* 1 when the REDUCE that follows the step on its lane does it itself, in
+   * its kernel: a WAIT or JOIN it polls (a peer's signal, or for a JOIN a
+   * word that lane `from` writes at this point); a COPY whose bytes it
+   * stores and a SIGNAL it writes (stagesm). No hardware queue holds such a
    * wait, so rule 2 of queue safety does not apply to it. Other executors
-   * wait as usual. */
+   * run the steps as usual, in lane order. */
   int inKernel;
 } planStep;
 
@@ -153,6 +158,9 @@ typedef struct {
   int nsrcs, srcCap; /* REDUCE sources */
   planLoc *srcs;
 } planSchedule;
+
+/* stagesm: the most peers one kernel stores into; larger sets run stage. */
+#define PLAN_SM_MAX_PEERS 15
 
 /* Lanes a schedule may use: one per peer, plus two for pipelined reductions. */
 #define PLAN_MAX_LANES(n) ((n) > 1 ? (n) + 2 : 1)
@@ -276,7 +284,8 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
 #define PLAN_ALGO_BIT(a) (1u << (a))
-#define PLAN_ALGOS_ALL ((1u << PLAN_NUM_ALGOS) - 1)
+/* The algorithms that move data on copy engines only: every one but stagesm. */
+#define PLAN_ALGOS_MOVE ((1u << PLAN_ALGO_STAGESM) - 1)
 const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);
 /* The direct algorithm a collective runs when it cannot be staged. */

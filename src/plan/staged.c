@@ -40,6 +40,16 @@
  * SIGNALs) is not needed for it; the slot argument below is unchanged,
  * since lane 0 joins lane 1 before the next operation's copies.
  *
+ * stagesm (reductions) is the same schedule with no copy engine on its
+ * path: on a rank that reduces, the copies, the DATA signals and the DATA
+ * waits are all inKernel on lane 0, before the REDUCE: one kernel stores the
+ * rank's contributions into the peers' slots, writes their DATA words once
+ * every thread block's stores are done, polls its own and reduces. A copy
+ * engine's copy into a peer costs 10-14 us after a kernel on an H100, a
+ * kernel's stores 1-2 (docs/latency-notes.md); for the small reductions of
+ * decode, whose arithmetic already needs the kernel, its stores are the
+ * faster path. Other executors run the steps in order, as for stage.
+ *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
  * 2): a peer's ENTRY says its stream reached this operation, so it has
@@ -73,7 +83,7 @@
 #include <stdlib.h>
 
 int planIsStaged(planAlgo a) {
-  return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D;
+  return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D || a == PLAN_ALGO_STAGESM;
 }
 
 /* The block rank `from` puts into rank `to`'s slot: src in from's send
@@ -130,7 +140,7 @@ static int addOutReduce(planSchedule *s, const planArgs *a, int lane) {
 }
 
 /* One SIGNAL or WAIT of phase to every peer, in rotated order, on a lane;
- * inKernel marks WAITs that the REDUCE after them polls itself. */
+ * inKernel marks the ones the REDUCE after them does itself. */
 static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase, int lane,
                    int inKernel) {
   int rc = 0;
@@ -173,9 +183,13 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
                        (planLoc){0, PLAN_BUF_RECV, t.dstOff}, t.bytes, 0);
   }
   s->round = 0;
-  /* kernelWait: the REDUCE's lane, forked now; `late`: it also polls for
-   * lane 0 after the DATA signals (the REDUCE overwrites what they read). */
-  int kw = ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
+  /* stagesm: the kernel does the copies, signals and waits (a rank with
+   * nothing to reduce runs them as stage does). kernelWait: the REDUCE's
+   * lane, forked now; `late`: it also polls for lane 0 after the DATA
+   * signals (the REDUCE overwrites what they read). */
+  int sm = algo == PLAN_ALGO_STAGESM && ci->reduces && ci->target(a, r, 1).bytes &&
+           n - 1 <= PLAN_SM_MAX_PEERS;
+  int kw = !sm && ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
   int late = kw && reduceOverwritesSources(a);
   if (kw) rc = planAddJoin(s, 1, 0);
   if (a->stageEntry && !rc) {
@@ -191,9 +205,13 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     planBlock b = stagedBlock(a, r, p);
     if (!b.bytes || ((ci->reduces || selfLate) && p == r)) continue;
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
-                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, inRankOrder ? 2 : 1);
+                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes,
+                     sm            ? 0
+                     : inRankOrder ? 2
+                                   : 1);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = sm;
   }
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, 0);
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, sm);
   if (late && !rc && !(rc = planAddJoin(s, 1, 0))) s->steps[s->nsteps - 1].inKernel = 1;
   /* The own block, straight to its place (in place it is there already, as
    * direct.c's self copy takes it). */
@@ -202,7 +220,7 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw);
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
   if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw) : addOutCopies(s, a);
   if (kw && !rc) rc = planAddJoin(s, 0, 1);
   return rc;
