@@ -81,7 +81,8 @@ static int testMalformed(void) {
     const char *in, *msg;
   } bad[] = {
       {"allgather", "needs the form"},
-      {"allreduce:push1", "allreduce does not take algorithm 'push1' (it takes: pull1 stage)"},
+      {"allreduce:push1",
+       "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
       {"allgather:push2", "unknown algorithm 'push2'"},
@@ -188,20 +189,22 @@ static int testTuneErrors(void) {
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, captured
- * AllGather/AlltoAll of 2-8 MB take push1; captured AllReduce stays staged
- * from 1 MB to 2 MB and ReduceScatter to 8 MB, where eager calls take
- * pull1. */
+ * AllGather/AlltoAll of 2-8 MB take push1; AllReduce and ReduceScatter take
+ * stagesm up to 8 MB, eager and captured (what does not fit a slot falls
+ * back to pull1 at launch), Reduce keeps stage; 4 ranks keep stage. */
 static int testGraphRanges(void) {
   planTable t, before;
   char err[256];
   const planRange *why = NULL;
   planTableDefaults(&t, 2);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 0, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 2 << 20, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 0, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGESM);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
@@ -210,6 +213,7 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   planTableDefaults(&t, 4); /* measured on 2 ranks only */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGE);
 
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTableParse(&t,
@@ -225,7 +229,8 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL),
+                PLAN_ALGO_STAGESM); /* 2 ranks, built in */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
                 planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);

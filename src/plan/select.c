@@ -34,17 +34,23 @@ const char planDefaultTune[] =
      * and lose at 2 MB (22 against 17-18), where one entry round costs less
      * than the staged form's dependent local copy. Only what was measured:
      * 2 ranks, these two, 2-8 MB (from 8 MB the plain pushb runs as plain
-     * copies in a graph). Reductions keep their plain ranges (staged up to
-     * 1 MB: 18-21 us against pull1's 27-29) and, since the kernel polls the
-     * DATA flags itself (DMACCL_KERNEL_WAIT), stay staged further in graphs:
-     * at 1 MB 16.5 us against pull1's 33.6 (AllReduce), ReduceScatter 14.0
-     * against 28.1 and at 4 MB 23.3 against 44.1 (a larger AllReduce does
-     * not fit a graph slot and falls back to pull1). */
+     * copies in a graph). */
     "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n"
-    "2 allreduce@graph:1M-2M:stage;reducescatter@graph:1M-8M:stage\n";
+    /* Reductions on 2 ranks take stagesm (the kernel stores into the peer's
+     * slot: no copy engine on the path), eager and in graphs, 2x H100
+     * (docs/results/stagesm-2xh100/): AllReduce in a graph after a kernel
+     * 10.6-13.4 us up to 512 KB against stage's 20.5-22.2, and 24.4 at 2 MB
+     * against 49.0 (NCCL 7.3-10.9 and 28.3); eager 11-18 us up to 1 MB
+     * against stage's 19.5-26.2, and at 4 MB 38.2 against pull1's 53.1;
+     * ReduceScatter eager 10.5-25.3 us up to 4 MB against 18.0-35.5; graphs
+     * back to back level with stage or below. What does not fit a slot (an
+     * AllReduce over 4 MB eager, 2 MB in a graph) falls back to pull1.
+     * Reduce, ReduceScatterV and other rank counts keep stage until
+     * measured. */
+    "2 allreduce:0-8M:stagesm,8M-inf:pull1;reducescatter:0-8M:stagesm,8M-inf:pull1\n";
 
-static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1", "pushn", "pushb", "pull1",
-                                                      "pulln", "pullb", "stage", "stage2d"};
+static const char *const algoNames[PLAN_NUM_ALGOS] = {
+    "push1", "pushn", "pushb", "pull1", "pulln", "pullb", "stage", "stage2d", "stagesm"};
 
 const char *planAlgoName(planAlgo a) {
   return (unsigned)a < PLAN_NUM_ALGOS ? algoNames[a] : "unknown";
@@ -205,9 +211,9 @@ static int parseRanged(planTable *t, planColl c, int graph, const char *p, size_
     nameLen = len - (size_t)(name - p);
   }
   if (planAlgoParse(name, nameLen, &r.algo))
-    PARSE_FAIL(
-        "unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d batch)",
-        (int)nameLen, name);
+    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d "
+               "stagesm batch)",
+               (int)nameLen, name);
   if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(r.algo))) {
     char known[128];
     PARSE_FAIL("%s does not take algorithm '%.*s' (it takes: %s)", planCollName(c), (int)nameLen,
