@@ -75,6 +75,7 @@ __global__ void touch(int *p) {
 static int runSet(int n, const int *devs, int shared) {
   const size_t count = 1 << 18; /* 1 MB of floats per block */
   for (int a = 0; a < CC_NALGOS; a++) {
+    if (!ccAlgoTakes(COLL_ALLGATHER, ccAlgos[a])) continue; /* stagesm: the reductions' only */
     dmacclComm_t comms[CC_MAXR];
     char sel[512];
     ccAlgoTable(ccAlgos[a], sel, sizeof(sel));
