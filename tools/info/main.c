@@ -106,11 +106,12 @@ int main(int argc, char **argv) {
       }
   char sb[32];
   char gb[32];
-  printf("# staged algorithms (stage, stage2d) serve collectives up to DMACCL_STAGE_BYTES = %s\n"
-         "# (under CUDA graph capture up to half that, %s); larger ones run the collective's\n"
-         "# direct one\n",
-         planSizeString(c.stageBytes, sb, sizeof(sb)),
-         planSizeString(c.stageBytes / 2, gb, sizeof(gb)));
+  printf(
+      "# staged algorithms (stage, stage2d, stagesm) serve collectives up to DMACCL_STAGE_BYTES\n"
+      "# = %s (under CUDA graph capture up to half that, %s); larger ones run the\n"
+      "# collective's direct one; stagesm runs as stage where ranks share a GPU\n",
+      planSizeString(c.stageBytes, sb, sizeof(sb)),
+      planSizeString(c.stageBytes / 2, gb, sizeof(gb)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
