@@ -1490,6 +1490,22 @@ static int testStageSm(void) {
           ops[r] = &s[r][0];
         }
         ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        /* planCheck's controls: an ENTRY signal the kernel would do, and a
+         * kernel step not next to the rest of its kernel. */
+        if (entry) {
+          planStep *e = &s[0][0].steps[0];
+          ASSERT_TRUE(e->kind == PLAN_STEP_SIGNAL && e->phase == PLAN_PHASE_ENTRY);
+          e->inKernel = 1;
+          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+          ASSERT_CONTAINS(why, "inKernel");
+          e->inKernel = 0;
+          int last = flat[0].nsteps - 1; /* the REDUCE: its kernel's last step before it */
+          planStep moved = flat[0].steps[last - 1];
+          flat[0].steps[last - 1] = flat[0].steps[0];
+          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+          flat[0].steps[0] = flat[0].steps[last - 1], flat[0].steps[last - 1] = moved;
+          ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        }
         for (int ctl = 0; ctl <= 1; ctl++) {
           for (uint32_t seed = 1; seed <= 20; seed++)
             for (int mode = SIM_TOPO_PER_RANK; mode <= SIM_ROUNDS_SHARED; mode++) {

@@ -77,8 +77,10 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
     if (l->handshakesOnly) { /* the peers are not left waiting */
       int n = 0;
       for (int j = 0; j < s->nsteps; j++)
-        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE)
-          s->steps[n++] = s->steps[j];
+        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE) {
+          s->steps[n] = s->steps[j];
+          s->steps[n++].inKernel = 0; /* no kernel runs them now */
+        }
       s->nsteps = n;
     }
     if (s->nrounds > rounds) rounds = s->nrounds;

@@ -123,6 +123,14 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   s->device = comm->device;
   s->nlanes = PLAN_MAX_LANES(n); /* peer lanes, a side lane, the reductions' lanes */
   s->reduceCtas = coreReduceCtasParam();
+  /* stagesm's kernel waits for its own blocks' stores: no more blocks than
+   * SMs (one 512-thread block fits an SM at its register count), so all
+   * can be resident at once (launchReduce). */
+  if (cudaDeviceGetAttribute(&s->smCount, cudaDevAttrMultiProcessorCount, comm->device) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    s->smCount = 1;
+  }
   s->batchFlags = coreBatchOverlapParam() ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
   pthread_mutex_init(&s->ipcLock, NULL);
   s->lanes = calloc((size_t)s->nlanes, sizeof(*s->lanes));
@@ -677,11 +685,14 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
                                    const execBuffers *b, const execReduceWait *w,
                                    cudaStream_t lane) {
   dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
   const void *src[EXEC_REDUCE_MAX_SRCS];
   for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
+  int ctas = s->reduceCtas;
+  if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
   CUDA_TRY(comm, execCudaReduceWait(execLocate(b, st->dst), src, st->nsrc,
                                     st->bytes / sch->elemSize, (dmacclDataType_t)sch->dtype,
-                                    (dmacclRedOp_t)sch->redop, stateOf(comm)->reduceCtas, w, lane));
+                                    (dmacclRedOp_t)sch->redop, ctas, w, lane));
 out:
   return rc;
 }

@@ -105,6 +105,7 @@ typedef struct {
   void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
   char *scratch;           /* rank-local scratch of the reductions (clique->scratchBytes) */
   int reduceCtas;          /* DMACCL_REDUCE_CTAS */
+  int smCount;             /* the GPU's SMs: the most blocks a stagesm kernel takes */
   uint64_t lastSeq;        /* the last eager operation launched */
   cudaStream_t lastStream; /* ... its lane 0 (its tail event orders the next on another) */
   /* The last captured operation, its lane 0 and its capture: a captured

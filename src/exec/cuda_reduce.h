@@ -22,7 +22,10 @@ extern "C" {
  * move's bytes from src to dst (a peer's staging slot) with their own
  * stores; once every block's stores are done (`*moveCount`, 0 between
  * launches, counts the blocks that are), one writes `signalValue` into each
- * word of `signals` (the peers' DATA words).
+ * word of `signals` (the peers' DATA words). Every block then waits for the
+ * others' stores, and a peer's signal depends on them too: all blocks must
+ * be resident at once, so the caller launches no more blocks than the GPU
+ * has SMs (one block per SM fits at the kernel's register count).
  * Flags (a staged reduction's DATA words, planArgs.kernelWait, and
  * stagesm's): word p of `flags` for every rank p whose bit is set in
  * `mask`, until it reaches `value` (cyclic >=, as CU_STREAM_WAIT_VALUE_GEQ
