@@ -34,17 +34,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define CD(x) do { CUresult e_ = (x); if (e_ != CUDA_SUCCESS) { const char *s_; cuGetErrorString(e_, &s_); printf("%s:%d %s\n", __FILE__, __LINE__, s_); exit(1); } } while (0)
+#define CK(x)                                                                                      \
+  do {                                                                                             \
+    cudaError_t e_ = (x);                                                                          \
+    if (e_ != cudaSuccess) {                                                                       \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                            \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+#define CD(x)                                                                                      \
+  do {                                                                                             \
+    CUresult e_ = (x);                                                                             \
+    if (e_ != CUDA_SUCCESS) {                                                                      \
+      const char *s_;                                                                              \
+      cuGetErrorString(e_, &s_);                                                                   \
+      printf("%s:%d %s\n", __FILE__, __LINE__, s_);                                                \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
 
 enum { NOPS = 100, LAUNCHES = 5 };
-struct Rank { cudaStream_t s, l; cudaEvent_t fork[NOPS], join[NOPS]; char *send, *recv; unsigned *flag, *gate, *one; };
+struct Rank {
+  cudaStream_t s, l;
+  cudaEvent_t fork[NOPS], join[NOPS];
+  char *send, *recv;
+  unsigned *flag, *gate, *one;
+};
 static Rank R[2];
 
 __global__ void spin(unsigned long long ns) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
 }
 __global__ void empty() {}
 __device__ unsigned ldAcquire(const unsigned *p) {
@@ -53,23 +76,32 @@ __device__ unsigned ldAcquire(const unsigned *p) {
   return v;
 }
 __global__ void poll(unsigned *flag) {
-  if (threadIdx.x == 0) { while (ldAcquire(flag) < 1) {} *flag = 0; }
+  if (threadIdx.x == 0) {
+    while (ldAcquire(flag) < 1) {
+    }
+    *flag = 0;
+  }
   __syncthreads();
 }
-__global__ void storeSignalPoll(const int4 *src, int4 *dst, size_t n, unsigned *peerFlag, unsigned *flag) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) dst[i] = src[i];
+__global__ void storeSignalPoll(const int4 *src, int4 *dst, size_t n, unsigned *peerFlag,
+                                unsigned *flag) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    dst[i] = src[i];
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
     asm volatile("red.release.sys.global.add.u32 [%0], 1;" ::"l"(peerFlag) : "memory");
     if (blockIdx.x == 0) {
-      while (ldAcquire(flag) < gridDim.x) {}
+      while (ldAcquire(flag) < gridDim.x) {
+      }
       *flag = 0;
     }
   }
 }
 
-__global__ void setGate(unsigned *gate) { asm volatile("st.release.sys.global.u32 [%0], 1;" ::"l"(gate) : "memory"); }
+__global__ void setGate(unsigned *gate) {
+  asm volatile("st.release.sys.global.u32 [%0], 1;" ::"l"(gate) : "memory");
+}
 
 // A memop wait for *w == 1 and its reset to 0, one batch on stream st.
 static void waitReset(cudaStream_t st, unsigned *w) {
@@ -85,13 +117,16 @@ static void waitReset(cudaStream_t st, unsigned *w) {
   CD(cuStreamBatchMemOp((CUstream)st, 2, p, 0));
 }
 
-static void writePeer(int d, int i) { CD(cuStreamWriteValue32((CUstream)R[d].s, (CUdeviceptr)(R[1 - d].flag + i), 1, 0)); }
+static void writePeer(int d, int i) {
+  CD(cuStreamWriteValue32((CUstream)R[d].s, (CUdeviceptr)(R[1 - d].flag + i), 1, 0));
+}
 
 // What goes before the spin: only wc's lane, which must not depend on it.
 static void preop(const char *m, int d, int i, size_t chunk) {
   Rank &a = R[d], &b = R[1 - d];
   if (strcmp(m, "wc")) return;
-  CK(cudaEventRecord(a.fork[i], a.s)); CK(cudaStreamWaitEvent(a.l, a.fork[i], 0));
+  CK(cudaEventRecord(a.fork[i], a.s));
+  CK(cudaStreamWaitEvent(a.l, a.fork[i], 0));
   waitReset(a.l, a.gate + i);
   CK(cudaMemcpyAsync(b.recv + d * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.l));
   CD(cuStreamWriteValue32((CUstream)a.l, (CUdeviceptr)(b.flag + i), 1, 0));
@@ -102,25 +137,35 @@ static void op(const char *m, int d, int i, size_t chunk) {
   if (!strcmp(m, "wc")) {
     setGate<<<1, 1, 0, a.s>>>(a.gate + i);
     poll<<<1, 32, 0, a.s>>>(a.flag + i);
-    CK(cudaEventRecord(a.join[i], a.l)); CK(cudaStreamWaitEvent(a.s, a.join[i], 0));
+    CK(cudaEventRecord(a.join[i], a.l));
+    CK(cudaStreamWaitEvent(a.s, a.join[i], 0));
     return;
   }
   bool fork = !strcmp(m, "csk") || !strcmp(m, "cck") || !strcmp(m, "sk");
-  if (fork) { CK(cudaEventRecord(a.fork[i], a.s)); CK(cudaStreamWaitEvent(a.l, a.fork[i], 0)); poll<<<1, 32, 0, a.l>>>(a.flag + i); }
+  if (fork) {
+    CK(cudaEventRecord(a.fork[i], a.s));
+    CK(cudaStreamWaitEvent(a.l, a.fork[i], 0));
+    poll<<<1, 32, 0, a.l>>>(a.flag + i);
+  }
   if (!strcmp(m, "k")) empty<<<1, 32, 0, a.s>>>();
-  if (!strncmp(m, "mw", 2)) {  // ENTRY handshake, then (mwp) the pull
+  if (!strncmp(m, "mw", 2)) { // ENTRY handshake, then (mwp) the pull
     writePeer(d, i);
     waitReset(a.s, a.flag + i);
     if (strcmp(m, "mw")) CK(cudaMemcpyAsync(a.recv, b.send, chunk, cudaMemcpyDeviceToDevice, a.s));
     return;
   }
-  if (!strcmp(m, "cp")) CK(cudaMemcpyAsync(a.recv, b.send, chunk, cudaMemcpyDeviceToDevice, a.s));
-  else if (!strcmp(m, "cl")) CK(cudaMemcpyAsync(a.recv, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
+  if (!strcmp(m, "cp"))
+    CK(cudaMemcpyAsync(a.recv, b.send, chunk, cudaMemcpyDeviceToDevice, a.s));
+  else if (!strcmp(m, "cl"))
+    CK(cudaMemcpyAsync(a.recv, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
   else if (!strcmp(m, "c2")) {
     CK(cudaMemcpyAsync(b.recv + d * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
     CK(cudaMemcpyAsync(b.recv + (2 + d) * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
-  } else if (m[0] == 'c') CK(cudaMemcpyAsync(b.recv + d * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
-  if (!strcmp(m, "cs") || !strcmp(m, "csw") || !strcmp(m, "csk") || !strcmp(m, "ck1") || !strcmp(m, "sk")) writePeer(d, i);
+  } else if (m[0] == 'c')
+    CK(cudaMemcpyAsync(b.recv + d * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
+  if (!strcmp(m, "cs") || !strcmp(m, "csw") || !strcmp(m, "csk") || !strcmp(m, "ck1") ||
+      !strcmp(m, "sk"))
+    writePeer(d, i);
   if (!strcmp(m, "cck")) CK(cudaMemcpyAsync(b.flag + i, a.one, 4, cudaMemcpyDeviceToDevice, a.s));
   if (!strcmp(m, "csw")) waitReset(a.s, a.flag + i);
   if (!strcmp(m, "m")) writePeer(d, i);
@@ -130,9 +175,13 @@ static void op(const char *m, int d, int i, size_t chunk) {
     size_t n = chunk / sizeof(int4);
     unsigned blocks = n > 32 * 256 ? 32 : (unsigned)((n + 255) / 256);
     if (blocks == 0) blocks = 1;
-    storeSignalPoll<<<blocks, 256, 0, a.s>>>((const int4 *)a.send, (int4 *)(b.recv + d * chunk), n, b.flag + i, a.flag + i);
+    storeSignalPoll<<<blocks, 256, 0, a.s>>>((const int4 *)a.send, (int4 *)(b.recv + d * chunk), n,
+                                             b.flag + i, a.flag + i);
   }
-  if (fork) { CK(cudaEventRecord(a.join[i], a.l)); CK(cudaStreamWaitEvent(a.s, a.join[i], 0)); }
+  if (fork) {
+    CK(cudaEventRecord(a.join[i], a.l));
+    CK(cudaStreamWaitEvent(a.s, a.join[i], 0));
+  }
 }
 
 static void issue(const char *m, int d, size_t chunk, unsigned long long gapNs) {
@@ -159,50 +208,82 @@ static double run(const char *m, size_t chunk, unsigned long long gapNs, bool ea
   double best = 1e30;
   for (int rep = 0; rep < LAUNCHES + 1; rep++) {
     cudaEvent_t e0[2], e1[2];
-    for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaEventCreate(&e0[d])); CK(cudaEventCreate(&e1[d])); CK(cudaEventRecord(e0[d], R[d].s)); }
+    for (int d = 0; d < 2; d++) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventCreate(&e0[d]));
+      CK(cudaEventCreate(&e1[d]));
+      CK(cudaEventRecord(e0[d], R[d].s));
+    }
     if (eager) {
       for (int i = 0; i < NOPS; i++)
-        for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); preop(m, d, i, chunk); spin<<<1, 32, 0, R[d].s>>>(gapNs); op(m, d, i, chunk); }
+        for (int d = 0; d < 2; d++) {
+          CK(cudaSetDevice(d));
+          preop(m, d, i, chunk);
+          spin<<<1, 32, 0, R[d].s>>>(gapNs);
+          op(m, d, i, chunk);
+        }
     } else
-      for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaGraphLaunch(ge[d], R[d].s)); }
-    for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaEventRecord(e1[d], R[d].s)); }
+      for (int d = 0; d < 2; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaGraphLaunch(ge[d], R[d].s));
+      }
+    for (int d = 0; d < 2; d++) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventRecord(e1[d], R[d].s));
+    }
     double t = 0;
     for (int d = 0; d < 2; d++) {
-      CK(cudaSetDevice(d)); CK(cudaStreamSynchronize(R[d].s));
-      float ms; CK(cudaEventElapsedTime(&ms, e0[d], e1[d])); if (ms > t) t = ms;
-      CK(cudaEventDestroy(e0[d])); CK(cudaEventDestroy(e1[d]));
+      CK(cudaSetDevice(d));
+      CK(cudaStreamSynchronize(R[d].s));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0[d], e1[d]));
+      if (ms > t) t = ms;
+      CK(cudaEventDestroy(e0[d]));
+      CK(cudaEventDestroy(e1[d]));
     }
-    if (rep > 0 && t < best) best = t;  // rep 0 warms up
+    if (rep > 0 && t < best) best = t; // rep 0 warms up
   }
-  for (int d = 0; d < 2; d++) if (ge[d]) { CK(cudaSetDevice(d)); CK(cudaGraphExecDestroy(ge[d])); }
+  for (int d = 0; d < 2; d++)
+    if (ge[d]) {
+      CK(cudaSetDevice(d));
+      CK(cudaGraphExecDestroy(ge[d]));
+    }
   return best * 1000.0 / NOPS;
 }
 
 int main(int argc, char **argv) {
   double gapUs = argc > 1 ? atof(argv[1]) : 20.0;
   unsigned long long gapNs = (unsigned long long)(gapUs * 1000);
-  const char *modes[] = {"k",   "c",  "cl", "cp", "c2", "m",  "ms",  "cs", "csw",
+  const char *modes[] = {"k",   "c",   "cl",  "cp", "c2", "m",  "ms",  "cs", "csw",
                          "csk", "cck", "ck1", "wc", "sk", "mw", "mwp", "kk"};
   const char *eagerModes[] = {"k", "c", "cl", "cp", "cs", "csw", "mwp", "wc"};
   size_t chunks[] = {1024, 64 << 10, 512 << 10};
   CD(cuInit(0));
   for (int d = 0; d < 2; d++) {
-    CK(cudaSetDevice(d)); CK(cudaDeviceEnablePeerAccess(1 - d, 0));
+    CK(cudaSetDevice(d));
+    CK(cudaDeviceEnablePeerAccess(1 - d, 0));
     CK(cudaStreamCreateWithFlags(&R[d].s, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&R[d].l, cudaStreamNonBlocking));
     for (int i = 0; i < NOPS; i++) {
       CK(cudaEventCreateWithFlags(&R[d].fork[i], cudaEventDisableTiming));
       CK(cudaEventCreateWithFlags(&R[d].join[i], cudaEventDisableTiming));
     }
-    CK(cudaMalloc(&R[d].send, 1 << 21)); CK(cudaMalloc(&R[d].recv, 1 << 21));
-    CK(cudaMalloc(&R[d].flag, NOPS * 4)); CK(cudaMemset(R[d].flag, 0, NOPS * 4));
-    CK(cudaMalloc(&R[d].gate, NOPS * 4)); CK(cudaMemset(R[d].gate, 0, NOPS * 4));
-    CK(cudaMalloc(&R[d].one, 4)); unsigned one = 1; CK(cudaMemcpy(R[d].one, &one, 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&R[d].send, 1 << 21));
+    CK(cudaMalloc(&R[d].recv, 1 << 21));
+    CK(cudaMalloc(&R[d].flag, NOPS * 4));
+    CK(cudaMemset(R[d].flag, 0, NOPS * 4));
+    CK(cudaMalloc(&R[d].gate, NOPS * 4));
+    CK(cudaMemset(R[d].gate, 0, NOPS * 4));
+    CK(cudaMalloc(&R[d].one, 4));
+    unsigned one = 1;
+    CK(cudaMemcpy(R[d].one, &one, 4, cudaMemcpyHostToDevice));
     CK(cudaDeviceSynchronize());
   }
-  cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
   double base = run("none", 1024, gapNs);
-  printf("# 2x %s, one process; graph of %d x (spin %.0f us, chain) per GPU, best of %d launches\n", p.name, NOPS, gapUs, LAUNCHES);
+  printf("# 2x %s, one process; graph of %d x (spin %.0f us, chain) per GPU, best of %d launches\n",
+         p.name, NOPS, gapUs, LAUNCHES);
   printf("# spin alone: %.2f us per op; below: us per op minus that\n", base);
   printf("%-5s", "chain");
   for (size_t c : chunks) printf(" %9zuB", c);
@@ -214,7 +295,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   base = run("none", 1024, gapNs, true);
-  printf("# eager, the same ops issued one by one on the streams: spin alone %.2f us per op\n", base);
+  printf("# eager, the same ops issued one by one on the streams: spin alone %.2f us per op\n",
+         base);
   for (const char *m : eagerModes) {
     printf("%-5s", m);
     for (size_t c : chunks) printf(" %10.2f", run(m, c, gapNs, true) - base);
