@@ -45,10 +45,11 @@
  * waits are all inKernel on lane 0, before the REDUCE: one kernel stores the
  * rank's contributions into the peers' slots, writes their DATA words once
  * every thread block's stores are done, polls its own and reduces. A copy
- * engine's copy into a peer costs 10-14 us after a kernel on an H100, a
- * kernel's stores 1-2 (docs/latency-notes.md); for the small reductions of
- * decode, whose arithmetic already needs the kernel, its stores are the
- * faster path. Other executors run the steps in order, as for stage.
+ * engine's copy into a peer costs about 13 us after a kernel on an H100; a
+ * kernel that stores, signals and polls, 4-6 in all (docs/latency-notes.md).
+ * For the small reductions of decode, whose arithmetic already needs the
+ * kernel, its stores are the faster path. Other executors run the steps in
+ * order, as for stage.
  *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
