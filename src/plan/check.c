@@ -122,7 +122,6 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     else if (moves > PLAN_SM_MAX_PEERS || sigs > PLAN_SM_MAX_PEERS)
       rc = fail(err, errlen, "rank %d step %d: one kernel does more than %d copies or signals", r,
                 w, PLAN_SM_MAX_PEERS);
-    if (N && N->kind == PLAN_STEP_REDUCE && !join) moves = sigs = 0;
   }
   /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round
    * (not one that a kernel polls: it holds no queue). */
