@@ -26,14 +26,27 @@
 //   mwp    mw, then the pull copy
 //   kk     no copy engine: one kernel stores the chunk into the peer, fences,
 //          writes the peer's flag and polls its own (an SM library's floor)
+//   sm     dmaccl's stagesm kernel in miniature: 512-thread blocks (8 at most), a
+//          1.7 KB parameter block, stores into the peer's slot, fence, block count,
+//          the last block's flag write, poll of the own flag and the count, the
+//          last block's resets, then the reduction (out = send + slot)
+//   ll     one kernel, flags inside the data (NCCL's LL form): each 16-byte store
+//          carries 8 data bytes and two copies of the op's epoch (a device word
+//          the kernel advances); the peer polls the lines themselves and reduces:
+//          no fence, no separate flag, no reset (8 blocks at most; ll32: 32)
+//   nccl   ncclAllReduce (bf16 sum) of the chunk, captured (with -DWITH_NCCL)
 //
 // build: nvcc -O2 -std=c++17 -o isolated isolated.cu -lcuda
+//        [-DWITH_NCCL -I<nccl>/include -L<nccl>/lib -lnccl]
 // run:   ./isolated [GAP_US]       (needs 2 GPUs with peer access)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef WITH_NCCL
+#include <nccl.h>
+#endif
 #define CK(x)                                                                                      \
   do {                                                                                             \
     cudaError_t e_ = (x);                                                                          \
@@ -57,8 +70,11 @@ enum { NOPS = 100, LAUNCHES = 5 };
 struct Rank {
   cudaStream_t s, l;
   cudaEvent_t fork[NOPS], join[NOPS];
-  char *send, *recv;
-  unsigned *flag, *gate, *one;
+  char *send, *recv, *stage, *out;
+  unsigned *flag, *gate, *one, *count, *moveCount, *epoch;
+#ifdef WITH_NCCL
+  ncclComm_t nccl;
+#endif
 };
 static Rank R[2];
 
@@ -95,6 +111,81 @@ __global__ void storeSignalPoll(const int4 *src, int4 *dst, size_t n, unsigned *
       while (ldAcquire(flag) < gridDim.x) {
       }
       *flag = 0;
+    }
+  }
+}
+
+// sm: the shape of dmaccl's stagesm kernel (src/exec/cuda_reduce.cu).
+struct SmParams {
+  const int4 *src, *slot;
+  int4 *peerSlot, *out;
+  unsigned *peerFlag, *flag, *moveCount, *count;
+  size_t n;
+  char pad[1600]; // the size of dmaccl's moves, signals and masks
+};
+__global__ void __launch_bounds__(512) smKernel(SmParams p) {
+  size_t tid = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
+  for (size_t v = tid; v < p.n; v += stride) p.peerSlot[v] = p.src[v];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    if (atomicAdd(p.moveCount, 1u) == gridDim.x - 1) {
+      __threadfence_system();
+      asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p.peerFlag), "r"(1u) : "memory");
+    }
+    while (ldAcquire(p.flag) < 1) {
+    }
+    while (ldAcquire(p.moveCount) < gridDim.x) {
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(p.count, 1u);
+    if (seen == gridDim.x - 1) {
+      *p.flag = 0;
+      *p.moveCount = 0;
+      if (gridDim.x > 1) *p.count = 0;
+    }
+  }
+  for (size_t v = tid; v < p.n; v += stride) {
+    int4 a = p.src[v], b = p.slot[v];
+    p.out[v] = make_int4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+  }
+}
+
+// ll: 16-byte lines {data, epoch, data, epoch}; n8 = 8-byte data units.
+__global__ void __launch_bounds__(512)
+    llKernel(const uint2 *src, uint4 *peerSlot, const uint4 *slot, uint2 *out, size_t n8,
+             unsigned *epochWord, unsigned *count) {
+  __shared__ unsigned e;
+  if (threadIdx.x == 0) e = *(volatile unsigned *)epochWord + 1;
+  __syncthreads();
+  unsigned ep = e;
+  size_t tid = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
+  for (size_t v = tid; v < n8; v += stride) {
+    uint2 d = src[v];
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(peerSlot + v), "r"(d.x),
+                 "r"(ep), "r"(d.y), "r"(ep)
+                 : "memory");
+  }
+  for (size_t v = tid; v < n8; v += stride) {
+    unsigned x, f1, y, f2;
+    do {
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(x), "=r"(f1), "=r"(y), "=r"(f2)
+                   : "l"(slot + v)
+                   : "memory");
+    } while (f1 != ep || f2 != ep);
+    uint2 d = src[v];
+    out[v] = make_uint2(d.x + x, d.y + y);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(count, 1u);
+    if (seen == gridDim.x - 1) {
+      *epochWord = ep;
+      if (gridDim.x > 1) *count = 0;
     }
   }
 }
@@ -178,6 +269,34 @@ static void op(const char *m, int d, int i, size_t chunk) {
     storeSignalPoll<<<blocks, 256, 0, a.s>>>((const int4 *)a.send, (int4 *)(b.recv + d * chunk), n,
                                              b.flag + i, a.flag + i);
   }
+  if (!strcmp(m, "sm")) {
+    SmParams p;
+    memset(&p, 0, sizeof p);
+    size_t off = (size_t)(i % 2) << 20;
+    p.src = (const int4 *)a.send, p.slot = (const int4 *)(a.stage + off);
+    p.peerSlot = (int4 *)(b.stage + off), p.out = (int4 *)a.out;
+    p.peerFlag = b.flag + i, p.flag = a.flag + i, p.moveCount = a.moveCount, p.count = a.count;
+    p.n = chunk / sizeof(int4);
+    unsigned blocks = (unsigned)((p.n + 511) / 512);
+    blocks = blocks > 8 ? 8 : blocks < 1 ? 1 : blocks;
+    smKernel<<<blocks, 512, 0, a.s>>>(p);
+  }
+  if (!strncmp(m, "ll", 2)) {
+    size_t off = (size_t)(i % 2) << 21, n8 = chunk / 8;
+    unsigned cap = strcmp(m, "ll32") ? 8 : 32, blocks = (unsigned)((n8 + 511) / 512);
+    blocks = blocks > cap ? cap : blocks < 1 ? 1 : blocks;
+    llKernel<<<blocks, 512, 0, a.s>>>((const uint2 *)a.send, (uint4 *)(b.stage + off),
+                                      (const uint4 *)(a.stage + off), (uint2 *)a.out, n8, a.epoch,
+                                      a.count);
+  }
+#ifdef WITH_NCCL
+  if (!strcmp(m, "nccl"))
+    if (ncclAllReduce(a.send, a.out, chunk / 2, ncclBfloat16, ncclSum, a.nccl, a.s) !=
+        ncclSuccess) {
+      printf("ncclAllReduce failed\n");
+      exit(1);
+    }
+#endif
   if (fork) {
     CK(cudaEventRecord(a.join[i], a.l));
     CK(cudaStreamWaitEvent(a.s, a.join[i], 0));
@@ -251,13 +370,25 @@ static double run(const char *m, size_t chunk, unsigned long long gapNs, bool ea
   return best * 1000.0 / NOPS;
 }
 
+static void splitList(char *arg, const char **out, int *n) {
+  *n = 0;
+  for (char *t = strtok(arg, ","); t && *n < 64; t = strtok(NULL, ",")) out[(*n)++] = t;
+}
+
 int main(int argc, char **argv) {
   double gapUs = argc > 1 ? atof(argv[1]) : 20.0;
   unsigned long long gapNs = (unsigned long long)(gapUs * 1000);
-  const char *modes[] = {"k",   "c",   "cl",  "cp", "c2", "m",  "ms",  "cs", "csw",
-                         "csk", "cck", "ck1", "wc", "sk", "mw", "mwp", "kk"};
-  const char *eagerModes[] = {"k", "c", "cl", "cp", "cs", "csw", "mwp", "wc"};
-  size_t chunks[] = {1024, 64 << 10, 512 << 10};
+  const char *modes[64] = {"k",   "c",   "cl", "cp", "c2", "m",   "ms", "cs", "csw", "csk",
+                           "cck", "ck1", "wc", "sk", "mw", "mwp", "kk", "sm", "ll"};
+  int nmodes = 19;
+  const char *eagerModes[64] = {"k", "c", "cl", "cp", "cs", "csw", "mwp", "wc"};
+  int neager = 8;
+  // ./isolated GAP [graph modes] [eager modes] ("-" for none)
+  if (argc > 2) splitList(argv[2], modes, &nmodes);
+  if (argc > 3) splitList(argv[3], eagerModes, &neager);
+  if (nmodes == 1 && !strcmp(modes[0], "-")) nmodes = 0;
+  if (neager == 1 && !strcmp(eagerModes[0], "-")) neager = 0;
+  size_t chunks[] = {8 << 10, 64 << 10, 512 << 10};
   CD(cuInit(0));
   for (int d = 0; d < 2; d++) {
     CK(cudaSetDevice(d));
@@ -269,16 +400,42 @@ int main(int argc, char **argv) {
       CK(cudaEventCreateWithFlags(&R[d].join[i], cudaEventDisableTiming));
     }
     CK(cudaMalloc(&R[d].send, 1 << 21));
+    CK(cudaMemset(R[d].send, 1, 1 << 21));
     CK(cudaMalloc(&R[d].recv, 1 << 21));
+    CK(cudaMalloc(&R[d].stage, 4 << 20));
+    CK(cudaMemset(R[d].stage, 0, 4 << 20));
+    CK(cudaMalloc(&R[d].out, 1 << 21));
     CK(cudaMalloc(&R[d].flag, NOPS * 4));
     CK(cudaMemset(R[d].flag, 0, NOPS * 4));
     CK(cudaMalloc(&R[d].gate, NOPS * 4));
     CK(cudaMemset(R[d].gate, 0, NOPS * 4));
+    CK(cudaMalloc(&R[d].count, 12));
+    CK(cudaMemset(R[d].count, 0, 12));
+    R[d].moveCount = R[d].count + 1;
+    R[d].epoch = R[d].count + 2;
     CK(cudaMalloc(&R[d].one, 4));
     unsigned one = 1;
     CK(cudaMemcpy(R[d].one, &one, 4, cudaMemcpyHostToDevice));
     CK(cudaDeviceSynchronize());
   }
+#ifdef WITH_NCCL
+  {
+    ncclComm_t c[2];
+    int devs[2] = {0, 1};
+    if (ncclCommInitAll(c, 2, devs) != ncclSuccess) return printf("ncclCommInitAll failed\n"), 1;
+    ncclGroupStart();
+    for (int d = 0; d < 2; d++) {
+      R[d].nccl = c[d];
+      CK(cudaSetDevice(d));
+      ncclAllReduce(R[d].send, R[d].out, 4096, ncclBfloat16, ncclSum, c[d], R[d].s);
+    }
+    ncclGroupEnd();
+    for (int d = 0; d < 2; d++) {
+      CK(cudaSetDevice(d));
+      CK(cudaStreamSynchronize(R[d].s));
+    }
+  }
+#endif
   cudaDeviceProp p;
   CK(cudaGetDeviceProperties(&p, 0));
   double base = run("none", 1024, gapNs);
@@ -288,18 +445,19 @@ int main(int argc, char **argv) {
   printf("%-5s", "chain");
   for (size_t c : chunks) printf(" %9zuB", c);
   printf("\n");
-  for (const char *m : modes) {
-    printf("%-5s", m);
-    for (size_t c : chunks) printf(" %10.2f", run(m, c, gapNs) - base);
+  for (int k = 0; k < nmodes; k++) {
+    printf("%-5s", modes[k]);
+    for (size_t c : chunks) printf(" %10.2f", run(modes[k], c, gapNs) - base);
     printf("\n");
     fflush(stdout);
   }
+  if (!neager) return 0;
   base = run("none", 1024, gapNs, true);
   printf("# eager, the same ops issued one by one on the streams: spin alone %.2f us per op\n",
          base);
-  for (const char *m : eagerModes) {
-    printf("%-5s", m);
-    for (size_t c : chunks) printf(" %10.2f", run(m, c, gapNs, true) - base);
+  for (int k = 0; k < neager; k++) {
+    printf("%-5s", eagerModes[k]);
+    for (size_t c : chunks) printf(" %10.2f", run(eagerModes[k], c, gapNs, true) - base);
     printf("\n");
     fflush(stdout);
   }
