@@ -232,7 +232,7 @@ static int moveCase(int graph, void *dev[8], unsigned char *host[8], unsigned ch
   w.reset = graph;
   w.count = words + 3;
   w.nmoves = 1;
-  w.moves[0] = (execReduceMove){X, P, bytes};
+  w.moves[0] = (execReduceMove){X, P, bytes, 0};
   w.nsignals = 1;
   w.signals[0] = words + 1;
   w.signalValue = value;
@@ -313,6 +313,117 @@ static int moveCase(int graph, void *dev[8], unsigned char *host[8], unsigned ch
   return rc;
 }
 
+/*
+ * stagell's kernel (lines, plan.h PLAN_BUF_LINES), two ranks on one GPU:
+ * rank 1's kernel is launched first and must still be waiting for rank 0's
+ * lines after 20 ms; rank 0's kernel then writes its input as lines into
+ * rank 1's slot and reads rank 1's from its own. Both results must equal
+ * the host's reduction in rank order, and both line slots must be all 0
+ * again (every line read is cleared). In place, the kernel's moves read
+ * what its reduction writes: each unit's thread reads it before it writes
+ * it, or (odd seeds) the block barrier (moveCount) keeps all moves before
+ * any write, and its words must be 0 again. `mis`: inputs off 8-byte alignment
+ * (the element-wise path); graphs: each rank's kernel captured, replayed
+ * twice on new data.
+ */
+static int lineCase(dmacclDataType_t t, dmacclRedOp_t op, size_t count, size_t mis, int inPlace,
+                    int graph, void *dev[8], unsigned char *host[8], unsigned char *want,
+                    unsigned char *got, uint64_t seed) {
+  const size_t es = collTypeSize(t), bytes = count * es, lb = 2 * ((bytes + 7) / 8 * 8);
+  char *X[2] = {(char *)dev[0] + mis, (char *)dev[1] + mis}, *D[2], *L[2] = {dev[4], dev[5]};
+  for (int r = 0; r < 2; r++) D[r] = inPlace ? X[r] : (char *)dev[2 + r] + mis;
+  uint32_t *words = NULL; /* per rank: [0] moves, [1] blocks */
+  cudaStream_t st[2];
+  CUDA_OK(cudaMalloc((void **)&words, 4 * sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(words, 0, 4 * sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(L[0], 0, lb + GUARD));
+  CUDA_OK(cudaMemset(L[1], 0, lb + GUARD));
+  execReduceWait w[2];
+  const void *src[2][2];
+  for (int r = 0; r < 2; r++) {
+    CUDA_OK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
+    memset(&w[r], 0, sizeof(w[r]));
+    w[r].nmoves = 1;
+    w[r].moves[0] = (execReduceMove){X[r], L[1 - r], bytes, 1};
+    w[r].lineSrcs = 1u << (1 - r); /* the peer's contribution, in rank order */
+    /* in place: the executor's form (the thread that stores a unit's line
+     * reduces it: no barrier), or the block barrier (other shapes of
+     * overlap), by the seed */
+    if (inPlace && (seed & 1)) w[r].moveCount = words + 2 * r, w[r].count = words + 2 * r + 1;
+    src[r][r] = X[r];
+    src[r][1 - r] = L[r];
+  }
+  cudaGraphExec_t ge[2] = {NULL, NULL};
+  for (int r = 0; r < 2 && graph; r++) {
+    cudaGraph_t g = NULL;
+    CUDA_OK(cudaStreamBeginCapture(st[r], cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = execCudaReduceWait(D[r], src[r], 2, count, t, op, 32, &w[r], st[r]);
+    CUDA_OK(cudaStreamEndCapture(st[r], &g));
+    CUDA_OK(e);
+    CUDA_OK(cudaGraphInstantiate(&ge[r], g, 0));
+    cudaGraphDestroy(g);
+  }
+  int rc = 0;
+  for (int rep = 0; rep < (graph ? 2 : 1) && !rc; rep++) {
+    for (int r = 0; r < 2; r++) {
+      fill(host[r], count, t, seed + (uint64_t)rep * 2 + (uint64_t)r);
+      CUDA_OK(cudaMemcpy(X[r], host[r], bytes, cudaMemcpyHostToDevice));
+      if (!inPlace) CUDA_OK(cudaMemset(D[r], 0xEE, bytes + GUARD));
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int r = 1; r >= 0; r--) {
+      if (graph)
+        CUDA_OK(cudaGraphLaunch(ge[r], st[r]));
+      else
+        CUDA_OK(execCudaReduceWait(D[r], src[r], 2, count, t, op, 32, &w[r], st[r]));
+      if (r == 1) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (cudaStreamQuery(st[1]) != cudaErrorNotReady) {
+          TEST_FAIL("lines %s count %zu: rank 1's kernel did not wait for rank 0's lines",
+                    collTypeName(t), count);
+          rc = 1;
+        }
+      }
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    const void *hs[2] = {host[0], host[1]};
+    baseReduceHost(want, hs, 2, count, t, op);
+    memset(want + bytes, 0xEE, GUARD);
+    for (int r = 0; r < 2 && !rc; r++) {
+      CUDA_OK(cudaMemcpy(got, D[r], bytes + (inPlace ? 0 : GUARD), cudaMemcpyDeviceToHost));
+      long long d = testFirstDiff(got, want, bytes + (inPlace ? 0 : GUARD));
+      if (d >= 0) {
+        TEST_FAIL("lines %s op %d count %zu mis %zu in place %d graph %d replay %d: rank %d byte "
+                  "%lld is 0x%02x, host 0x%02x",
+                  collTypeName(t), (int)op, count, mis, inPlace, graph, rep, r, d, got[d], want[d]);
+        rc = 1;
+      }
+      CUDA_OK(cudaMemcpy(got, L[r], lb + GUARD, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < lb + GUARD && !rc; i++)
+        if (got[i]) {
+          TEST_FAIL("lines %s count %zu: rank %d's line slot byte %zu is %d after the kernel",
+                    collTypeName(t), count, r, i, got[i]);
+          rc = 1;
+        }
+    }
+    uint32_t after[4];
+    CUDA_OK(cudaMemcpy(after, words, sizeof(after), cudaMemcpyDeviceToHost));
+    if (!rc && (after[0] | after[1] | after[2] | after[3])) {
+      TEST_FAIL("lines in place: move and block counts %u %u %u %u after the kernels", after[0],
+                after[1], after[2], after[3]);
+      rc = 1;
+    }
+  }
+  if (rc) cudaDeviceSynchronize();
+  for (int r = 0; r < 2; r++) {
+    if (ge[r]) cudaGraphExecDestroy(ge[r]);
+    cudaStreamDestroy(st[r]);
+  }
+  cudaFree(words);
+  return rc;
+}
+
 int main(void) {
   gpuCountOrSkip(1, "test_gpu_reduce");
   const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
@@ -379,6 +490,22 @@ int main(void) {
   for (int v = 0; v < 2 && !rc; v++) /* eager; graph replays */
     rc = moveCase(v, dev, host, want, got, 7000u + (uint64_t)v * 10);
   if (!rc) printf("  kernels storing into a slot and signalling first, in place\n");
+  {
+    const dmacclDataType_t lt[] = {dmacclBfloat16, dmacclFloat32, dmacclInt8, dmacclFloat64,
+                                   dmacclFloat16};
+    const size_t lc[] = {1, 5, 1000, 65537};
+    int lines = 0;
+    for (int ti = 0; ti < 5 && !rc; ti++)
+      for (int ci = 0; ci < 4 && !rc; ci++)
+        for (int v = 0; v < 4 && !rc; v++) { /* in place, graph */
+          size_t mis = (ci + ti) % 2 ? collTypeSize(lt[ti]) : 0;
+          dmacclRedOp_t op = ti == 2 ? dmacclMax : ci == 3 ? dmacclAvg : dmacclSum;
+          if (op == dmacclAvg && !baseRedOpSupported(lt[ti], op)) op = dmacclSum;
+          rc = lineCase(lt[ti], op, lc[ci], mis, v & 1, v >> 1, dev, host, want, got, seed++);
+          lines++;
+        }
+    if (!rc) printf("  %d line kernel pairs (stagell): results, waits, slots cleared\n", lines);
+  }
   printf(rc ? "FAILED\n" : "all passed\n");
   return rc;
 }

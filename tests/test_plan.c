@@ -712,7 +712,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   int laneDone[MAXR][MAXL], laneBase[MAXR][SIM_MAXOPS][MAXL];
   uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
   int laneQ[MAXR][MAXL];
+  int linesIn[MAXR][SIM_MAXOPS]; /* line copies landed in a rank's slot (stagell) */
   uint32_t rnd = c->seed | 1;
+  memset(linesIn, 0, sizeof(linesIn));
   memset(laneDone, 0, sizeof(laneDone));
   memset(flags, 0, sizeof(flags));
   int nq = c->mode == SIM_ROUNDS_SHARED ? c->nq : c->mode == SIM_RANKS_SHARED ? 1 : c->n;
@@ -786,8 +788,16 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
         ok = laneDone[ref.rank][st->from] >= simOrdInLane(c, laneBase, ref, st->from);
       if (ok && st->kind == PLAN_STEP_WAIT)
         ok = (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
+      if (ok && st->kind == PLAN_STEP_REDUCE) { /* it polls its line sources */
+        int want = 0;
+        for (int k = 0; k < st->nsrc; k++)
+          want += c->s[ref.rank][ref.op]->srcs[st->src0 + k].buf == PLAN_BUF_LINES;
+        ok = linesIn[ref.rank][ref.op] >= want;
+      }
       if (!ok) continue;
       if (st->kind == PLAN_STEP_SIGNAL) flags[st->peer][st->phase][ref.rank] = (uint32_t)ref.op + 1;
+      if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES)
+        linesIn[st->dst.rank][ref.op]++;
       laneDone[ref.rank][st->lane]++;
       pend[i--] = pend[--npend];
       progressed = 1;
@@ -875,6 +885,7 @@ static int testQueueSafety(void) {
               a.stageEntry = (int)((seed >> 1) & 1) && staged == 1;
               a.stageSelfLate = (int)((seed >> 2) & 1);
               a.kernelWait = (int)((seed >> 3) & 1); /* reductions' kernels poll */
+              a.lineBytes = (size_t)1 << 20;         /* stagell: its line form */
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -968,9 +979,39 @@ static int testQueueSafetyControls(void) {
  */
 typedef struct {
   unsigned char *base[MAXR];
-  unsigned char *send[MAXR], *recv[MAXR], *stage[MAXR], *scratch[MAXR];
+  unsigned char *send[MAXR], *recv[MAXR], *stage[MAXR], *scratch[MAXR], *lines[MAXR];
   size_t sendB[MAXR], recvB[MAXR];
 } replayMem;
+
+/* Line slots (plan.h PLAN_BUF_LINES) as the executors use them, one flag
+ * word checked here per half-line. */
+static void putLines(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    uint32_t w[4] = {0, PLAN_LINE_FLAG, 0, PLAN_LINE_FLAG};
+    memcpy(&w[0], src + v * 8, bytes - v * 8 < 4 ? bytes - v * 8 : 4);
+    if (bytes - v * 8 > 4)
+      memcpy(&w[2], src + v * 8 + 4, bytes - v * 8 < 8 ? bytes - v * 8 - 4 : 4);
+    memcpy(dst + v * 16, w, 16);
+  }
+}
+static int linesReady(const unsigned char *l, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    uint32_t w[4];
+    memcpy(w, l + v * 16, 16);
+    if (w[1] != PLAN_LINE_FLAG || w[3] != PLAN_LINE_FLAG) return 0;
+  }
+  return 1;
+}
+static void takeLines(unsigned char *dst, unsigned char *l, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    uint32_t w[4];
+    memcpy(w, l + v * 16, 16);
+    memcpy(dst + v * 8, &w[0], bytes - v * 8 < 4 ? bytes - v * 8 : 4);
+    if (bytes - v * 8 > 4)
+      memcpy(dst + v * 8 + 4, &w[2], bytes - v * 8 < 8 ? bytes - v * 8 - 4 : 4);
+    memset(l + v * 16, 0, 16);
+  }
+}
 
 #undef GUARD
 #define GUARD 16
@@ -997,8 +1038,11 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r].stageEntry = (int)(seed & 1);           /* the first staged operation of a graph */
     a[r].stageSelfLate = (int)((seed >> 1) & 1); /* a graph's own-block copy */
     a[r].kernelWait = (int)((seed >> 2) & 1);    /* reductions: the kernel polls */
+    /* stagell: line slots that hold the operation, or too small ones */
+    a[r].lineBytes = (seed >> 3) & 1 ? 256 : (size_t)1 << 20;
   }
   size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
+  int linesUsed = 0;
   for (int r = 0; r < n && !rc; r++) {
     if (planBuild(&a[r], algo, &s[r])) {
       TEST_FAIL("%s %s n=%d count=%zu: planBuild failed", ci->name, planAlgoName(algo), n, count);
@@ -1021,6 +1065,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     m.base[r] = malloc((size_t)(hi - lo) + 2 * GUARD + (a[r].inPlace ? 0 : sb + GUARD));
     m.stage[r] = malloc(stageNeed + 1);
     m.scratch[r] = malloc(scratchBytes);
+    m.lines[r] = calloc(1, a[r].lineBytes);
     snap[r] = malloc(sb + 1);
     want[r] = malloc((size_t)(hi - lo) + 2 * GUARD + 1);
     memset(m.base[r], POISON, (size_t)(hi - lo) + 2 * GUARD + (a[r].inPlace ? 0 : sb + GUARD));
@@ -1073,6 +1118,15 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         const planStep *st = &s[r].steps[i];
         if (st->kind == PLAN_STEP_WAIT && flags[r][st->phase][st->peer] == 0) continue;
         if (st->kind == PLAN_STEP_JOIN && next[r][st->from] < i) continue;
+        int ready = 1; /* a REDUCE's lines are its waits */
+        for (int k = 0; st->kind == PLAN_STEP_REDUCE && k < st->nsrc; k++) {
+          planLoc q = s[r].srcs[st->src0 + k];
+          if (q.buf == PLAN_BUF_LINES &&
+              (q.off > a[r].lineBytes || a[r].lineBytes - q.off < planLinesBytes(st->bytes) ||
+               !linesReady(m.lines[r] + q.off, st->bytes)))
+            ready = 0;
+        }
+        if (!ready) continue;
         cand[nc][0] = r, cand[nc][1] = l, nc++;
       }
     if (!left) break;
@@ -1087,9 +1141,20 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
   ((loc).buf == PLAN_BUF_SEND    ? m.send[(loc).rank] + (loc).off                                  \
    : (loc).buf == PLAN_BUF_RECV  ? m.recv[(loc).rank] + (loc).off                                  \
    : (loc).buf == PLAN_BUF_STAGE ? m.stage[(loc).rank] + (loc).off                                 \
+   : (loc).buf == PLAN_BUF_LINES ? m.lines[(loc).rank] + (loc).off                                 \
                                  : m.scratch[r] + (loc).off)
     if (st->kind == PLAN_STEP_SIGNAL) {
       flags[st->peer][st->phase][r] = 1;
+    } else if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES) {
+      planLoc q = st->dst;
+      if (q.off > a[q.rank].lineBytes || a[q.rank].lineBytes - q.off < planLinesBytes(st->bytes)) {
+        TEST_FAIL("%s %s: rank %d writes lines past rank %d's slot", ci->name, planAlgoName(algo),
+                  r, q.rank);
+        rc = 1;
+        break;
+      }
+      putLines(AT(q), AT(st->src), st->bytes);
+      linesUsed = 1;
     } else if (st->kind == PLAN_STEP_COPY) {
       unsigned char *dst = AT(st->dst), *src = AT(st->src);
       if ((dst < src + st->bytes && src < dst + st->bytes) && dst != src) {
@@ -1099,13 +1164,23 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       }
       if (dst != src) memcpy(dst, src, st->bytes);
     } else if (st->kind == PLAN_STEP_REDUCE) {
-      unsigned char *dst = AT(st->dst);
+      unsigned char *dst = AT(st->dst), *src[MAXR];
+      for (int k = 0; k < st->nsrc; k++) {
+        planLoc q = s[r].srcs[st->src0 + k];
+        src[k] = AT(q);
+        if (q.buf == PLAN_BUF_LINES) {
+          unsigned char *t = malloc(st->bytes + 1);
+          takeLines(t, src[k], st->bytes);
+          src[k] = t;
+        }
+      }
       for (size_t i = 0; i < st->bytes; i++) {
         unsigned char sum = 0;
-        for (int k = 0; k < st->nsrc; k++)
-          sum = (unsigned char)(sum + AT(s[r].srcs[st->src0 + k])[i]);
+        for (int k = 0; k < st->nsrc; k++) sum = (unsigned char)(sum + src[k][i]);
         dst[i] = sum;
       }
+      for (int k = 0; k < st->nsrc; k++)
+        if (s[r].srcs[st->src0 + k].buf == PLAN_BUF_LINES) free(src[k]);
     }
 #undef AT
     int i = next[r][l] + 1;
@@ -1134,9 +1209,30 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     }
   }
 #undef WANT
+  /* Every line read is 0 again: the next operation's flags are its own. */
+  for (int r = 0; r < n && !rc; r++)
+    for (size_t i = 0; i < a[r].lineBytes && !rc; i++)
+      if (m.lines[r][i]) {
+        TEST_FAIL("%s %s n=%d count=%zu: rank %d's line slot byte %zu is %d after the operation",
+                  ci->name, planAlgoName(algo), n, count, r, i, m.lines[r][i]);
+        rc = 1;
+      }
+  /* stagell takes the line form where every rank reduces something and
+   * each rank's n positions of lines fit its slot (staged.c) */
+  int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && ci->size(&a[0]) > 0;
+  for (int t = 0; t < n && expectLines; t++) {
+    size_t b = ci->target(&a[t], t, 1).bytes;
+    expectLines = b && (size_t)n * planLinesBytes(b) <= a[t].lineBytes;
+  }
+  if (!rc && linesUsed != expectLines) {
+    TEST_FAIL("%s stagell n=%d count=%zu lineBytes %zu: lines %s", ci->name, n, count,
+              a[0].lineBytes, linesUsed ? "used" : "not used");
+    rc = 1;
+  }
   for (int r = 0; r < n; r++) {
     planScheduleFree(&s[r]);
     free(m.base[r]), free(m.stage[r]), free(m.scratch[r]), free(snap[r]), free(want[r]);
+    free(m.lines[r]);
   }
   return rc;
 }
@@ -1543,6 +1639,105 @@ static int testStageSm(void) {
   return 0;
 }
 
+/*
+ * stagell: where every rank reduces and the lines fit its slot, each rank's
+ * kernel (lane 0: inKernel copies, then the REDUCE) writes lines into every
+ * peer's line slot, and its REDUCE reads every peer's lines from its own:
+ * no DATA step at all (a line is its own signal). The simulated queues run
+ * it in every dependency order tried. Where the lines do not fit, or a rank
+ * reduces nothing (Reduce's non-roots), it is stagesm's schedule.
+ * planCheck's controls: lines written where no REDUCE reads them, a copy
+ * into lines outside a kernel, a line source nobody writes, and a REDUCE
+ * that reads lines from a peer it sends none (the peer could not know when
+ * its slot is free).
+ */
+static int testStageLl(void) {
+  static planSchedule s[4];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  int orders = 0, controls = 0;
+  const planColl colls[] = {PLAN_COLL_ALLREDUCE, PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCE};
+  for (int c = 0; c < 3; c++)
+    for (int n = 2; n <= 4; n++)
+      for (int v = 0; v < 8; v++) { /* in place, stageEntry, slot size */
+        int inPlace = v & 1, entry = (v >> 1) & 1;
+        size_t lb = v & 4 ? 128 * (size_t)n - 16 : (size_t)1 << 20;
+        int lines = colls[c] != PLAN_COLL_REDUCE && !(v & 4);
+        planSchedule *ops[4];
+        for (int r = 0; r < n; r++) {
+          planArgs a = PA(colls[c], r, n, 64, inPlace, 2, 1);
+          a.stageEntry = entry;
+          a.lineBytes = lb;
+          ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGELL, &s[r]), 0);
+          const planSchedule *sc = &s[r];
+          int data = 0, lineCopies = 0, lineSrcs = 0;
+          for (int i = 0; i < sc->nsteps; i++) {
+            const planStep *st = &sc->steps[i];
+            data += (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+                    st->phase == PLAN_PHASE_DATA;
+            if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES) {
+              ASSERT_TRUE(st->inKernel && st->lane == 0 && st->dst.rank != r);
+              lineCopies++;
+            }
+            for (int k = 0; st->kind == PLAN_STEP_REDUCE && k < st->nsrc; k++)
+              lineSrcs += sc->srcs[st->src0 + k].buf == PLAN_BUF_LINES;
+          }
+          ASSERT_EQ_INT(data, lines ? 0 : 2 * (n - 1));
+          ASSERT_EQ_INT(lineCopies, lines ? n - 1 : 0);
+          ASSERT_EQ_INT(lineSrcs, lines ? n - 1 : 0);
+          if (lines) ASSERT_EQ_INT(sc->steps[sc->nsteps - 1].kind, PLAN_STEP_REDUCE);
+          ops[r] = &s[r];
+        }
+        planSchedule flat[4];
+        for (int r = 0; r < n; r++) flat[r] = s[r];
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        if (!lines) continue;
+        for (uint32_t seed = 1; seed <= 10; seed++)
+          for (int mode = SIM_LIST_PER_RANK; mode <= SIM_ROUNDS_SHARED; mode++) {
+            ASSERT_EQ_INT(simOnce(ops, n, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u),
+                          0);
+            orders++;
+          }
+        if (inPlace || entry) continue;
+        int i = 0;
+        while (flat[0].steps[i].kind != PLAN_STEP_COPY) i++;
+        planStep *cp = &flat[0].steps[i], keep = *cp;
+        cp->dst.off += 16;
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "not read by one REDUCE");
+        *cp = keep, cp->inKernel = 0;
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "must be a kernel's");
+        *cp = keep, cp->dst.buf = PLAN_BUF_STAGE;
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1); /* a source nobody writes */
+        ASSERT_CONTAINS(why, "lines");
+        *cp = keep;
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        controls += 3;
+        /* Rank 1 sends rank 0 no lines (its copy and rank 0's source move
+         * to the staging slot), but still reads rank 0's: only the flow
+         * rule objects. */
+        if (n != 2) continue;
+        int j = 0;
+        while (flat[1].steps[j].kind != PLAN_STEP_COPY) j++;
+        planStep k1 = flat[1].steps[j];
+        planLoc *src0 = NULL;
+        for (int t = 0; t < flat[0].nsrcs; t++)
+          if (flat[0].srcs[t].buf == PLAN_BUF_LINES) src0 = &flat[0].srcs[t];
+        ASSERT_TRUE(src0 != NULL);
+        planLoc k0 = *src0;
+        flat[1].steps[j].dst = (planLoc){0, PLAN_BUF_STAGE, 0};
+        *src0 = (planLoc){0, PLAN_BUF_STAGE, 0};
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "sends it none");
+        flat[1].steps[j] = k1, *src0 = k0;
+        controls++;
+      }
+  printf("  %d dependency orders simulated, %d planCheck controls caught\n", orders, controls);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 static int testEveryCollective(void) {
   const size_t counts[] = {0, 1, 7, 1000, 3000};
   int runs = 0, rc = 0;
@@ -1574,6 +1769,7 @@ int main(void) {
   RUN(testQueueSafetyControls);
   RUN(testKernelWait);
   RUN(testStageSm);
+  RUN(testStageLl);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);

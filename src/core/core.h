@@ -351,6 +351,12 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 static inline size_t coreGraphStageBytes(const coreClique *c) {
   return c->stageBytes / 2;
 }
+/* Bytes of one line slot (stagell, eager and graph alike): a quarter of a
+ * staging slot (2 MB by default: a 2-rank AllReduce of up to 512 KB), a
+ * multiple of 16. */
+static inline size_t coreLineBytes(const coreClique *c) {
+  return c->stageBytes / 4 / 16 * 16;
+}
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one
  * when the collective does not fit a staging slot (a graph slot under

@@ -14,6 +14,7 @@ void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   a->stageSelfLate = op->capture; /* no batch command in a graph (staged.c) */
   int kw = op->comm->clique->kernelWait;
   a->kernelWait = kw == 2 || (kw == 1 && op->capture);
+  a->lineBytes = coreLineBytes(op->comm->clique);
 }
 
 planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,

@@ -34,6 +34,8 @@
 #include <string.h>
 #include <time.h>
 
+_Static_assert(EXEC_LINE_FLAG == PLAN_LINE_FLAG, "a line's flag is one value everywhere");
+
 #define drv (*cudaDriverGet())
 
 #define stateOf cudaStateOf
@@ -99,6 +101,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
   free(s->sigEv);
   free(s->peerStage);
   free(s->stageSlot);
+  free(s->lineSlot);
   free(s->bdst);
   free(s->bsrc);
   free(s->bsize);
@@ -139,12 +142,13 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   s->sigEv = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*s->sigEv));
   s->peerStage = calloc((size_t)n, sizeof(*s->peerStage));
   s->stageSlot = calloc((size_t)n, sizeof(*s->stageSlot));
+  s->lineSlot = calloc((size_t)n, sizeof(*s->lineSlot));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));
   s->bsrc = calloc((size_t)n, sizeof(*s->bsrc));
   s->bsize = calloc((size_t)n, sizeof(*s->bsize));
   comm->execState = s;
   if (!s->lanes || !s->join || !s->peerFlags || !s->sigEv || !s->peerStage || !s->stageSlot ||
-      !s->bdst || !s->bsrc || !s->bsize) {
+      !s->lineSlot || !s->bdst || !s->bsrc || !s->bsize) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
@@ -177,8 +181,7 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   CUDA_TRY(NULL, cudaMemset(s->flags, 0, flagBytes));
   /* Staging slots: every rank's, at a fixed stride across processes, so a
    * run of rows to every rank can be one 2D copy. */
-  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes +
-                      (size_t)CORE_GRAPH_STAGE_SLOTS * coreGraphStageBytes(comm->clique);
+  size_t stageBytes = execAreaBytes(comm->clique, 1);
   if (stageBytes && comm->clique->mp) {
     rc = cudaVmmCreate(comm, stageBytes, &s->stageVmm, call);
     if (rc != dmacclSuccess) goto out;
@@ -189,6 +192,9 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   } else if (stageBytes) {
     CUDA_TRY(NULL, cudaMalloc((void **)&s->stage, stageBytes));
   }
+  /* The line slots start at 0 (plan.h LINES); peers write them only after
+   * every rank's init is through. */
+  if (stageBytes) CUDA_TRY(NULL, cudaMemset(s->stage, 0, stageBytes));
   /* Scratch of the reductions: rank-local, allocated here so that a
    * reduction captured into a graph never allocates. */
   if (n > 1) CUDA_TRY(NULL, cudaMalloc((void **)&s->scratch, comm->clique->scratchBytes));
@@ -689,6 +695,10 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
   const void *src[EXEC_REDUCE_MAX_SRCS];
   for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
   int ctas = s->reduceCtas;
+  /* Lines double the bytes each thread stores and the kernel polls each:
+   * more blocks (the probe's 512 KB line AllReduce: 6.9 us with 32, 12.0
+   * with 8; docs/latency-notes.md). */
+  if (w && w->lineSrcs && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
   if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
   CUDA_TRY(comm, execCudaReduceWait(execLocate(b, st->dst), src, st->nsrc,
                                     st->bytes / sch->elemSize, (dmacclDataType_t)sch->dtype,
@@ -737,8 +747,8 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
     int p = q->peer;
     if (q->kind == PLAN_STEP_COPY) {
       if (w.nmoves == EXEC_REDUCE_MAX_MOVES) break;
-      w.moves[w.nmoves++] =
-          (execReduceMove){execLocate(b, q->src), execLocate(b, q->dst), q->bytes};
+      w.moves[w.nmoves++] = (execReduceMove){execLocate(b, q->src), execLocate(b, q->dst), q->bytes,
+                                             q->dst.buf == PLAN_BUF_LINES};
       continue;
     }
     if ((q->kind != PLAN_STEP_WAIT && q->kind != PLAN_STEP_SIGNAL) || q->phase != PLAN_PHASE_DATA) {
@@ -763,12 +773,28 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
       w.mask[p / 64] |= 1ull << (p % 64);
     }
   }
-  if (w.nmoves || w.nsignals) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
   if (j >= sch->nsteps || sch->steps[j].kind != PLAN_STEP_REDUCE ||
       sch->steps[j].lane != st->lane) {
     rc = coreError(comm, dmacclInternalError, "kernel steps not followed by their REDUCE");
     goto out;
   }
+  /* Every block's stores before any block reduces (moveCount): for the
+   * signals after them, and where a move reads what the REDUCE writes (in
+   * place). Lines are their own signals, and a line move that starts where
+   * the REDUCE writes (an in-place AllReduce) needs no barrier either: the
+   * thread that stores unit u's line is the one that reduces unit u, after
+   * it (cuda_reduce.cu, storeLines and reduceLines). */
+  const planStep *red = &sch->steps[j];
+  for (int k = 0; k < red->nsrc && k < 32; k++)
+    if (sch->srcs[red->src0 + k].buf == PLAN_BUF_LINES) w.lineSrcs |= 1u << k;
+  const char *d = execLocate(b, red->dst);
+  int overlap = 0;
+  for (int m = 0; m < w.nmoves; m++) {
+    const char *src = w.moves[m].src;
+    overlap |= src < d + red->bytes && d < src + w.moves[m].bytes &&
+               !(w.moves[m].lines && w.lineSrcs && src == d);
+  }
+  if (w.nsignals || (w.nmoves && overlap)) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
   rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane);
   j++;
 out:
@@ -917,8 +943,10 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     size_t off = execStageOffset(comm, sch, op->capture);
     for (int r = 0; r < comm->nranks; r++) s->stageSlot[r] = s->peerStage[r] + off;
     gslot = (int)(sch->stageIndex % (unsigned long long)sch->stageSlots);
+    size_t loff = execLineOffset(comm, sch, op->capture);
+    for (int r = 0; r < comm->nranks; r++) s->lineSlot[r] = s->peerStage[r] + loff;
   }
-  execBuffers bb = {b->send, b->recv, s->stageSlot, s->scratch};
+  execBuffers bb = {b->send, b->recv, s->stageSlot, s->scratch, s->lineSlot};
   int prev = cudaEnterDevice(s->device);
   if (from == 0) {
     /* The last eager operation's tail; a graph capture must not wait for

@@ -95,14 +95,15 @@ typedef struct {
   cudaEvent_t *sigEv;   /* [phase][peer]: signals to a peer of this process on this GPU */
   signalPath signal;
   cudaVmm flagVmm; /* multi-process: the flag words of every rank */
-  /* Staging slots (staged algorithms): CORE_STAGE_SLOTS of stageBytes each,
-   * then CORE_GRAPH_STAGE_SLOTS of coreGraphStageBytes for captured ones
-   * (execStageOffset). */
+  /* Staging area (staged algorithms): the staging and line slots of eager
+   * and captured operations (exec.h execAreaBytes, execStageOffset,
+   * execLineOffset). */
   char *stage;             /* own (single process: cudaMalloc) */
   char **peerStage;        /* every rank's staging area as this rank reaches it */
   size_t stageStride;      /* peerStage[r] = peerStage[0] + r*stride (multi-process), else 0 */
   cudaVmm stageVmm;        /* multi-process: every rank's staging area */
   void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
+  void **lineSlot;         /* [nranks] scratch: ... and line slot (stagell) */
   char *scratch;           /* rank-local scratch of the reductions (clique->scratchBytes) */
   int reduceCtas;          /* DMACCL_REDUCE_CTAS */
   int smCount;             /* the GPU's SMs: the most blocks a stagesm kernel takes */

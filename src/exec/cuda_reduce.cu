@@ -249,17 +249,68 @@ template <int T, int OP> struct Passes<T, OP, true> {
   }
 };
 
+/* Lines (plan.h PLAN_BUF_LINES): one 16-byte store carries 8 data bytes
+ * and the flag twice, so a line that lands in two 8-byte halves is taken
+ * only once both are there. Volatile: every poll reads memory (the L2,
+ * where a peer's stores land). */
+static __device__ __forceinline__ void storeLine(void *p, uint32_t lo, uint32_t hi) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(lo),
+               "r"(EXEC_LINE_FLAG), "r"(hi), "r"(EXEC_LINE_FLAG)
+               : "memory");
+}
+static __device__ __forceinline__ uint2 takeLine(uint4 *p) {
+  uint4 l;
+  do {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(l.x), "=r"(l.y), "=r"(l.z), "=r"(l.w)
+                 : "l"(p)
+                 : "memory");
+  } while (l.y != EXEC_LINE_FLAG || l.w != EXEC_LINE_FLAG);
+  *p = make_uint4(0, 0, 0, 0); /* read: 0 again until the peer's next use of the slot */
+  return make_uint2(l.x, l.z);
+}
+
+/* Up to 8 bytes at p as the low bytes of a uint2 (the rest 0). */
+static __device__ __forceinline__ uint2 load8(const char *p, size_t k, bool aligned) {
+  if (aligned && k == 8) return *(const uint2 *)p;
+  union {
+    uint2 v;
+    char b[8];
+  } x;
+  x.v = make_uint2(0, 0);
+  for (size_t i = 0; i < k; i++) x.b[i] = p[i];
+  return x.v;
+}
+
+/* One move as lines: unit v's 8 bytes into line v, by the thread that
+ * reduces unit v in reduceLines (the same grid stride): a move that starts
+ * where the reduction writes (in place) is read before it is written. */
+static __device__ void storeLines(const execReduceMove &mv, size_t tid, size_t stride) {
+  bool aligned = ((uintptr_t)mv.src & 7) == 0;
+  size_t nl = (mv.bytes + 7) / 8;
+  for (size_t v = tid; v < nl; v += stride) {
+    size_t k = mv.bytes - v * 8 < 8 ? mv.bytes - v * 8 : 8;
+    uint2 d = load8((const char *)mv.src + v * 8, k, aligned);
+    storeLine((uint4 *)mv.dst + v, d.x, d.y);
+  }
+}
+
 /* stagesm: the blocks together copy every move (16-byte vectors where
  * source, destination and length allow, four loads in flight per thread,
- * bytes otherwise), then the last block to finish its stores writes the
- * signals. Each block's stores are ordered before its count by the system
- * fence, and the count before the signals (the last block fences again), so
- * a peer that sees a signal sees every block's bytes. */
-static __device__ void storeAndSignal(const execReduceWait &w) {
+ * bytes otherwise; stagell: lines); countAndSignal then has the last block
+ * to finish its stores write the signals. Each block's stores are ordered
+ * before its count by the system fence, and the count before the signals
+ * (the last block fences again), so a peer that sees a signal sees every
+ * block's bytes. */
+static __device__ void storeMoves(const execReduceWait &w) {
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
   for (int m = 0; m < w.nmoves; m++) {
     const execReduceMove &mv = w.moves[m];
+    if (mv.lines) {
+      storeLines(mv, tid, stride);
+      continue;
+    }
     size_t head = 0;
     if ((((uintptr_t)mv.src | (uintptr_t)mv.dst) & 15) == 0) {
       const uint4 *src = (const uint4 *)mv.src;
@@ -275,6 +326,8 @@ static __device__ void storeAndSignal(const execReduceWait &w) {
     for (size_t i = head + tid; i < mv.bytes; i += stride)
       ((char *)mv.dst)[i] = ((const char *)mv.src)[i];
   }
+}
+static __device__ void countAndSignal(const execReduceWait &w) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
@@ -298,8 +351,7 @@ static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t *p) {
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-static __device__ void waitFlags(const execReduceWait &w) {
-  int moved = w.moveCount != nullptr;
+static __device__ void waitFlags(const execReduceWait &w, bool moved) {
   if (threadIdx.x < 32) {
     for (int p = (int)threadIdx.x; p < 256; p += 32)
       if (w.mask[p / 64] >> (p % 64) & 1)
@@ -322,12 +374,67 @@ static __device__ void waitFlags(const execReduceWait &w) {
   }
 }
 
+/* stagell's reduction: unit u is 8 bytes of the result (8 / sizeof(S)
+ * elements, fewer in the last); a line source gives unit u as line u, the
+ * others from memory (8-byte loads and stores where `aligned`: every
+ * pointer but the lines' is). Elements are combined in source order, as
+ * reduceOne does. */
+template <int T, int OP>
+__device__ void reduceLines(void *dst, const Srcs &s, int n, size_t count, uint32_t lineSrcs,
+                            bool aligned) {
+  typedef typename Ty<T>::S S;
+  typedef typename Ty<T>::A A;
+  const int per = 8 / sizeof(S);
+  size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+         stride = (size_t)gridDim.x * blockDim.x, nu = (count + per - 1) / per;
+  for (size_t u = tid; u < nu; u += stride) {
+    int m = count - u * per < (size_t)per ? (int)(count - u * per) : per;
+    A acc[per];
+    for (int k = 0; k < n; k++) {
+      union {
+        uint2 v;
+        S e[per];
+      } x;
+      if (lineSrcs >> k & 1)
+        x.v = takeLine((uint4 *)s.p[k] + u);
+      else
+        x.v = load8((const char *)s.p[k] + u * 8, (size_t)m * sizeof(S), aligned);
+      for (int j = 0; j < m; j++) {
+        A a = Ty<T>::load(x.e[j]);
+        acc[j] = k == 0 ? a : combine<A>(OP, acc[j], a);
+      }
+    }
+    union {
+      uint2 v;
+      S e[per];
+    } out;
+    for (int j = 0; j < m; j++) {
+      if (OP == dmacclAvg) acc[j] = acc[j] / (A)n;
+      out.e[j] = Ty<T>::store(acc[j]);
+    }
+    if (aligned && m == per)
+      *((uint2 *)dst + u) = out.v;
+    else
+      for (int j = 0; j < m; j++) ((S *)dst)[u * per + j] = out.e[j];
+  }
+}
+
 template <int T, int OP>
 __global__ void __launch_bounds__(512)
     dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
   typedef typename Ty<T>::S S;
-  if (w.moveCount) storeAndSignal(w);
-  if (w.flags || w.moveCount) waitFlags(w);
+  if (w.nmoves) storeMoves(w);
+  /* One block and nothing to signal: the barrier is the block's own. */
+  bool moved = w.moveCount && (gridDim.x > 1 || w.nsignals);
+  if (moved)
+    countAndSignal(w);
+  else if (w.moveCount)
+    __syncthreads();
+  if (w.flags || moved) waitFlags(w, moved);
+  if (w.lineSrcs) {
+    reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
+    return;
+  }
   const size_t per = 16 / sizeof(S); /* elements per vector */
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
@@ -367,8 +474,17 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
   int vec = ((uintptr_t)dst & 15) == 0;
   for (int k = 0; k < n && vec; k++) vec = ((uintptr_t)s.p[k] & 15) == 0;
   size_t units = vec ? count / (16 / sizeof(S)) + count % (16 / sizeof(S)) : count;
-  for (int m = 0; m < w.nmoves; m++)
-    if ((w.moves[m].bytes + 15) / 16 > units) units = (w.moves[m].bytes + 15) / 16;
+  int lines = w.lineSrcs != 0;
+  for (int m = 0; m < w.nmoves; m++) lines |= w.moves[m].lines;
+  if (lines) { /* 8-byte units; `vec`: every pointer but the lines' is 8-byte aligned */
+    units = (count * sizeof(S) + 7) / 8;
+    vec = ((uintptr_t)dst & 7) == 0;
+    for (int k = 0; k < n && vec; k++) vec = (w.lineSrcs >> k & 1) || ((uintptr_t)s.p[k] & 7) == 0;
+  }
+  for (int m = 0; m < w.nmoves; m++) {
+    size_t u = w.moves[m].lines ? (w.moves[m].bytes + 7) / 8 : (w.moves[m].bytes + 15) / 16;
+    if (u > units) units = u;
+  }
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
@@ -404,18 +520,19 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
-               wait->nsignals))
+               wait->nsignals | wait->lineSrcs))
     w = *wait;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
-  if (count == 0 && !w.flags && !w.moveCount) return cudaSuccess;
+  if (count == 0 && !w.flags && !w.nmoves && !w.nsignals) return cudaSuccess;
+  if (w.lineSrcs && (nsrc > 32 || (nsrc < 32 && w.lineSrcs >> nsrc))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;
   if (w.nmoves < 0 || w.nmoves > EXEC_REDUCE_MAX_MOVES || w.nsignals < 0 ||
       w.nsignals > EXEC_REDUCE_MAX_MOVES)
     return cudaErrorInvalidValue;
   if ((w.flags || w.moveCount) && !w.count && ctas > 1 && (w.reset || w.moveCount))
     return cudaErrorInvalidValue;
-  if ((w.nmoves || w.nsignals) && !w.moveCount) return cudaErrorInvalidValue;
+  if (w.nsignals && !w.moveCount) return cudaErrorInvalidValue;
   Srcs s;
   for (int k = 0; k < nsrc; k++) s.p[k] = srcs[k];
   for (int k = nsrc; k < EXEC_REDUCE_MAX_SRCS; k++) s.p[k] = nullptr;

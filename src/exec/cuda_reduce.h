@@ -14,18 +14,27 @@ extern "C" {
 /* Inputs a kernel takes (its parameters carry the pointers by value). */
 #define EXEC_REDUCE_MAX_SRCS 128
 
+/* A line's flag word (plan.h's PLAN_LINE_FLAG), and the fewest blocks a
+ * kernel reading lines takes (DMACCL_REDUCE_CTAS when higher). */
+#define EXEC_LINE_FLAG 1u
+#define EXEC_LINE_CTAS 32
+
 /* Most peers a kernel stores into (stagesm): plan.h's PLAN_SM_MAX_PEERS. */
 #define EXEC_REDUCE_MAX_MOVES 15
 
 /* What the kernel does before it reduces.
  * Moves and signals (stagesm, staged.c): the blocks together copy every
- * move's bytes from src to dst (a peer's staging slot) with their own
- * stores; once every block's stores are done (`*moveCount`, 0 between
- * launches, counts the blocks that are), one writes `signalValue` into each
- * word of `signals` (the peers' DATA words). Every block then waits for the
- * others' stores, and a peer's signal depends on them too: all blocks must
- * be resident at once, so the caller launches no more blocks than the GPU
- * has SMs (one block per SM fits at the kernel's register count).
+ * move's bytes from src to dst (a peer's staging slot, or as lines its line
+ * slot) with their own stores; with `moveCount` set, once every block's
+ * stores are done (`*moveCount`, 0 between launches, counts the blocks that
+ * are), one writes `signalValue` into each word of `signals` (the peers'
+ * DATA words), and every block waits for the others' stores before it
+ * reduces (signals need it; so do moves that read what the reduction
+ * writes, in place). Then a peer's signal or this kernel's progress depends
+ * on every block: all blocks must be resident at once, so the caller
+ * launches no more blocks than the GPU has SMs (one block per SM fits at
+ * the kernel's register count). Moves as lines need no moveCount of their
+ * own (each line is its own signal).
  * Flags (a staged reduction's DATA words, planArgs.kernelWait, and
  * stagesm's): word p of `flags` for every rank p whose bit is set in
  * `mask`, until it reaches `value` (cyclic >=, as CU_STREAM_WAIT_VALUE_GEQ
@@ -38,6 +47,7 @@ typedef struct {
   const void *src;
   void *dst;
   size_t bytes;
+  int lines; /* dst is a line slot (plan.h PLAN_BUF_LINES): write bytes as lines */
 } execReduceMove;
 typedef struct {
   uint32_t *flags;
@@ -50,6 +60,9 @@ typedef struct {
   uint32_t *signals[EXEC_REDUCE_MAX_MOVES];
   uint32_t signalValue;
   unsigned *moveCount;
+  /* Bit k: source k is a line slot (stagell): the kernel waits for each of
+   * its lines, reads it and sets it to 0 (sources 0..31 only). */
+  uint32_t lineSrcs;
 } execReduceWait;
 
 /* Queues on stream a kernel that computes what baseReduceHost computes, bit

@@ -15,6 +15,7 @@ typedef struct {
   void *const *recv;       /* [nranks] */
   void *const *stage;      /* [nranks]: this operation's staging slot of every rank */
   void *scratch;           /* this rank's scratch buffer (reductions) */
+  void *const *lines;      /* [nranks]: this operation's line slot of every rank (stagell) */
 } execBuffers;
 
 /* The address a schedule location names (SCRATCH: always this rank's). */
@@ -22,6 +23,7 @@ static inline void *execLocate(const execBuffers *b, planLoc l) {
   const char *base = l.buf == PLAN_BUF_SEND    ? (const char *)b->send[l.rank]
                      : l.buf == PLAN_BUF_RECV  ? (const char *)b->recv[l.rank]
                      : l.buf == PLAN_BUF_STAGE ? (const char *)b->stage[l.rank]
+                     : l.buf == PLAN_BUF_LINES ? (const char *)b->lines[l.rank]
                                                : (const char *)b->scratch;
   return (void *)(base + l.off);
 }
@@ -40,15 +42,35 @@ typedef struct {
  * issues them round by round across the k ranks. Lock held. */
 void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo);
 
-/* Byte offset of a staged schedule's slot in every rank's staging area:
- * CORE_STAGE_SLOTS eager slots of stageBytes, then (CUDA) the graph slots
- * of captured operations. */
+/* Every rank's staging area: CORE_STAGE_SLOTS eager slots of stageBytes and
+ * as many eager line slots of coreLineBytes, then (CUDA, withGraph) the
+ * CORE_GRAPH_STAGE_SLOTS slots of captured operations and their line
+ * slots. The line slots must be 0 when the area is made (plan.h LINES). */
+static inline size_t execEagerAreaBytes(const coreClique *c) {
+  return (size_t)CORE_STAGE_SLOTS * (c->stageBytes + coreLineBytes(c));
+}
+static inline size_t execAreaBytes(const coreClique *c, int withGraph) {
+  return execEagerAreaBytes(c) +
+         (withGraph ? (size_t)CORE_GRAPH_STAGE_SLOTS * (coreGraphStageBytes(c) + coreLineBytes(c))
+                    : 0);
+}
+
+/* Byte offset of a staged schedule's slot in every rank's staging area. */
 static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s, int graph) {
   if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
   size_t slot = (size_t)(s->stageIndex % (unsigned long long)s->stageSlots);
   if (!graph) return slot * comm->clique->stageBytes;
-  return (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes +
-         slot * coreGraphStageBytes(comm->clique);
+  return execEagerAreaBytes(comm->clique) + slot * coreGraphStageBytes(comm->clique);
+}
+
+/* ... and of its line slot. */
+static inline size_t execLineOffset(dmacclComm_t comm, const planSchedule *s, int graph) {
+  const coreClique *c = comm->clique;
+  if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
+  size_t slot = (size_t)(s->stageIndex % (unsigned long long)s->stageSlots);
+  if (!graph) return (size_t)CORE_STAGE_SLOTS * c->stageBytes + slot * coreLineBytes(c);
+  return execEagerAreaBytes(c) + (size_t)CORE_GRAPH_STAGE_SLOTS * coreGraphStageBytes(c) +
+         slot * coreLineBytes(c);
 }
 
 typedef struct execOps {

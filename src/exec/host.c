@@ -10,6 +10,12 @@
  * Flags are per-rank arrays of 32-bit counters in host memory, [phase][peer],
  * written by peers with release stores and read with acquire loads, so data
  * copied before a SIGNAL is visible after the matching WAIT.
+ *
+ * Lines (stagell, plan.h PLAN_BUF_LINES) are written as the CUDA kernel
+ * writes them, data words first and the two flag words with release stores;
+ * a REDUCE with line sources blocks its lane, as a WAIT does, until every
+ * line of them carries the flag in both words (acquire loads), then reads
+ * them and sets them back to 0.
  */
 #include "exec.h"
 #include "../boot/boot.h"
@@ -27,6 +33,7 @@ typedef struct {
   const void **send;
   void **recv;
   void **stage; /* this operation's staging slot of every rank */
+  void **lines; /* ... and line slot */
   uint32_t epoch;
   uint64_t seq;
 } hostJob;
@@ -64,11 +71,74 @@ static int nextOnLane(const planSchedule *s, int l, int i) {
   return i;
 }
 
-/* Runs one job; returns -1 and the peer on timeout. next[l] is lane l's
- * next step, so a JOIN at index i may pass once next[from] > i. */
+static void putLines(char *dst, const char *src, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    uint32_t d[2] = {0, 0};
+    memcpy(d, src + v * 8, bytes - v * 8 < 8 ? bytes - v * 8 : 8);
+    uint32_t *line = (uint32_t *)(void *)(dst + v * 16);
+    line[0] = d[0], line[2] = d[1];
+    atomic_store_explicit((_Atomic uint32_t *)&line[1], PLAN_LINE_FLAG, memory_order_release);
+    atomic_store_explicit((_Atomic uint32_t *)&line[3], PLAN_LINE_FLAG, memory_order_release);
+  }
+}
+
+static int linesReady(const char *lines, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    _Atomic uint32_t *line = (_Atomic uint32_t *)(void *)(lines + v * 16);
+    if (atomic_load_explicit(&line[1], memory_order_acquire) != PLAN_LINE_FLAG ||
+        atomic_load_explicit(&line[3], memory_order_acquire) != PLAN_LINE_FLAG)
+      return 0;
+  }
+  return 1;
+}
+
+/* Reads ready lines into dst and sets them back to 0. */
+static void takeLines(char *dst, char *lines, size_t bytes) {
+  for (size_t v = 0; v * 8 < bytes; v++) {
+    uint32_t *line = (uint32_t *)(void *)(lines + v * 16), d[2] = {line[0], line[2]};
+    memcpy(dst + v * 8, d, bytes - v * 8 < 8 ? bytes - v * 8 : 8);
+    line[0] = line[2] = 0;
+    atomic_store_explicit((_Atomic uint32_t *)&line[1], 0, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint32_t *)&line[3], 0, memory_order_relaxed);
+  }
+}
+
+/* A REDUCE: sources in lines are read into a buffer of their own first.
+ * Returns -1 when a line source is not all there (the lane waits; *from is
+ * the source's rank), -2 out of memory. */
+static int runReduce(const planSchedule *s, const planStep *st, const execBuffers *b, int *from) {
+  const void *src[CORE_MAX_RANKS];
+  char *taken[CORE_MAX_RANKS] = {0};
+  int rc = 0;
+  for (int k = 0; k < st->nsrc; k++) {
+    planLoc l = s->srcs[st->src0 + k];
+    src[k] = execLocate(b, l);
+    if (l.buf == PLAN_BUF_LINES && !linesReady(src[k], st->bytes)) {
+      *from = k; /* the sources are in rank order */
+      return -1;
+    }
+  }
+  for (int k = 0; k < st->nsrc && !rc; k++) {
+    if (s->srcs[st->src0 + k].buf != PLAN_BUF_LINES) continue;
+    if (!(taken[k] = malloc(st->bytes ? st->bytes : 1)))
+      rc = -2;
+    else
+      takeLines(taken[k], (char *)(uintptr_t)src[k], st->bytes);
+    src[k] = taken[k];
+  }
+  if (!rc)
+    baseReduceHost(execLocate(b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
+                   (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
+  for (int k = 0; k < st->nsrc; k++) free(taken[k]);
+  return rc;
+}
+
+/* Runs one job; returns -1 and the peer on timeout (-2 abandoned, -3 out of
+ * memory). next[l] is lane l's next step, so a JOIN at index i may pass
+ * once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send, j->recv, j->stage, stateOf(comm)->scratch};
+  const execBuffers b = {j->send, j->recv, j->stage, stateOf(comm)->scratch, j->lines};
   int nl = s->nlanes;
   int next[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
@@ -99,10 +169,11 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
               &stateOf(comm)->peerFlags[st->peer][st->phase * comm->nranks + comm->rank], j->epoch,
               memory_order_release);
         } else if (st->kind == PLAN_STEP_REDUCE) {
-          const void *src[CORE_MAX_RANKS];
-          for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(&b, s->srcs[st->src0 + k]);
-          baseReduceHost(execLocate(&b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
-                         (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
+          int rr = runReduce(s, st, &b, stuckPeer);
+          if (rr == -1) break;
+          if (rr) return -3;
+        } else if (st->dst.buf == PLAN_BUF_LINES) {
+          putLines(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         } else {
           memcpy(execLocate(&b, st->dst), execLocate(&b, st->src), st->bytes);
         }
@@ -142,6 +213,10 @@ static void *workerMain(void *arg) {
           comm, dmacclTimeout,
           "operation %llu: rank %d waited more than %.0f s for rank %d (host executor)",
           (unsigned long long)j->seq, comm->rank, h->timeoutSec, peer);
+    else if (r == -3)
+      coreSetAsyncError(comm, dmacclSystemError,
+                        "operation %llu: rank %d: out of memory reading lines (host executor)",
+                        (unsigned long long)j->seq, comm->rank);
     pthread_mutex_lock(&h->mu);
     h->done++;
     pthread_cond_broadcast(&h->cv);
@@ -158,6 +233,7 @@ static void freeState(dmacclComm_t comm) {
     free(h->jobs[i].send);
     free(h->jobs[i].recv);
     free(h->jobs[i].stage);
+    free(h->jobs[i].lines);
   }
   if (comm->clique->mp)
     coreShmRelease(&h->stageShm);
@@ -193,8 +269,8 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   h->peerFlags = calloc((size_t)n, sizeof(*h->peerFlags));
   h->peerStage = calloc((size_t)n, sizeof(*h->peerStage));
   if (withFlags) h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags));
-  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
-  if (withFlags && stageBytes) h->stage = malloc(stageBytes);
+  size_t stageBytes = execAreaBytes(comm->clique, 0);
+  if (withFlags && stageBytes) h->stage = calloc(1, stageBytes); /* line slots start at 0 */
   /* malloc: pages are touched only by the reductions that use them */
   h->scratch = malloc(comm->clique->scratchBytes);
   int bad = !h->peerFlags || !h->peerStage || (withFlags && !h->flags) ||
@@ -203,7 +279,8 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
     h->jobs[k].send = calloc((size_t)n, sizeof(void *));
     h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
     h->jobs[k].stage = calloc((size_t)n, sizeof(void *));
-    bad |= !h->jobs[k].send || !h->jobs[k].recv || !h->jobs[k].stage;
+    h->jobs[k].lines = calloc((size_t)n, sizeof(void *));
+    bad |= !h->jobs[k].send || !h->jobs[k].recv || !h->jobs[k].stage || !h->jobs[k].lines;
   }
   h->timeoutSec = timeout;
   atomic_init(&h->waitingFor, -1);
@@ -247,7 +324,7 @@ static dmacclResult_t hostInitRank(dmacclComm_t comm, char (*peerNames)[32]) {
   hostState *h = stateOf(comm);
   for (int r = 0; r < comm->nranks; r++)
     h->peerFlags[r] = coreBoardRank(comm->clique, r)->hostFlags;
-  size_t stageBytes = (size_t)CORE_STAGE_SLOTS * comm->clique->stageBytes;
+  size_t stageBytes = execAreaBytes(comm->clique, 0); /* a new file reads as 0 */
   if (stageBytes) {
     char err[256];
     dmacclResult_t rc =
@@ -416,10 +493,12 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
   if (s->nsteps) memcpy(d->steps, s->steps, (size_t)s->nsteps * sizeof(*s->steps));
   if (s->nsrcs) memcpy(d->srcs, s->srcs, (size_t)s->nsrcs * sizeof(*s->srcs));
   size_t off = execStageOffset(comm, s, 0); /* nothing is captured here */
+  size_t loff = execLineOffset(comm, s, 0);
   for (int r = 0; r < comm->nranks; r++) {
     j->send[r] = bufs->send[r];
     j->recv[r] = bufs->recv[r];
     j->stage[r] = h->peerStage[r] ? h->peerStage[r] + off : NULL;
+    j->lines[r] = h->peerStage[r] ? h->peerStage[r] + loff : NULL;
   }
   j->epoch = (uint32_t)op->seq;
   j->seq = op->seq;

@@ -160,6 +160,93 @@ static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph) 
   return found;
 }
 
+/* Line slots (stagell, plan.h PLAN_BUF_LINES): a kernel's COPY writes lines
+ * into a peer's slot, 16-byte aligned; each is read by exactly one REDUCE
+ * source of that peer at the same offset and length, in a later round (the
+ * REDUCE waits for it: rule 1), and never overlaps another source's lines;
+ * the sender reads lines from that peer in the same operation (the slot
+ * argument of staged.c). Nothing else touches LINES. */
+static int lineSource(const planSchedule *s, int p, size_t off, const planStep **red) {
+  int found = 0;
+  for (int i = 0; i < s->nsteps; i++) {
+    const planStep *st = &s->steps[i];
+    if (st->kind != PLAN_STEP_REDUCE) continue;
+    for (int k = 0; k < st->nsrc; k++) {
+      planLoc l = s->srcs[st->src0 + k];
+      if (l.buf == PLAN_BUF_LINES && l.rank == p && l.off == off) found++, *red = st;
+    }
+  }
+  return found;
+}
+
+static int sendsLines(const planSchedule *s, int to) {
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES &&
+        s->steps[i].dst.rank == to)
+      return 1;
+  return 0;
+}
+
+static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < s[r].nsteps; i++) {
+      const planStep *st = &s[r].steps[i];
+      if (st->kind == PLAN_STEP_COPY && st->src.buf == PLAN_BUF_LINES)
+        return fail(err, errlen, "rank %d step %d: a COPY reads lines", r, i);
+      if (st->kind == PLAN_STEP_REDUCE) {
+        if (st->dst.buf == PLAN_BUF_LINES)
+          return fail(err, errlen, "rank %d step %d: a REDUCE writes lines", r, i);
+        for (int k = 0; k < st->nsrc; k++) {
+          planLoc l = s[r].srcs[st->src0 + k];
+          if (l.buf != PLAN_BUF_LINES) continue;
+          if (l.rank != r || l.off % 16)
+            return fail(err, errlen,
+                        "rank %d step %d: REDUCE source %d reads rank %d's lines at %zu", r, i, k,
+                        l.rank, l.off);
+          for (int q = 0; q < k; q++) {
+            planLoc o = s[r].srcs[st->src0 + q];
+            if (o.buf == PLAN_BUF_LINES && o.off < l.off + planLinesBytes(st->bytes) &&
+                l.off < o.off + planLinesBytes(st->bytes))
+              return fail(err, errlen, "rank %d step %d: REDUCE sources %d and %d share lines", r,
+                          i, q, k);
+          }
+          int senders = 0;
+          for (int f = 0; f < n; f++)
+            for (int j = 0; j < s[f].nsteps; j++) {
+              const planStep *c = &s[f].steps[j];
+              senders += c->kind == PLAN_STEP_COPY && c->dst.buf == PLAN_BUF_LINES &&
+                         c->dst.rank == r && c->dst.off == l.off;
+            }
+          if (senders != 1)
+            return fail(err, errlen,
+                        "rank %d step %d: REDUCE source %d (lines at %zu) is written by %d copies, "
+                        "not 1: its wait would never end, or lines would be left set",
+                        r, i, k, l.off, senders);
+        }
+      }
+      if (st->kind != PLAN_STEP_COPY || st->dst.buf != PLAN_BUF_LINES) continue;
+      int p = st->dst.rank;
+      const planStep *red = NULL;
+      if (!st->inKernel || p == r || p < 0 || p >= n || st->dst.off % 16 || !st->bytes)
+        return fail(err, errlen,
+                    "rank %d step %d: a COPY into lines must be a kernel's (inKernel), of bytes, "
+                    "into a peer's slot at a multiple of 16",
+                    r, i);
+      if (lineSource(&s[p], p, st->dst.off, &red) != 1 || red->bytes != st->bytes ||
+          red->round <= st->round)
+        return fail(err, errlen,
+                    "rank %d step %d: its %zu bytes of lines at %zu are not read by one REDUCE of "
+                    "rank %d of as many bytes in a later round",
+                    r, i, st->bytes, st->dst.off, p);
+      if (!sendsLines(&s[p], r))
+        return fail(err, errlen,
+                    "rank %d step %d: rank %d reads lines from it but sends it none: rank %d "
+                    "could not know when rank %d's slot is free again",
+                    r, i, p, r, p);
+    }
+  return 0;
+}
+
 int planCheck(const planSchedule *s, int n, char *err, size_t errlen) {
   if (errlen) err[0] = 0;
   for (int r = 0; r < n; r++) {
@@ -168,6 +255,7 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen) {
                   s[r].nranks, r, n);
     if (checkRank(&s[r], n, err, errlen)) return -1;
   }
+  if (checkLines(s, n, err, errlen)) return -1;
   /* Rule 1 and pairing: SIGNAL(a -> b, ph) matches WAIT(b <- a, ph), once. */
   for (int a = 0; a < n; a++)
     for (int b = 0; b < n; b++) {

@@ -15,7 +15,7 @@
 
 #define REDUCE_ALGOS                                                                               \
   (PLAN_ALGO_BIT(PLAN_ALGO_PULL1) | PLAN_ALGO_BIT(PLAN_ALGO_STAGE) |                               \
-   PLAN_ALGO_BIT(PLAN_ALGO_STAGESM))
+   PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL))
 
 static size_t chunk(const planArgs *a) {
   return a->count * a->elemSize;

@@ -78,7 +78,11 @@ typedef enum {
    * reduction kernel itself stores the rank's contributions into the peers'
    * slots, signals DATA, polls the peers' DATA and reduces (staged.c) */
   PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
-  PLAN_NUM_ALGOS = 9
+  /* Reductions only: stagesm whose stores carry their own flags, as lines
+   * (PLAN_BUF_LINES): no fence, no DATA word, no reset (staged.c); where a
+   * rank has nothing to reduce or the lines do not fit, it runs as stagesm */
+  PLAN_ALGO_STAGELL = 9,
+  PLAN_NUM_ALGOS = 10
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -95,13 +99,28 @@ typedef enum {
 } planStepKind;
 /* STAGE: the rank's library-owned staging slot of this operation (staged.c),
  * which peers write. SCRATCH: the rank's library-owned scratch buffer, which
- * only the rank itself touches (reduce.c). */
+ * only the rank itself touches (reduce.c). LINES: the rank's library-owned
+ * line slot of this operation (stagell), which peers write in lines of 16
+ * bytes: 8 bytes of data in 32-bit words 0 and 2, PLAN_LINE_FLAG in words 1
+ * and 3. A COPY into LINES writes `bytes` data bytes as lines (the last one
+ * padded with zeros); a REDUCE source in LINES is read as the lines of the
+ * REDUCE's `bytes`: the executor waits until each line carries the flag in
+ * both words (a line may land in two halves), reads it, and sets it back to
+ * 0, so every line is 0 between operations and a line's flag can only be
+ * this operation's (the line is its own signal: no DATA word). A COPY
+ * source or a REDUCE destination is never LINES. */
 typedef enum {
   PLAN_BUF_SEND = 0,
   PLAN_BUF_RECV = 1,
   PLAN_BUF_STAGE = 2,
-  PLAN_BUF_SCRATCH = 3
+  PLAN_BUF_SCRATCH = 3,
+  PLAN_BUF_LINES = 4
 } planBuf;
+#define PLAN_LINE_FLAG 1u
+/* Bytes of the lines that carry `bytes` data bytes. */
+static inline size_t planLinesBytes(size_t bytes) {
+  return 2 * ((bytes + 7) / 8 * 8);
+}
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". */
 typedef enum {
@@ -205,6 +224,9 @@ typedef struct {
    * peers' data itself, instead of being queued behind a stream wait
    * (staged.c). */
   int kernelWait;
+  /* stagell only: bytes of one line slot of a rank (0: stagell runs as
+   * stagesm). The slots rotate as the staging slots do (stageIndex). */
+  size_t lineBytes;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */
@@ -284,7 +306,8 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
 #define PLAN_ALGO_BIT(a) (1u << (a))
-/* The algorithms that move data on copy engines only: every one but stagesm. */
+/* The algorithms that move data on copy engines only: every one but stagesm
+ * and stagell. */
 #define PLAN_ALGOS_MOVE ((1u << PLAN_ALGO_STAGESM) - 1)
 const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);

@@ -50,7 +50,7 @@ const char planDefaultTune[] =
     "2 allreduce:0-8M:stagesm,8M-inf:pull1;reducescatter:0-8M:stagesm,8M-inf:pull1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {
-    "push1", "pushn", "pushb", "pull1", "pulln", "pullb", "stage", "stage2d", "stagesm"};
+    "push1", "pushn", "pushb", "pull1", "pulln", "pullb", "stage", "stage2d", "stagesm", "stagell"};
 
 const char *planAlgoName(planAlgo a) {
   return (unsigned)a < PLAN_NUM_ALGOS ? algoNames[a] : "unknown";
@@ -212,7 +212,7 @@ static int parseRanged(planTable *t, planColl c, int graph, const char *p, size_
   }
   if (planAlgoParse(name, nameLen, &r.algo))
     PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d "
-               "stagesm batch)",
+               "stagesm stagell batch)",
                (int)nameLen, name);
   if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(r.algo))) {
     char known[128];

@@ -51,6 +51,24 @@
  * kernel, its stores are the faster path. Other executors run the steps in
  * order, as for stage.
  *
+ * stagell is stagesm with the flags in the data (NCCL's LL protocol): the
+ * copies go into the peers' line slots (PLAN_BUF_LINES), each 8 data bytes
+ * in a 16-byte line with two flag words, and the REDUCE reads its peers'
+ * lines there, waiting for each line's flags and clearing the line once
+ * read. No DATA SIGNAL or WAIT: a line is its own signal, so the kernel
+ * needs no system fence before a flag, no flag write after its stores, no
+ * poll of a separate word and no reset; the peer sees each line as it
+ * lands (2 us less than stagesm per operation in the probe:
+ * docs/latency-notes.md). The lines double the bytes that travel, so it
+ * serves the small sizes, where a line slot (planArgs.lineBytes) holds the
+ * operation; it needs every rank to reduce and to send to every peer (the
+ * slot argument below, with "waited for p's DATA" read as "read p's
+ * lines"). Where that does not hold it builds stagesm's schedule. The slot
+ * argument also makes clearing safe: the lines of slot k % 2 are written
+ * again only by operation k + 2, which a peer starts after it read this
+ * rank's lines of k + 1, written after this rank's operation k (its reads
+ * and clears) completed.
+ *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
  * 2): a peer's ENTRY says its stream reached this operation, so it has
@@ -84,7 +102,22 @@
 #include <stdlib.h>
 
 int planIsStaged(planAlgo a) {
-  return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D || a == PLAN_ALGO_STAGESM;
+  return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D || a == PLAN_ALGO_STAGESM ||
+         a == PLAN_ALGO_STAGELL;
+}
+
+/* stagell's line form: every rank reduces something (so every rank's kernel
+ * sends lines to, and reads lines from, every peer) and each rank's n
+ * positions of lines fit a line slot. The same verdict on every rank. */
+static int linesFit(const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks;
+  if (!ci->reduces || n < 2 || n - 1 > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
+  for (int t = 0; t < n; t++) {
+    size_t b = ci->target(a, t, 1).bytes;
+    if (!b || b > a->lineBytes || planLinesBytes(b) > a->lineBytes / (size_t)n) return 0;
+  }
+  return 1;
 }
 
 /* The block rank `from` puts into rank `to`'s slot: src in from's send
@@ -125,16 +158,18 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
-/* A reduction's out step: my slot's positions (mine from my send buffer). */
-static int addOutReduce(planSchedule *s, const planArgs *a, int lane) {
+/* A reduction's out step: my slot's positions (mine from my send buffer);
+ * `lines`: the peers' in my line slot. */
+static int addOutReduce(planSchedule *s, const planArgs *a, int lane, int lines) {
   int n = a->nranks, r = a->rank;
   planBlock t = planCollOf(a->coll)->target(a, r, 1);
   if (!t.bytes) return 0;
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
   for (int i = 0; i < n; i++)
-    src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
-                    : (planLoc){r, PLAN_BUF_STAGE, (size_t)i * t.bytes};
+    src[i] = i == r  ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
+             : lines ? (planLoc){r, PLAN_BUF_LINES, (size_t)i * planLinesBytes(t.bytes)}
+                     : (planLoc){r, PLAN_BUF_STAGE, (size_t)i * t.bytes};
   int rc = planAddReduce(s, lane, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
   free(src);
   return rc;
@@ -188,8 +223,9 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
    * nothing to reduce runs them as stage does). kernelWait: the REDUCE's
    * lane, forked now; `late`: it also polls for lane 0 after the DATA
    * signals (the REDUCE overwrites what they read). */
-  int sm = algo == PLAN_ALGO_STAGESM && ci->reduces && ci->target(a, r, 1).bytes &&
-           n - 1 <= PLAN_SM_MAX_PEERS;
+  int ll = algo == PLAN_ALGO_STAGELL && linesFit(a);
+  int sm = (algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL) && ci->reduces &&
+           ci->target(a, r, 1).bytes && n - 1 <= PLAN_SM_MAX_PEERS;
   int kw = !sm && ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
   int late = kw && reduceOverwritesSources(a);
   if (kw) rc = planAddJoin(s, 1, 0);
@@ -205,14 +241,15 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
     planBlock b = stagedBlock(a, r, p);
     if (!b.bytes || ((ci->reduces || selfLate) && p == r)) continue;
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
-                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes,
+    planLoc to = ll ? (planLoc){p, PLAN_BUF_LINES, (size_t)r * planLinesBytes(b.bytes)}
+                    : (planLoc){p, PLAN_BUF_STAGE, b.dstOff};
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff}, to, b.bytes,
                      sm            ? 0
                      : inRankOrder ? 2
                                    : 1);
     if (!rc) s->steps[s->nsteps - 1].inKernel = sm;
   }
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, sm);
+  if (!rc && !ll) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, sm);
   if (late && !rc && !(rc = planAddJoin(s, 1, 0))) s->steps[s->nsteps - 1].inKernel = 1;
   /* The own block, straight to its place (in place it is there already, as
    * direct.c's self copy takes it). */
@@ -221,8 +258,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
-  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
-  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw) : addOutCopies(s, a);
+  if (!rc && !ll) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
+  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw, ll) : addOutCopies(s, a);
   if (kw && !rc) rc = planAddJoin(s, 0, 1);
   return rc;
 }

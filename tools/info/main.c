@@ -106,12 +106,15 @@ int main(int argc, char **argv) {
       }
   char sb[32];
   char gb[32];
-  printf(
-      "# staged algorithms (stage, stage2d, stagesm) serve collectives up to DMACCL_STAGE_BYTES\n"
-      "# = %s (under CUDA graph capture up to half that, %s); larger ones run the\n"
-      "# collective's direct one; stagesm runs as stage where ranks share a GPU\n",
-      planSizeString(c.stageBytes, sb, sizeof(sb)),
-      planSizeString(c.stageBytes / 2, gb, sizeof(gb)));
+  char lbuf[32];
+  printf("# staged algorithms (stage, stage2d, stagesm, stagell) serve collectives up to\n"
+         "# DMACCL_STAGE_BYTES = %s (under CUDA graph capture up to half that, %s); larger\n"
+         "# ones run the collective's direct one; stagesm and stagell run as stage where\n"
+         "# ranks share a GPU; stagell's lines take a slot of %s (a quarter), and what does\n"
+         "# not fit it runs as stagesm\n",
+         planSizeString(c.stageBytes, sb, sizeof(sb)),
+         planSizeString(c.stageBytes / 2, gb, sizeof(gb)),
+         planSizeString(c.stageBytes / 4 / 16 * 16, lbuf, sizeof(lbuf)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);

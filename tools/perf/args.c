@@ -73,7 +73,7 @@ void perfUsage(FILE *f) {
       "  -N N      run the sweep N times, printing each (default 1; 0: until interrupted)\n"
       "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
       "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
-      "            stage stage2d stagesm, or all (default: auto,all)\n"
+      "            stage stage2d stagesm stagell, or all (default: auto,all)\n"
       "  -o LIST   collectives, comma separated: allgather alltoall allreduce reducescatter\n"
       "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv sendrecv,\n"
       "            or all (default allgather,alltoall); a reduction op name (nccl-tests' -o)\n"
@@ -121,8 +121,8 @@ static void addAlgo(perfArgs *a, const char *name) {
 }
 
 static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
-  static const char *all[] = {"auto",  "push1", "pushn", "pushb",   "pull1",
-                              "pulln", "pullb", "stage", "stage2d", "stagesm"};
+  static const char *all[] = {"auto",  "push1", "pushn",   "pushb",   "pull1",  "pulln",
+                              "pullb", "stage", "stage2d", "stagesm", "stagell"};
   enum { NALL = sizeof(all) / sizeof(all[0]) };
   a->nalgos = 0;
   const char *p = list;
@@ -144,7 +144,7 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
     if (!known) {
       snprintf(err, errlen,
                "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb stage "
-               "stage2d stagesm all)",
+               "stage2d stagesm stagell all)",
                (int)len, p);
       return -1;
     }
