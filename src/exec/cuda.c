@@ -1078,43 +1078,62 @@ static void sleepMs(void) {
   nanosleep(&ts, NULL);
 }
 
-/* Writes `bytes` of w into this rank's flag words through a context of its
- * own: its queues are not the ones a blocked WAIT holds (the GPU time-slices
- * contexts). The flags are VMM memory, which every context on the device
- * reaches at the same address. Ranks as processes only.
+/* One region of this rank's VMM memory (flag words, a line slot) that
+ * releaseInOwnContext writes. */
+typedef struct {
+  const cudaVmm *vmm;
+  const char *base; /* this rank's part as the communicator's context maps it */
+  size_t off;
+  const void *src;
+  size_t bytes;
+  CUdeviceptr va, dst; /* va: the part mapped anew in the own context (0: not) */
+} ownWrite;
+
+/* Writes o once from the current (own) context: at its address if that
+ * context reaches it, else through the part mapped anew. */
+static CUresult ownFirstWrite(ownWrite *o, int rank, int device) {
+  o->dst = (CUdeviceptr)(uintptr_t)(o->base + o->off);
+  CUresult r = drv.memcpyHtoD(o->dst, o->src, o->bytes);
+  if (r == CUDA_SUCCESS || !o->vmm->handles) return r;
+  CUmemAccessDesc acc;
+  memset(&acc, 0, sizeof(acc));
+  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  acc.location.id = device;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  r = drv.addressReserve(&o->va, o->vmm->part, 0, 0, 0);
+  if (r != CUDA_SUCCESS) {
+    o->va = 0;
+    return r;
+  }
+  r = drv.memMap(o->va, o->vmm->part, 0, o->vmm->handles[rank], 0);
+  if (r == CUDA_SUCCESS) r = drv.memSetAccess(o->va, o->vmm->part, &acc, 1);
+  if (r == CUDA_SUCCESS) r = drv.memcpyHtoD(o->dst = o->va + o->off, o->src, o->bytes);
+  return r;
+}
+
+/* Writes the regions o[0..n) through a context of its own: its queues are
+ * not the ones a blocked WAIT holds (the GPU time-slices contexts). The
+ * memory is VMM memory, which every context on the device reaches at the
+ * same address (else the part is mapped anew). Ranks as processes only.
  * Then writes them again every millisecond for `again` seconds. */
-static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t bytes,
-                               double again) {
+static int releaseInOwnContext(cudaState *s, int rank, ownWrite *o, int n, double again) {
   CUdevice dev;
   CUcontext ctx = NULL, old = NULL;
   if (drv.deviceGet(&dev, s->device) != CUDA_SUCCESS || drv.ctxCreate(&ctx, 0, dev) != CUDA_SUCCESS)
     return 0;
-  /* ctxCreate made it current; the copy is synchronous in it. If the
-   * address is not reachable from this context, map the part anew. */
-  CUdeviceptr dst = (CUdeviceptr)(uintptr_t)s->flags, va = 0;
-  size_t part = s->flagVmm.part;
-  CUresult r = drv.memcpyHtoD(dst, w, bytes);
-  if (r != CUDA_SUCCESS && s->flagVmm.handles) {
-    CUmemAccessDesc acc;
-    memset(&acc, 0, sizeof(acc));
-    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc.location.id = s->device;
-    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = drv.addressReserve(&va, part, 0, 0, 0);
-    if (r == CUDA_SUCCESS) {
-      r = drv.memMap(va, part, 0, s->flagVmm.handles[rank], 0);
-      if (r == CUDA_SUCCESS) r = drv.memSetAccess(va, part, &acc, 1);
-      if (r == CUDA_SUCCESS) r = drv.memcpyHtoD(dst = va, w, bytes);
-    }
-  }
+  /* ctxCreate made it current; the copies are synchronous in it. */
+  CUresult r = CUDA_SUCCESS;
+  for (int i = 0; i < n && r == CUDA_SUCCESS; i++) r = ownFirstWrite(&o[i], rank, s->device);
   for (double until = coreNowSec() + again; r == CUDA_SUCCESS && coreNowSec() < until;) {
     sleepMs();
-    r = drv.memcpyHtoD(dst, w, bytes);
+    for (int i = 0; i < n && r == CUDA_SUCCESS; i++)
+      r = drv.memcpyHtoD(o[i].dst, o[i].src, o[i].bytes);
   }
-  if (va) {
-    drv.memUnmap(va, part);
-    drv.addressFree(va, part);
-  }
+  for (int i = 0; i < n; i++)
+    if (o[i].va) {
+      drv.memUnmap(o[i].va, o[i].vmm->part);
+      drv.addressFree(o[i].va, o[i].vmm->part);
+    }
   drv.ctxPop(&old);
   drv.ctxDestroy(ctx);
   return r == CUDA_SUCCESS;
@@ -1127,9 +1146,11 @@ static int releaseInOwnContext(cudaState *s, int rank, const uint32_t *w, size_t
 
 /* Releases every wait of this rank: eager slots far ahead of any epoch
  * posted, graph slots at 1 (again and again for ABORT_GRAPH_SEC when the
- * communicator has captured operations). Written by a stream the lanes never wait for;
- * if a blocked hardware queue holds that stream back too (one queue:
- * CUDA_DEVICE_MAX_CONNECTIONS=1), through a context of its own. */
+ * communicator has captured operations), and every line of its line slots
+ * set to the flag (a stagell kernel polls them). Written by a stream the
+ * lanes never wait for; if a blocked hardware queue holds that stream back
+ * too (one queue: CUDA_DEVICE_MAX_CONNECTIONS=1: a wait behind a polling
+ * kernel of the same replay holds it), through a context of its own. */
 static void cudaAbort(dmacclComm_t comm) {
   cudaState *s = stateOf(comm);
   int n = comm->nranks;
@@ -1149,15 +1170,34 @@ static void cudaAbort(dmacclComm_t comm) {
    * replay drains (the stray 1s left behind matter to no one: the
    * communicator is going away). */
   double until = coreNowSec() + (s->lastCapSeq ? ABORT_GRAPH_SEC : 0);
+  size_t lb = s->stage ? coreLineBytes(comm->clique) : 0;
+  uint32_t *lines = lb ? malloc(lb) : NULL;
+  for (size_t i = 0; lines && i < lb / sizeof(uint32_t); i++) lines[i] = PLAN_LINE_FLAG;
   int prev = cudaEnterDevice(s->device), done = 1;
   do {
-    done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess &&
-           asideDone(s, 0.2);
+    done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess;
+    for (int g = 0; g < 2 && lines; g++)
+      for (int k = 0; k < (g ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS) && done; k++)
+        done = cudaMemcpyAsync(s->stage + execLineSlotOffset(comm->clique, g, (size_t)k), lines, lb,
+                               cudaMemcpyHostToDevice, s->aside) == cudaSuccess;
+    done = done && asideDone(s, 0.2);
     if (done && coreNowSec() < until) sleepMs();
   } while (done && coreNowSec() < until);
   if (!done && comm->clique->mp) {
     double left = until - coreNowSec();
-    done = releaseInOwnContext(s, comm->rank, w, bytes, left > 0 ? left : 0);
+    ownWrite o[1 + CORE_STAGE_SLOTS + CORE_GRAPH_STAGE_SLOTS];
+    int no = 0;
+    memset(o, 0, sizeof(o));
+    o[no++] =
+        (ownWrite){.vmm = &s->flagVmm, .base = (const char *)s->flags, .src = w, .bytes = bytes};
+    for (int g = 0; g < 2 && lines; g++)
+      for (int k = 0; k < (g ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS); k++)
+        o[no++] = (ownWrite){.vmm = &s->stageVmm,
+                             .base = s->stage,
+                             .off = execLineSlotOffset(comm->clique, g, (size_t)k),
+                             .src = lines,
+                             .bytes = lb};
+    done = releaseInOwnContext(s, comm->rank, o, no, left > 0 ? left : 0);
     CORE_INFO("rank %d: abort: the aside stream is held back (a shared hardware queue); "
               "released the waits through a context of its own: %s",
               comm->rank, done ? "done" : "failed");
@@ -1166,6 +1206,7 @@ static void cudaAbort(dmacclComm_t comm) {
   CORE_INFO("rank %d: abort released the waits of operations up to %llu", comm->rank,
             (unsigned long long)comm->posted);
   cudaLeaveDevice(prev, s->device);
+  free(lines);
   free(w);
 }
 

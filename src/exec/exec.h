@@ -63,14 +63,18 @@ static inline size_t execStageOffset(dmacclComm_t comm, const planSchedule *s, i
   return execEagerAreaBytes(comm->clique) + slot * coreGraphStageBytes(comm->clique);
 }
 
-/* ... and of its line slot. */
-static inline size_t execLineOffset(dmacclComm_t comm, const planSchedule *s, int graph) {
-  const coreClique *c = comm->clique;
-  if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
-  size_t slot = (size_t)(s->stageIndex % (unsigned long long)s->stageSlots);
+/* Byte offset of line slot `slot` (eager, or graph) in the staging area. */
+static inline size_t execLineSlotOffset(const coreClique *c, int graph, size_t slot) {
   if (!graph) return (size_t)CORE_STAGE_SLOTS * c->stageBytes + slot * coreLineBytes(c);
   return execEagerAreaBytes(c) + (size_t)CORE_GRAPH_STAGE_SLOTS * coreGraphStageBytes(c) +
          slot * coreLineBytes(c);
+}
+
+/* ... and of a staged schedule's line slot. */
+static inline size_t execLineOffset(dmacclComm_t comm, const planSchedule *s, int graph) {
+  if (!planIsStaged(s->algo) || s->stageSlots < 1) return 0;
+  size_t slot = (size_t)(s->stageIndex % (unsigned long long)s->stageSlots);
+  return execLineSlotOffset(comm->clique, graph, slot);
 }
 
 typedef struct execOps {
