@@ -189,21 +189,24 @@ static int testTuneErrors(void) {
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, captured
- * AllGather/AlltoAll of 2-8 MB take push1; AllReduce and ReduceScatter take
- * stagesm up to 8 MB, eager and captured (what does not fit a slot falls
- * back to pull1 at launch), Reduce keeps stage; 4 ranks keep stage. */
+ * AllGather/AlltoAll of 2-8 MB take push1; AllReduce, ReduceScatter and
+ * ReduceScatterV take stagell up to 8 MB, eager and captured (stagesm's
+ * form where the lines do not fit; what does not fit a slot falls back to
+ * pull1 at launch), Reduce keeps stage; 4 ranks keep stage. */
 static int testGraphRanges(void) {
   planTable t, before;
   char err[256];
   const planRange *why = NULL;
   planTableDefaults(&t, 2);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGESM);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 0, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 64 << 10, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
@@ -230,7 +233,7 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1000, 0, NULL),
-                PLAN_ALGO_STAGESM); /* 2 ranks, built in */
+                PLAN_ALGO_STAGELL); /* 2 ranks, built in */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
                 planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);

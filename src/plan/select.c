@@ -36,18 +36,25 @@ const char planDefaultTune[] =
      * 2 ranks, these two, 2-8 MB (from 8 MB the plain pushb runs as plain
      * copies in a graph). */
     "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n"
-    /* Reductions on 2 ranks take stagesm (the kernel stores into the peer's
-     * slot: no copy engine on the path), eager and in graphs, 2x H100
-     * (docs/results/stagesm-2xh100/): AllReduce in a graph after a kernel
-     * 10.6-13.4 us up to 512 KB against stage's 20.5-22.2, and 24.4 at 2 MB
-     * against 49.0 (NCCL 7.3-10.9 and 28.3); eager 11-18 us up to 1 MB
-     * against stage's 19.5-26.2, and at 4 MB 38.2 against pull1's 53.1;
-     * ReduceScatter eager 10.5-25.3 us up to 4 MB against 18.0-35.5; graphs
-     * back to back level with stage or below. What does not fit a slot (an
-     * AllReduce over 4 MB eager, 2 MB in a graph) falls back to pull1.
-     * Reduce, ReduceScatterV and other rank counts keep stage until
-     * measured. */
-    "2 allreduce:0-8M:stagesm,8M-inf:pull1;reducescatter:0-8M:stagesm,8M-inf:pull1\n";
+    /* Reductions on 2 ranks take stagell (the kernel stores into the peer's
+     * line slot, flags in the data: no copy engine, no fence, no flag word
+     * on the path), eager and in graphs; where the lines do not fit (an
+     * AllReduce over 512 KB, a ReduceScatter over 1 MB with the default
+     * 8 MB slots) it runs as stagesm. 2x H100 (docs/results/stagesm-2xh100/):
+     * stagesm's AllReduce in a graph after a kernel 10.6-13.4 us up to
+     * 512 KB against stage's 20.5-22.2, and 24.4 at 2 MB against 49.0 (NCCL
+     * 7.3-10.9 and 28.3); eager 11-18 us up to 1 MB against stage's
+     * 19.5-26.2, and at 4 MB 38.2 against pull1's 53.1. 2x H200
+     * (docs/results/stagell-2xh200/): stagell's AllReduce in a graph after
+     * a kernel 3.8-8.9 us up to 512 KB against stagesm's 10.0-12.3 (NCCL
+     * 7.4-11.1); ReduceScatterV in a graph 3.0-6.7 us up to 512 KB against
+     * stage's 11.4-13.9 (it runs as stagesm where a rank's count is 0).
+     * What does not fit a staging slot (an AllReduce over 4 MB eager, 2 MB
+     * in a graph) falls back to pull1. Reduce (its non-roots reduce
+     * nothing: stagesm's form, level with stage) and other rank counts keep
+     * stage until measured. */
+    "2 allreduce:0-8M:stagell,8M-inf:pull1;reducescatter:0-8M:stagell,8M-inf:pull1;"
+    "reducescatterv:0-8M:stagell,8M-inf:pull1\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {
     "push1", "pushn", "pushb", "pull1", "pulln", "pullb", "stage", "stage2d", "stagesm", "stagell"};
