@@ -394,6 +394,38 @@ static int disagreeStagedBody(int rank, int n, const dmacclUniqueId *id, void *a
   return 0;
 }
 
+/* The same under stagell (the AllReduce's line form): rank 0 waits for
+ * lines rank 1 wrote elsewhere, and lines may be left in a slot for a
+ * later operation to take. Every rank breaks the communicator instead of
+ * going on, says so, runs nothing more, and abort releases it. */
+static int disagreeLinesBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  char *send, *recv;
+  size_t bytes = 1024 + MP_GUARD;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allreduce:stagell";
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  memset(send, 0x11, 1024);
+  RANK_CHECK(dmacclAllReduce(send, recv, rank == 1 ? 512 : 1024, dmacclUint8, dmacclSum, comm, 0) ==
+             dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclInvalidUsage);
+  const char *err = dmacclCommGetLastError(comm);
+  RANK_CHECK(strstr(err, "stagell") != NULL && strstr(err, "disagree") != NULL);
+  RANK_CHECK(strstr(err, "dmacclCommAbort") != NULL);
+  /* a later call does not run: its synchronize says why */
+  memset(recv, 0xA5, bytes);
+  dmacclAllReduce(send, recv, 1024, dmacclUint8, dmacclSum, comm, 0);
+  RANK_CHECK(dmacclCommSynchronize(comm) != dmacclSuccess);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "broken") != NULL);
+  for (size_t i = 0; i < bytes; i++) RANK_CHECK((unsigned char)recv[i] == 0xA5);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* Ranks whose algorithm tables differ (rank 0 stages, the others push)
  * run different protocols for the same call: every rank breaks the
  * communicator, names the likely causes, and abort releases it. */
@@ -420,6 +452,8 @@ static int protocolsBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeStagedBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, disagreeLinesBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, disagreeLinesBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, protocolsBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, protocolsBody, NULL, 60, 0), 0);
   return 0;
@@ -467,6 +501,38 @@ static int watchdogBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* Rank 1 never calls a stagell AllReduce and the host executor's own wait
+ * gives up first (DMACCL_HOST_TIMEOUT, the watchdog off): rank 0's lines
+ * may lie in rank 1's slot, where a later operation would take them, so
+ * the set breaks instead of going on, and says to abort. */
+static int hostTimeoutLinesBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  setenv("DMACCL_TIMEOUT", "0", 1);
+  setenv("DMACCL_HOST_TIMEOUT", "1", 1);
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allreduce:stagell";
+  dmacclComm_t comm;
+  char *send, *recv;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 256, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 256, (void **)&recv) == dmacclSuccess);
+  memset(send, 0x11, 256);
+  if (rank == 1) {
+    usleep(3000000); /* past rank 0's host timeout */
+    RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+    return 0;
+  }
+  RANK_CHECK(dmacclAllReduce(send, recv, 256, dmacclUint8, dmacclSum, comm, 0) == dmacclSuccess);
+  RANK_CHECK(awaitAsync(comm) == dmacclTimeout);
+  dmacclAllReduce(send, recv, 256, dmacclUint8, dmacclSum, comm, 0);
+  RANK_CHECK(dmacclCommSynchronize(comm) != dmacclSuccess);
+  const char *why = dmacclCommGetLastError(comm);
+  RANK_CHECK(strstr(why, "broken") != NULL && strstr(why, "stagell") != NULL);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* A direct algorithm needs its peers' buffers, so the call itself waits for
  * their calls: with rank 1 absent it returns the watchdog's dmacclTimeout,
  * naming rank 1, instead of hanging; nothing was written. */
@@ -499,6 +565,7 @@ static int watchdogDirectBody(int rank, int n, const dmacclUniqueId *id, void *a
 static int testWatchdog(void) {
   ASSERT_EQ_INT(mpRun(3, watchdogBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, watchdogDirectBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, hostTimeoutLinesBody, NULL, 60, 0), 0);
   return 0;
 }
 

@@ -91,6 +91,19 @@ static void breakProtocols(coreClique *c, uint64_t seq, const char *why) {
   coreBreak(c, dmacclInvalidUsage, broke);
 }
 
+/* Ranks that disagree about a stagell operation wrote lines of other
+ * lengths or places than their peers read: a rank may wait for lines that
+ * never come, and lines left in a slot would be taken by a later operation
+ * (plan.h LINES). */
+static void breakLines(coreClique *c, uint64_t seq, const char *why) {
+  char broke[640];
+  snprintf(broke, sizeof(broke),
+           "operation %llu (stagell): ranks disagree (%s): its line slots cannot recover; call "
+           "dmacclCommAbort",
+           (unsigned long long)seq, why);
+  coreBreak(c, dmacclInvalidUsage, broke);
+}
+
 static void reportDisagreement(coreClique *c, uint64_t seq, const char *why, const char *outcome) {
   coreSetOpError(c->comms[c->localRank], dmacclInvalidUsage,
                  "operation %llu: ranks disagree: %s; %s", (unsigned long long)seq, why, outcome);
@@ -166,7 +179,9 @@ static int allPosted(coreClique *c, uint64_t seq, int skip) {
  * compared at launch; a staged one is compared once every peer has called.
  * Ranks that disagree about a staged operation have run it on their slots:
  * the receive buffers hold undefined data. If they even disagree about
- * whether it was staged, they wait on different flags and cannot recover.
+ * whether it was staged, they wait on different flags and cannot recover;
+ * nor can stagell's line slots (a rank may wait for lines that never come,
+ * or leave lines a later operation would read): both break the set.
  */
 int coreMpCheckStaged(coreClique *c) {
   int me = c->localRank, done = 0;
@@ -179,6 +194,8 @@ int coreMpCheckStaged(coreClique *c) {
       int argsDiffer = findDisagreement(c, slot, why, sizeof(why)) >= 0;
       if (protoDisagreement(c, slot, proto, sizeof(proto)) >= 0)
         breakProtocols(c, seq, argsDiffer ? why : proto);
+      else if (argsDiffer && c->localOps[slot].algo == PLAN_ALGO_STAGELL)
+        breakLines(c, seq, why);
       if (argsDiffer) reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
     }
     c->checked = seq;

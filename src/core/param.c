@@ -98,7 +98,7 @@ size_t coreStageBytesParam(void) {
     coreLog(CORE_LOG_WARN, "DMACCL_STAGE_BYTES='%s' is not a size (e.g. 8M): using 8M", v);
     b = (size_t)8 << 20;
   }
-  return b;
+  return b / 64 * 64; /* every slot (graph: half; lines: a quarter) 16-byte aligned */
 }
 
 size_t coreScratchBytesParam(void) {

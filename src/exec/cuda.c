@@ -785,8 +785,15 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
    * thread that stores unit u's line is the one that reduces unit u, after
    * it (cuda_reduce.cu, storeLines and reduceLines). */
   const planStep *red = &sch->steps[j];
-  for (int k = 0; k < red->nsrc && k < 32; k++)
-    if (sch->srcs[red->src0 + k].buf == PLAN_BUF_LINES) w.lineSrcs |= 1u << k;
+  for (int k = 0; k < red->nsrc; k++) {
+    if (sch->srcs[red->src0 + k].buf != PLAN_BUF_LINES) continue;
+    if (k >= 32) {
+      rc = coreError(comm, dmacclInternalError, "a REDUCE reads lines as its source %d (0-31 only)",
+                     k);
+      goto out;
+    }
+    w.lineSrcs |= 1u << k;
+  }
   const char *d = execLocate(b, red->dst);
   int overlap = 0;
   for (int m = 0; m < w.nmoves; m++) {
@@ -1122,12 +1129,16 @@ static int releaseInOwnContext(cudaState *s, int rank, ownWrite *o, int n, doubl
   if (drv.deviceGet(&dev, s->device) != CUDA_SUCCESS || drv.ctxCreate(&ctx, 0, dev) != CUDA_SUCCESS)
     return 0;
   /* ctxCreate made it current; the copies are synchronous in it. */
-  CUresult r = CUDA_SUCCESS;
-  for (int i = 0; i < n && r == CUDA_SUCCESS; i++) r = ownFirstWrite(&o[i], rank, s->device);
+  /* o[0] (the flag words) decides; the others are written where they can be. */
+  int ok[8] = {0};
+  if (n > 8) n = 8;
+  for (int i = 0; i < n; i++) ok[i] = ownFirstWrite(&o[i], rank, s->device) == CUDA_SUCCESS;
+  CUresult r = ok[0] ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
   for (double until = coreNowSec() + again; r == CUDA_SUCCESS && coreNowSec() < until;) {
     sleepMs();
-    for (int i = 0; i < n && r == CUDA_SUCCESS; i++)
-      r = drv.memcpyHtoD(o[i].dst, o[i].src, o[i].bytes);
+    r = drv.memcpyHtoD(o[0].dst, o[0].src, o[0].bytes);
+    for (int i = 1; i < n; i++)
+      if (ok[i]) ok[i] = drv.memcpyHtoD(o[i].dst, o[i].src, o[i].bytes) == CUDA_SUCCESS;
   }
   for (int i = 0; i < n; i++)
     if (o[i].va) {
@@ -1169,9 +1180,11 @@ static void cudaAbort(dmacclComm_t comm) {
    * later: for a while, write the words again and again, so that such a
    * replay drains (the stray 1s left behind matter to no one: the
    * communicator is going away). */
-  double until = coreNowSec() + (s->lastCapSeq ? ABORT_GRAPH_SEC : 0);
   size_t lb = s->stage ? coreLineBytes(comm->clique) : 0;
   uint32_t *lines = lb ? malloc(lb) : NULL;
+  /* Lines too: a stagell kernel clears what it reads, and the next one
+   * queued behind it (eager, several may be) finds 0 again. */
+  double until = coreNowSec() + (s->lastCapSeq || (lines && s->lastSeq) ? ABORT_GRAPH_SEC : 0);
   for (size_t i = 0; lines && i < lb / sizeof(uint32_t); i++) lines[i] = PLAN_LINE_FLAG;
   int prev = cudaEnterDevice(s->device), done = 1;
   do {

@@ -474,9 +474,7 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
   int vec = ((uintptr_t)dst & 15) == 0;
   for (int k = 0; k < n && vec; k++) vec = ((uintptr_t)s.p[k] & 15) == 0;
   size_t units = vec ? count / (16 / sizeof(S)) + count % (16 / sizeof(S)) : count;
-  int lines = w.lineSrcs != 0;
-  for (int m = 0; m < w.nmoves; m++) lines |= w.moves[m].lines;
-  if (lines) { /* 8-byte units; `vec`: every pointer but the lines' is 8-byte aligned */
+  if (w.lineSrcs) { /* 8-byte units; `vec`: every pointer but the lines' is 8-byte aligned */
     units = (count * sizeof(S) + 7) / 8;
     vec = ((uintptr_t)dst & 7) == 0;
     for (int k = 0; k < n && vec; k++) vec = (w.lineSrcs >> k & 1) || ((uintptr_t)s.p[k] & 7) == 0;

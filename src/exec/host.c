@@ -133,6 +133,15 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
   return rc;
 }
 
+/* Whether a schedule writes or reads lines. */
+static int usesLines(const planSchedule *s) {
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
+  for (int k = 0; k < s->nsrcs; k++)
+    if (s->srcs[k].buf == PLAN_BUF_LINES) return 1;
+  return 0;
+}
+
 /* Runs one job; returns -1 and the peer on timeout (-2 abandoned, -3 out of
  * memory). next[l] is lane l's next step, so a JOIN at index i may pass
  * once next[from] > i. */
@@ -217,6 +226,16 @@ static void *workerMain(void *arg) {
       coreSetAsyncError(comm, dmacclSystemError,
                         "operation %llu: rank %d: out of memory reading lines (host executor)",
                         (unsigned long long)j->seq, comm->rank);
+    if ((r == -1 || r == -3) && usesLines(&j->sched)) {
+      /* Its lines may lie in a slot, where a later operation would take
+       * them for its own (plan.h LINES): nothing on this set may run. */
+      char why[256];
+      snprintf(why, sizeof(why),
+               "operation %llu (stagell) did not complete on rank %d: its line slots may hold "
+               "its lines; call dmacclCommAbort",
+               (unsigned long long)j->seq, comm->rank);
+      coreBreak(comm->clique, r == -1 ? dmacclTimeout : dmacclSystemError, why);
+    }
     pthread_mutex_lock(&h->mu);
     h->done++;
     pthread_cond_broadcast(&h->cv);
