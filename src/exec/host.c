@@ -53,6 +53,12 @@ typedef struct {
   coreShm stageShm; /* processes: every rank's staging slots */
   double timeoutSec;
   _Atomic int waitingFor; /* peer the worker waits for, -1 when none (watchdog) */
+  /* A job with lines failed (its lines may lie in a slot): the worker runs
+   * nothing more, and the next synchronize breaks the set with linesWhy
+   * (coreBreak wants the set's lock, which a launching thread may hold
+   * while it waits for this worker). */
+  _Atomic int linesFailed; /* dmacclResult_t, 0: none */
+  char linesWhy[256];
 } hostState;
 
 static hostState *stateOf(dmacclComm_t c) {
@@ -157,7 +163,8 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
     /* Abandoned (abort, broken set): the rest of the job is dropped before
      * another step runs, so abort can free the buffers once we are idle. */
     if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE))
+        __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE) ||
+        atomic_load_explicit(&stateOf(comm)->linesFailed, memory_order_acquire))
       return -2;
     int progressed = 0, finished = 1;
     for (int l = 0; l < nl; l++) {
@@ -226,15 +233,16 @@ static void *workerMain(void *arg) {
       coreSetAsyncError(comm, dmacclSystemError,
                         "operation %llu: rank %d: out of memory reading lines (host executor)",
                         (unsigned long long)j->seq, comm->rank);
-    if ((r == -1 || r == -3) && usesLines(&j->sched)) {
+    if ((r == -1 || r == -3) && usesLines(&j->sched) &&
+        !atomic_load_explicit(&h->linesFailed, memory_order_relaxed)) {
       /* Its lines may lie in a slot, where a later operation would take
        * them for its own (plan.h LINES): nothing on this set may run. */
-      char why[256];
-      snprintf(why, sizeof(why),
+      snprintf(h->linesWhy, sizeof(h->linesWhy),
                "operation %llu (stagell) did not complete on rank %d: its line slots may hold "
                "its lines; call dmacclCommAbort",
                (unsigned long long)j->seq, comm->rank);
-      coreBreak(comm->clique, r == -1 ? dmacclTimeout : dmacclSystemError, why);
+      atomic_store_explicit(&h->linesFailed, (int)(r == -1 ? dmacclTimeout : dmacclSystemError),
+                            memory_order_release);
     }
     pthread_mutex_lock(&h->mu);
     h->done++;
@@ -303,6 +311,7 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   }
   h->timeoutSec = timeout;
   atomic_init(&h->waitingFor, -1);
+  atomic_init(&h->linesFailed, 0);
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   comm->execState = h;
@@ -536,6 +545,12 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
   while (h->done != h->queued) pthread_cond_wait(&h->cv, &h->mu);
   pthread_mutex_unlock(&h->mu);
   coreClique *c = comm->clique;
+  int lf = atomic_load_explicit(&h->linesFailed, memory_order_acquire);
+  if (lf) {
+    pthread_mutex_lock(&c->lock);
+    if (c->broken == dmacclSuccess) coreBreak(c, (dmacclResult_t)lf, h->linesWhy);
+    pthread_mutex_unlock(&c->lock);
+  }
   if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
     return coreError(comm, dmacclInvalidUsage,
                      "dmacclCommSynchronize: the communicator was aborted while this waited");
