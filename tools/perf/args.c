@@ -88,6 +88,8 @@ void perfUsage(FILE *f) {
       "  --in-place 0|1   also time the in-place form of collectives that have one (default 1)\n"
       "  --breakdown      per size, where one operation's time goes: control, schedule, copy,\n"
       "            sync (CUPTI; a second pass after the timed sweep)\n"
+      "  --timeline FILE  with --breakdown (implied): every copy and kernel of the breakdown's\n"
+      "            operations, start, end and stream, one line each, into FILE.rankR.txt\n"
       "  --energy         energy per operation and average power of all GPUs (NVML)\n"
       "  --persistent     dmaccl rows use persistent collectives: dmaccl<Collective>Init once\n"
       "            per size, then dmacclStart per operation (sendrecv: dmacclSendInit and\n"
@@ -268,7 +270,8 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     }
     int isLong = strncmp(o, "--", 2) == 0;
     if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out") &&
-        strcmp(o, "--op") && strcmp(o, "--root") && strcmp(o, "--kernels")) {
+        strcmp(o, "--timeline") && strcmp(o, "--op") && strcmp(o, "--root") &&
+        strcmp(o, "--kernels")) {
       snprintf(err, errlen, "unknown option '%s' (see -h)", o);
       return -1;
     }
@@ -292,6 +295,15 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
         return -1;
       }
       snprintf(a->tuneOut, sizeof(a->tuneOut), "%s", v);
+      continue;
+    }
+    if (strcmp(o, "--timeline") == 0) {
+      if (!*v || strlen(v) >= sizeof(a->timeline) - 16) {
+        snprintf(err, errlen, "bad file name '%s' for --timeline", v);
+        return -1;
+      }
+      snprintf(a->timeline, sizeof(a->timeline), "%s", v);
+      a->breakdown = 1;
       continue;
     }
     if (strcmp(o, "--op") == 0) {

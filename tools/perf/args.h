@@ -42,11 +42,12 @@ typedef struct {
   int root;                       /* --root: the rooted collectives' root */
   char algos[PERF_MAX_ALGOS][16]; /* "auto" = the library's own selection */
   int nalgos;
-  int baseline;      /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
-  int persistent;    /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
-  int uneven;        /* --uneven: the V forms' blocks are uneven (perfShapeOf) */
-  int kernels;       /* --kernels: the kernel columns (CUPTI traced pass before the sweep) */
-  char tuneOut[512]; /* --tune-out: tuning file to write, "" = none */
+  int baseline;       /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
+  int persistent;     /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
+  int uneven;         /* --uneven: the V forms' blocks are uneven (perfShapeOf) */
+  int kernels;        /* --kernels: the kernel columns (CUPTI traced pass before the sweep) */
+  char tuneOut[512];  /* --tune-out: tuning file to write, "" = none */
+  char timeline[512]; /* --timeline: prefix of the per-rank timeline files, "" = none */
 } perfArgs;
 
 /* 0: parsed; 1: help was asked; -1: error, with a sentence in err. */

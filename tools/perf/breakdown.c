@@ -12,7 +12,9 @@ enum { REC_COPY, REC_KERNEL, REC_PROBE, REC_RUNTIME, REC_DRIVER };
 typedef struct {
   int kind, dev; /* API calls: dev is the calling thread's id */
   uint64_t start, end;
-  long long ctas; /* kernels: the grid's blocks */
+  long long ctas;  /* kernels: the grid's blocks */
+  uint32_t stream; /* copies and kernels: CUPTI's stream id */
+  uint64_t bytes;  /* copies */
 } rec;
 
 static struct {
@@ -29,14 +31,15 @@ static void CUPTIAPI bufRequested(uint8_t **buf, size_t *size, size_t *maxRecord
   *maxRecords = 0;
 }
 
-static void push(int kind, int dev, uint64_t s, uint64_t e, long long ctas) {
+static void push(int kind, int dev, uint64_t s, uint64_t e, long long ctas, uint32_t stream,
+                 uint64_t bytes) {
   if (T.n == T.cap) {
     size_t cap = T.cap ? 2 * T.cap : 4096;
     rec *v = realloc(T.v, cap * sizeof(rec));
     if (!v) return;
     T.v = v, T.cap = cap;
   }
-  T.v[T.n++] = (rec){kind, dev, s, e, ctas};
+  T.v[T.n++] = (rec){kind, dev, s, e, ctas, stream, bytes};
 }
 
 static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
@@ -48,26 +51,26 @@ static void CUPTIAPI bufCompleted(CUcontext ctx, uint32_t stream, uint8_t *buf, 
     switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)r;
-      push(m->bytes == BD_PROBE_BYTES ? REC_PROBE : REC_COPY, (int)m->deviceId, m->start, m->end,
-           0);
+      push(m->bytes == BD_PROBE_BYTES ? REC_PROBE : REC_COPY, (int)m->deviceId, m->start, m->end, 0,
+           m->streamId, m->bytes);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       CUpti_ActivityMemcpyPtoP4 *m = (CUpti_ActivityMemcpyPtoP4 *)r;
-      push(REC_COPY, (int)m->deviceId, m->start, m->end, 0);
+      push(REC_COPY, (int)m->deviceId, m->start, m->end, 0, m->streamId, m->bytes);
       break;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)r;
       push(r->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? REC_RUNTIME : REC_DRIVER, (int)a->threadId,
-           a->start, a->end, 0);
+           a->start, a->end, 0, 0, 0);
       break;
     }
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
       push(REC_KERNEL, (int)k->deviceId, k->start, k->end,
-           (long long)k->gridX * k->gridY * k->gridZ);
+           (long long)k->gridX * k->gridY * k->gridZ, k->streamId, 0);
       break;
     }
     default: break;
@@ -202,6 +205,25 @@ void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
   pthread_mutex_unlock(&T.lock);
 }
 
+void bdTimeline(FILE *f, int dev, uint64_t t0, const char *label) {
+  pthread_mutex_lock(&T.lock);
+  qsort(T.v, T.n, sizeof(rec), byStart);
+  for (size_t i = 0; i < T.n; i++) {
+    const rec *r = &T.v[i];
+    if (r->kind == REC_RUNTIME || r->kind == REC_DRIVER || r->dev != dev) continue;
+    static const char *names[] = {"copy", "kernel", "probe"};
+    fprintf(f, "%s dev %d %-6s stream %3u start %9.2f us end %9.2f us dur %8.2f us", label, dev,
+            names[r->kind], r->stream, ((double)r->start - (double)t0) * 1e-3,
+            ((double)r->end - (double)t0) * 1e-3, (double)(r->end - r->start) * 1e-3);
+    if (r->kind == REC_KERNEL)
+      fprintf(f, " ctas %lld\n", r->ctas);
+    else
+      fprintf(f, " bytes %llu GB/s %.1f\n", (unsigned long long)r->bytes,
+              r->end > r->start ? (double)r->bytes / (double)(r->end - r->start) : 0.0);
+  }
+  pthread_mutex_unlock(&T.lock);
+}
+
 void bdFini(void) {
   for (size_t i = 0; i < NKINDS; i++) cuptiActivityDisable(kinds[i]);
   cuptiActivityFlushAll(1);
@@ -241,6 +263,9 @@ void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies) {
   (void)dev;
   *kernels = *maxCtas = *copies = 0;
   *us = 0;
+}
+void bdTimeline(FILE *f, int dev, uint64_t t0, const char *label) {
+  (void)f, (void)dev, (void)t0, (void)label;
 }
 void bdFini(void) {}
 #endif

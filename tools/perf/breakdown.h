@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
   double control;      /* host: the time in the call that issues the operation */
@@ -47,6 +48,10 @@ void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies);
  * thread of this process, between bdStart and bdStop, less the driver calls
  * made inside a runtime call (the host commands of one collective call). */
 int bdApiCalls(uint64_t t0, uint64_t t1);
+/* Writes the copies and kernels recorded on device `dev` between bdStart
+ * and bdStop, one per line in start order, times relative to t0 (CUPTI's
+ * clock), each line starting with `label` (--timeline). */
+void bdTimeline(FILE *f, int dev, uint64_t t0, const char *label);
 void bdFini(void);
 
 #endif

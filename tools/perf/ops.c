@@ -441,6 +441,18 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     uint64_t tDone = bdNow();
     if (bdStop()) failed = 1;
     if (k == 0) api = bdApiCalls(t0, t1);
+    if (b->args.timeline[0] && k == (reps > 1 ? 1 : 0) && !failed) { /* one warm operation */
+      for (int r = 0; r < b->nlocal; r++) {
+        char path[600], label[96];
+        snprintf(path, sizeof(path), "%s.rank%d.txt", b->args.timeline, b->first + r);
+        FILE *f = fopen(path, "a");
+        if (!f) continue;
+        snprintf(label, sizeof(label), "%s %zu %s", collTable[coll].name,
+                 count * perfTypeSize(b->args.type), c->name);
+        bdTimeline(f, b->devs[r], t0, label);
+        fclose(f);
+      }
+    }
     double sum[NP] = {0};
     int ok = 1;
     for (int r = 0; r < b->nlocal && !failed; r++) {
