@@ -1187,12 +1187,18 @@ static void cudaAbort(dmacclComm_t comm) {
   double until = coreNowSec() + (s->lastCapSeq || (lines && s->lastSeq) ? ABORT_GRAPH_SEC : 0);
   for (size_t i = 0; lines && i < lb / sizeof(uint32_t); i++) lines[i] = PLAN_LINE_FLAG;
   int prev = cudaEnterDevice(s->device), done = 1;
+  /* Memsets, not copies from host memory: a copy from pageable memory may
+   * wait for the stream first, and a blocked hardware queue holds it. */
+  CUstream as = (CUstream)s->aside;
   do {
-    done = cudaMemcpyAsync(s->flags, w, bytes, cudaMemcpyHostToDevice, s->aside) == cudaSuccess;
+    done = drv.memsetD32Async((CUdeviceptr)s->flags, far, FLAG_P * (size_t)n, as) == CUDA_SUCCESS &&
+           drv.memsetD32Async((CUdeviceptr)(s->flags + FLAG_P * (size_t)n), 1,
+                              FLAG_Q(n) - FLAG_P * (size_t)n, as) == CUDA_SUCCESS;
     for (int g = 0; g < 2 && lines; g++)
       for (int k = 0; k < (g ? CORE_GRAPH_STAGE_SLOTS : CORE_STAGE_SLOTS) && done; k++)
-        done = cudaMemcpyAsync(s->stage + execLineSlotOffset(comm->clique, g, (size_t)k), lines, lb,
-                               cudaMemcpyHostToDevice, s->aside) == cudaSuccess;
+        done = drv.memsetD32Async(
+                   (CUdeviceptr)(s->stage + execLineSlotOffset(comm->clique, g, (size_t)k)),
+                   PLAN_LINE_FLAG, lb / sizeof(uint32_t), as) == CUDA_SUCCESS;
     done = done && asideDone(s, 0.2);
     if (done && coreNowSec() < until) sleepMs();
   } while (done && coreNowSec() < until);

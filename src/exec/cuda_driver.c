@@ -32,6 +32,7 @@ static void load(void) {
       {"cuCtxPushCurrent", (void **)&drv.ctxPush},
       {"cuCtxPopCurrent", (void **)&drv.ctxPop},
       {"cuMemcpyHtoD", (void **)&drv.memcpyHtoD},
+      {"cuMemsetD32Async", (void **)&drv.memsetD32Async},
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     enum cudaDriverEntryPointQueryResult q;

@@ -31,6 +31,7 @@ typedef struct {
   CUresult (*ctxPush)(CUcontext);
   CUresult (*ctxPop)(CUcontext *);
   CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*memsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
   cudaError_t status;
   const char *missing; /* first entry point not found; NULL when all were */
 } cudaDriver;
