@@ -586,22 +586,25 @@ static int testTrafficCases(void) {
   trafficCase("alltoall push1 4M/2", COLL_ALLTOALL, 4 * M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
               4 * M, 4 * M, 2, 1);
   /* AllReduce pull1 16M on 2, T = 8M per rank in 2M pieces (32M scratch):
-   *   read:  the peer pulls my T (8M) + REDUCE reads 2 x 8M + I read my
-   *          reduced T to copy it to the peer (8M) = 32M
+   *   read:  the peer pulls my T (8M) + REDUCE reads 2 x 8M + the peer
+   *          pulls my reduced T (8M) = 32M
    *   write: the pulled T into scratch (8M) + REDUCE's output (8M) + the
    *          peer's reduced T into my receive buffer (8M) = 24M
-   *   copies: 4 pulls (lanes A, B) + 4 shares (lane C, 4 on one lane). */
+   *   copies: 4 pulls (lanes A, B) + 4 pulls of the peer's result in groups
+   *          of 2M (lane C, 4 on one lane). */
   trafficCase("allreduce pull1 16M/2", COLL_ALLREDUCE, 16 * M, 2, PLAN_ALGO_PULL1, PLAN_ALGO_PULL1,
               32 * M, 24 * M, 8, 4);
   /* AllReduce stage 1M on 2 (one shot): my whole buffer into the peer's
    * slot (read 1M here, write 1M there), REDUCE of 2 x 1M into 1M. */
   trafficCase("allreduce stage 1M/2", COLL_ALLREDUCE, M, 2, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE, 3 * M,
               2 * M, 1, 1);
-  /* stage needs n x count bytes of slot: 8M on 2 is 16M, so pull1 runs. */
+  /* stage needs n x count bytes of slot: 8M on 2 is 16M, so pull1 runs:
+   * T = 4M in 4 pieces of 1M (lanes A, B), the peer's result in 2 groups of
+   * 2M (lane C). */
   trafficCase("allreduce stage 8M/2 falls back", COLL_ALLREDUCE, 8 * M, 2, PLAN_ALGO_STAGE,
-              PLAN_ALGO_PULL1, 16 * M, 12 * M, 8, 4);
+              PLAN_ALGO_PULL1, 16 * M, 12 * M, 6, 2);
   /* ReduceScatter pull1 128M on 2 (64M per rank): the peer pulls my 64M,
-   * REDUCE reads 2 x 64M; writes scratch 64M + result 64M. 16 pieces of 4M
+   * REDUCE reads 2 x 64M; writes scratch 64M + result 64M. 4 pieces of 16M
    * (scratch 32M / 2 halves / 1 peer = 16M cap, 64M / 4 = 16M wanted). */
   trafficCase("reducescatter pull1 128M/2", COLL_REDUCESCATTER, 128 * M, 2, PLAN_ALGO_PULL1,
               PLAN_ALGO_PULL1, 192 * M, 128 * M, 4, 2);

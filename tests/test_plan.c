@@ -1018,7 +1018,7 @@ static void takeLines(unsigned char *dst, unsigned char *l, size_t bytes) {
 #define POISON 0xA5
 
 static int replayColl(planColl coll, int n, size_t count, int root, int inPlace, planAlgo algo,
-                      const vecStore *v, size_t scratchBytes, uint32_t seed) {
+                      const vecStore *v, size_t scratchBytes, size_t pieceMin, uint32_t seed) {
   const planCollInfo *ci = planCollOf(coll);
   planSchedule s[MAXR];
   planArgs a[MAXR];
@@ -1033,6 +1033,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
   char why[256];
   for (int r = 0; r < n; r++) {
     a[r] = anyArgs(coll, r, n, count, root, inPlace, v, scratchBytes);
+    a[r].pieceMin = pieceMin;
     a[r].stageSlots = 2;
     a[r].stageIndex = 1;
     a[r].stageEntry = (int)(seed & 1);           /* the first staged operation of a graph */
@@ -1754,7 +1755,21 @@ static int testEveryCollective(void) {
             /* A small scratch buffer makes the reductions run in several pieces. */
             size_t scratch = rep == 2 ? (size_t)(n > 1 ? n - 1 : 1) * 2 * 256 : (size_t)1 << 20;
             rc = replayColl((planColl)c, n, counts[k], root, inPlace, (planAlgo)algo, &v, scratch,
-                            stageRand(&rnd));
+                            0, stageRand(&rnd));
+            runs++;
+          }
+          /* pull1's pipeline at full shape (reduce.c): a dozen pieces of
+           * 2K, AllReduce's result in 6 groups, a count no part divides
+           * evenly, in and out of place */
+          if (algo != PLAN_ALGO_PULL1 || !planCollOf((planColl)c)->reduces || k != 0 || n < 2)
+            continue;
+          for (int rep = 0; rep < 2 && !rc; rep++) {
+            vecStore v;
+            size_t count = 24000 * (size_t)n + 37;
+            makeVec((planColl)c, n, count, &rnd, &v);
+            int root = (int)(stageRand(&rnd) % (uint32_t)n);
+            rc = replayColl((planColl)c, n, count, root, rep, (planAlgo)algo, &v,
+                            (size_t)(n - 1) * 2 * 2048, 256, stageRand(&rnd));
             runs++;
           }
         }

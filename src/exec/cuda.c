@@ -1258,7 +1258,7 @@ static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
   cudaState *s = stateOf(comm);
   int n = comm->nranks, found = 0;
   const uint32_t *w = s->asideHost;
-  static const char *const phaseName[PLAN_NUM_PHASES] = {"entry", "exit", "data"};
+  static const char *const phaseName[PLAN_PHASE_PIECE] = {"entry", "exit", "data"};
   relaxCaptureMode();
   int prev = cudaEnterDevice(s->device);
   /* Bounded: a WAIT at the head of a shared hardware queue may hold the
@@ -1273,8 +1273,13 @@ static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
     for (int ph = 0; ph < PLAN_NUM_PHASES && !found; ph++)
       for (int p = 0; p < n && !found; p++)
         if (p != comm->rank && (int32_t)(w[FLAG_EAGER(n, ph, p)] - (uint32_t)seq) < 0) {
+          char name[16];
+          if (ph < PLAN_PHASE_PIECE)
+            snprintf(name, sizeof(name), "%s", phaseName[ph]);
+          else
+            snprintf(name, sizeof(name), "piece %d", ph - PLAN_PHASE_PIECE);
           snprintf(why, whylen, "waiting for rank %d's %s signal (flag holds %u, needs %u)", p,
-                   phaseName[ph], w[FLAG_EAGER(n, ph, p)], (uint32_t)seq);
+                   name, w[FLAG_EAGER(n, ph, p)], (uint32_t)seq);
           found = 1;
         }
   } else {

@@ -4,7 +4,8 @@
  * C compiler, and the same schedule runs on every executor.
  *
  * Synchronization model. Every rank owns a flag slot per peer and phase
- * (ENTRY, EXIT, and DATA for the staged algorithms). SIGNAL(peer, phase) stores the
+ * (ENTRY, EXIT; DATA for the staged algorithms, PIECE + g for pull1's
+ * AllReduce). SIGNAL(peer, phase) stores the
  * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
  * blocks its lane until my slot [phase][peer] has reached the epoch.
  *   ENTRY: "my buffers are ready": everything queued before the collective on
@@ -122,12 +123,16 @@ static inline size_t planLinesBytes(size_t bytes) {
   return 2 * ((bytes + 7) / 8 * 8);
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
- * staging slot". */
+ * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
+ * g of my part is reduced in my receive buffer". */
+#define PLAN_PIECE_GROUPS 8
+#define PLAN_PIECE_MIN ((size_t)1 << 20)
 typedef enum {
   PLAN_PHASE_ENTRY = 0,
   PLAN_PHASE_EXIT = 1,
   PLAN_PHASE_DATA = 2,
-  PLAN_NUM_PHASES = 3
+  PLAN_PHASE_PIECE = 3,
+  PLAN_NUM_PHASES = PLAN_PHASE_PIECE + PLAN_PIECE_GROUPS
 } planPhase;
 
 typedef struct {
@@ -203,6 +208,11 @@ typedef struct {
   int inPlace; /* the call's buffers are in its collective's in-place form */
   const size_t *const *vec;
   size_t scratchBytes; /* reductions: the rank's scratch buffer (bytes) */
+  /* pull1 reductions: the smallest piece of the pipeline, and half the
+   * smallest group of AllReduce's result (reduce.c); the same on every rank.
+   * 0: PLAN_PIECE_MIN (what the library uses; tests pass less to run the
+   * pipeline's shapes at small sizes). */
+  size_t pieceMin;
   /* Staged algorithms only: slots per rank (>= 2) and the 1-based index of
    * this operation among the staged ones (same on every rank). */
   int stageSlots;

@@ -2,12 +2,16 @@
  * The direct form of the reducing collectives (pull1): every rank pulls its
  * part of the result (the collective's target) from every peer's send
  * buffer into its own scratch buffer with copy commands, reduces the parts
- * with one REDUCE step (the reduction kernel), and, for AllReduce, copies
- * the reduced part into every peer's receive buffer. Rank r, target T:
+ * with one REDUCE step (the reduction kernel), and, for AllReduce, pulls
+ * every peer's reduced part from that peer's receive buffer. Every copy
+ * reads a peer and writes the rank itself: a GPU's copies, which its copy
+ * engine runs one after the other, all travel one direction of its links,
+ * while the peers' copies use the other (a push of the result would share
+ * the engine with the pulls, and each direction with a peer's copies:
+ * docs/algorithms.md). Rank r, target T:
  *
  *   round 0  lane 0: SIGNAL ENTRY to every peer whose target is not empty
- *            (it will read my send buffer, and AllReduce writes my receive
- *            buffer)
+ *            (it will read my send buffer)
  *   round 1  lane 0: WAIT ENTRY from every peer (when T is not empty); then
  *            T in pieces k = 0, 1, ...:
  *              copy lane A (even k) or B (odd k): one copy per peer of its
@@ -15,21 +19,30 @@
  *              lane 0: JOIN that copy lane, REDUCE piece k (inputs in rank
  *                order: mine from my send buffer, the peers' from scratch)
  *                into my receive buffer
- *              AllReduce, lane C: JOIN lane 0, copy the reduced piece into
- *                every peer's receive buffer
+ *              AllReduce: when the reduced bytes complete group g of T
+ *                (groups: T cut into parts of about a quarter, by T's size
+ *                alone, so that every rank knows every rank's),
+ *                lane 0 SIGNALs PIECE+g to every peer (round 1+g); lane C
+ *                JOINs lane 0, and for each peer p WAITs PIECE+g from p
+ *                (round 2+g) and copies p's group g from p's receive buffer
+ *                into mine
  *              the copy lane JOINs lane 0 before piece k+2 reuses the half
- *            lane 0 joins A, B, C and SIGNALs EXIT to every peer
- *   round 2  lane 0: WAIT EXIT from every peer whose target is not empty
+ *            lane 0 joins A, B, C and SIGNALs EXIT to every peer whose
+ *            buffers it read (round 2 + the most groups of any rank)
+ *   then     lane 0: WAIT EXIT from every peer that read mine
  *
  * Two copy lanes make the pipeline: piece k+1's copies run while piece k is
  * reduced, and a JOIN waits for exactly the steps it needs (a JOIN waits for
  * everything its source lane was given before it, so one copy lane could
  * not let the reduction of k start before the copies of k+1 were queued).
- * Pieces are at least 1 MB (fewer, larger kernels and copies) and at most
- * half the scratch buffer divided among the peers.
+ * Pieces are a quarter of T, at least 1 MB (PLAN_PIECE_MIN: fewer, larger
+ * kernels and copies) and at most half the scratch buffer divided among the
+ * peers.
  *
- * Safety in place: only rank t reads block T_t of the peers' buffers, and
- * AllReduce writes T_t into a peer only after reading that piece from it.
+ * Safety in place: only rank t reads block T_t of the peers' buffers, and a
+ * rank writes a peer's group into its own buffer only after that peer's
+ * PIECE signal, which follows the peer's reduction of the group, which
+ * followed its copies of the group from this rank.
  */
 #include "plan_internal.h"
 
@@ -37,13 +50,56 @@
 
 enum { LANE_A = 1, LANE_B = 2, LANE_C = 3 };
 #define PIECE_ALIGN ((size_t)256)
-#define PIECE_MIN ((size_t)1 << 20)
+
+static size_t pieceMin(const planArgs *a) {
+  size_t m = a->pieceMin ? a->pieceMin : PLAN_PIECE_MIN;
+  return m < PIECE_ALIGN ? PIECE_ALIGN : m;
+}
 
 static size_t pieceBytes(const planArgs *a, size_t total) {
   size_t cap = a->scratchBytes / (2 * (size_t)(a->nranks - 1)) / PIECE_ALIGN * PIECE_ALIGN;
   size_t want = (total / 4 + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
-  if (want < PIECE_MIN) want = PIECE_MIN;
+  if (want < pieceMin(a)) want = pieceMin(a);
   return want < cap ? want : cap;
+}
+
+/* AllReduce's groups of a target of `total` bytes: a quarter of it each,
+ * but at least 2 and at most 16 smallest pieces, and at most
+ * PLAN_PIECE_GROUPS of them; by the size alone (every rank computes every
+ * peer's, whatever its scratch buffer). Group g is [groupAt(g),
+ * groupAt(g+1)). Each group costs a signal, a wait, a JOIN and a copy per
+ * peer on the host: more of them made 64 MB slower, not faster. */
+static int groupsOf(const planArgs *a, size_t total) {
+  if (!total) return 0;
+  size_t want = total / 4, lo = 2 * pieceMin(a), hi = 16 * pieceMin(a);
+  want = want < lo ? lo : want > hi ? hi : want;
+  size_t g = (total + want - 1) / want;
+  return g > PLAN_PIECE_GROUPS ? PLAN_PIECE_GROUPS : (int)g;
+}
+static size_t groupAt(const planArgs *a, size_t total, int g) {
+  int G = groupsOf(a, total);
+  if (g >= G) return total;
+  return total / PIECE_ALIGN * (size_t)g / (size_t)G * PIECE_ALIGN;
+}
+
+/* Lane C, AllReduce: for every peer with a group g, WAIT its PIECE signal
+ * and copy the group from its receive buffer into mine (round 2+g). */
+static int pullGroup(const planArgs *a, planSchedule *s, int g) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0;
+  s->round = 2 + g;
+  rc = planAddJoin(s, LANE_C, 0); /* after my own signals (queue safety, rule 2) */
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    planBlock Tp = ci->target(a, p, 0);
+    if (g >= groupsOf(a, Tp.bytes)) continue;
+    size_t lo = groupAt(a, Tp.bytes, g), hi = groupAt(a, Tp.bytes, g + 1);
+    rc = planAddSync(s, PLAN_STEP_WAIT, LANE_C, p, (planPhase)(PLAN_PHASE_PIECE + g));
+    if (!rc)
+      rc = planAddCopy(s, LANE_C, (planLoc){p, PLAN_BUF_RECV, Tp.dstOff + lo},
+                       (planLoc){r, PLAN_BUF_RECV, Tp.dstOff + lo}, hi - lo, 1);
+  }
+  return rc;
 }
 
 int planBuildReduce(const planArgs *a, planSchedule *s) {
@@ -58,22 +114,38 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   }
   size_t P = pieceBytes(a, T.bytes);
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
+  int share = ci->shareResult, Gmax = 0, G = share ? groupsOf(a, T.bytes) : 0;
+  for (int t = 0; t < n && share; t++) {
+    int Gt = groupsOf(a, ci->target(a, t, 0).bytes);
+    if (Gt > Gmax) Gmax = Gt;
+  }
+  /* peer p reads my buffers / I read p's */
+  unsigned char *readsMe = calloc((size_t)n, 1), *readP = calloc((size_t)n, 1);
+  planLoc *src = malloc((size_t)n * sizeof(*src));
+  if (!src || !readsMe || !readP) rc = -1;
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    size_t Tp = ci->target(a, p, 0).bytes;
+    readsMe[p] = Tp || (share && T.bytes);
+    readP[p] = T.bytes || (share && Tp);
+  }
   s->round = 0;
   for (int d = 1; d < n && !rc; d++)
     if (ci->target(a, (r + d) % n, 0).bytes)
       rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   s->round = 1;
-  planLoc *src = malloc((size_t)n * sizeof(*src));
-  if (!src) return -1;
+  int lanes[3] = {0, 0, share && Gmax ? LANE_C : 0}, signalled = 0;
   if (T.bytes) {
     for (int d = 1; d < n && !rc; d++)
       rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-    size_t K = (T.bytes + P - 1) / P;
-    int lanes[3] = {LANE_A, K > 1 ? LANE_B : 0, ci->shareResult ? LANE_C : 0};
-    for (int i = 0; i < 3 && !rc; i++)
-      if (lanes[i]) rc = planAddJoin(s, lanes[i], 0);
-        /* Peer p's piece k lies in scratch half k%2, at its index among the peers. */
+    lanes[0] = LANE_A, lanes[1] = T.bytes > P ? LANE_B : 0;
+  }
+  for (int i = 0; i < 3 && !rc; i++)
+    if (lanes[i]) rc = planAddJoin(s, lanes[i], 0);
+  if (T.bytes) {
+    /* Peer p's piece k lies in scratch half k%2, at its index among the peers. */
 #define SCRATCH_AT(k, p) ((((k) % 2) * (size_t)(n - 1) + (size_t)((p) < r ? (p) : (p)-1)) * P)
+    size_t K = (T.bytes + P - 1) / P;
     for (size_t k = 0; k < K + 2 && !rc; k++) {
       /* Copies of piece k (queued two pieces ahead of its reduction). */
       if (k < K) {
@@ -86,7 +158,7 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
                            (planLoc){r, PLAN_BUF_SCRATCH, SCRATCH_AT(k, p)}, len, 1);
         }
       }
-      /* Reduction (and sharing) of piece j = k-1, once piece k's copies are queued. */
+      /* Reduction of piece j = k-1, once piece k's copies are queued. */
       if (k >= 1 && k - 1 < K && !rc) {
         size_t j = k - 1, off = j * P, len = T.bytes - off < P ? T.bytes - off : P;
         rc = planAddJoin(s, 0, j % 2 ? LANE_B : LANE_A);
@@ -94,24 +166,31 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
           src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, T.srcOff + off}
                           : (planLoc){r, PLAN_BUF_SCRATCH, SCRATCH_AT(j, i)};
         if (!rc) rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off}, len);
-        if (!rc && ci->shareResult) {
-          rc = planAddJoin(s, LANE_C, 0);
+        /* the groups this piece completes: signal them, then pull the peers' */
+        while (!rc && signalled < G && groupAt(a, T.bytes, signalled + 1) <= off + len) {
+          s->round = 1 + signalled;
           for (int d = 1; d < n && !rc; d++)
-            rc = planAddCopy(s, LANE_C, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off},
-                             (planLoc){(r + d) % n, PLAN_BUF_RECV, T.dstOff + off}, len, 1);
+            rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n,
+                             (planPhase)(PLAN_PHASE_PIECE + signalled));
+          if (!rc) rc = pullGroup(a, s, signalled);
+          signalled++;
         }
       }
     }
 #undef SCRATCH_AT
-    for (int i = 0; i < 3 && !rc; i++)
-      if (lanes[i]) rc = planAddJoin(s, 0, lanes[i]);
-    for (int d = 1; d < n && !rc; d++)
-      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
   }
-  free(src);
-  s->round = 2;
+  /* the peers' groups beyond mine (a shorter or empty target) */
+  for (int g = signalled; g < Gmax && !rc; g++) rc = pullGroup(a, s, g);
+  for (int i = 0; i < 3 && !rc; i++)
+    if (lanes[i]) rc = planAddJoin(s, 0, lanes[i]);
+  s->round = 2 + Gmax;
   for (int d = 1; d < n && !rc; d++)
-    if (ci->target(a, (r + d) % n, 0).bytes)
-      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+    if (readP[(r + d) % n]) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  s->round = 3 + Gmax;
+  for (int d = 1; d < n && !rc; d++)
+    if (readsMe[(r + d) % n]) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  free(src);
+  free(readsMe);
+  free(readP);
   return rc;
 }
