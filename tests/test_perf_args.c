@@ -33,6 +33,7 @@ static int testDefaults(void) {
   ASSERT_EQ_INT(a.inPlace, 1);
   ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL);
   ASSERT_EQ_INT(a.breakdown, 0);
+  ASSERT_TRUE(a.timeline[0] == 0);
   ASSERT_EQ_INT(a.energy, 0);
   ASSERT_TRUE(a.json[0] == 0);
   ASSERT_EQ_INT(a.uneven, 0);
@@ -111,6 +112,11 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.baseline, PERF_BASE_NCCL_CE);
   ASSERT_EQ_INT(parse(&a, err, "--baseline none"), 0);
   ASSERT_EQ_INT(a.baseline, 0);
+  ASSERT_EQ_INT(parse(&a, err, "--timeline /tmp/tl"), 0); /* implies --breakdown */
+  ASSERT_EQ_INT(a.breakdown, 1);
+  ASSERT_TRUE(strcmp(a.timeline, "/tmp/tl") == 0);
+  ASSERT_EQ_INT(parse(&a, err, "--timeline"), -1);
+  ASSERT_CONTAINS(err, "--timeline needs a value");
   ASSERT_EQ_INT(parse(&a, err, "--uneven --kernels 0 --persistent"), 0);
   ASSERT_EQ_INT(a.uneven, 1);
   ASSERT_EQ_INT(a.kernels, 0);
