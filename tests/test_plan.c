@@ -886,6 +886,7 @@ static int testQueueSafety(void) {
               a.stageSelfLate = (int)((seed >> 2) & 1);
               a.kernelWait = (int)((seed >> 3) & 1); /* reductions' kernels poll */
               a.lineBytes = (size_t)1 << 20;         /* stagell: its line form */
+              a.pieceMin = 256; /* pull1: several pieces, AllReduce's result in groups */
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -1763,12 +1764,15 @@ static int testEveryCollective(void) {
            * evenly, in and out of place */
           if (algo != PLAN_ALGO_PULL1 || !planCollOf((planColl)c)->reduces || k != 0 || n < 2)
             continue;
-          for (int rep = 0; rep < 2 && !rc; rep++) {
+          for (int rep = 0; rep < 4 && !rc; rep++) {
             vecStore v;
-            size_t count = 24000 * (size_t)n + 37;
+            /* reps 2-3: 2303 on 2 ranks gives parts of 1024 and 1279 bytes,
+             * so 2 and 3 groups (a rank pulls groups beyond its own), and
+             * one piece completes two groups */
+            size_t count = rep < 2 ? 24000 * (size_t)n + 37 : 2303 + 1000 * (size_t)(n - 2);
             makeVec((planColl)c, n, count, &rnd, &v);
             int root = (int)(stageRand(&rnd) % (uint32_t)n);
-            rc = replayColl((planColl)c, n, count, root, rep, (planAlgo)algo, &v,
+            rc = replayColl((planColl)c, n, count, root, rep & 1, (planAlgo)algo, &v,
                             (size_t)(n - 1) * 2 * 2048, 256, stageRand(&rnd));
             runs++;
           }

@@ -63,15 +63,16 @@ static size_t pieceBytes(const planArgs *a, size_t total) {
   return want < cap ? want : cap;
 }
 
-/* AllReduce's groups of a target of `total` bytes: a quarter of it each,
- * but at least 2 and at most 16 smallest pieces, and at most
- * PLAN_PIECE_GROUPS of them; by the size alone (every rank computes every
- * peer's, whatever its scratch buffer). Group g is [groupAt(g),
- * groupAt(g+1)). Each group costs a signal, a wait, a JOIN and a copy per
- * peer on the host: more of them made 64 MB slower, not faster. */
+/* AllReduce's groups of a target of `total` bytes: a quarter of it each
+ * (rounded up), but at least 2 and at most 16 smallest pieces (2-16 MB),
+ * and at most PLAN_PIECE_GROUPS of them (past 128 MB they grow beyond 16
+ * MB); by the size alone (every rank computes every peer's, whatever its
+ * scratch buffer). Group g is [groupAt(g), groupAt(g+1)). Each group costs
+ * a signal, a wait, a JOIN and a copy per peer on the host: more of them
+ * made 64 MB slower, not faster. */
 static int groupsOf(const planArgs *a, size_t total) {
   if (!total) return 0;
-  size_t want = total / 4, lo = 2 * pieceMin(a), hi = 16 * pieceMin(a);
+  size_t want = (total + 3) / 4, lo = 2 * pieceMin(a), hi = 16 * pieceMin(a);
   want = want < lo ? lo : want > hi ? hi : want;
   size_t g = (total + want - 1) / want;
   return g > PLAN_PIECE_GROUPS ? PLAN_PIECE_GROUPS : (int)g;
@@ -140,7 +141,7 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
       rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
     lanes[0] = LANE_A, lanes[1] = T.bytes > P ? LANE_B : 0;
   }
-  for (int i = 0; i < 3 && !rc; i++)
+  for (int i = 0; i < 2 && !rc; i++) /* lane C begins with pullGroup's JOIN */
     if (lanes[i]) rc = planAddJoin(s, lanes[i], 0);
   if (T.bytes) {
     /* Peer p's piece k lies in scratch half k%2, at its index among the peers. */
