@@ -44,8 +44,7 @@ __device__ __forceinline__ uint4 add8(uint4 x, uint4 y) {
   return r;
 }
 
-template <int U>
-__global__ void regsKernel(uint4 *out, const uint4 *a, const uint4 *b, size_t nv) {
+template <int U> __global__ void regsKernel(uint4 *out, const uint4 *a, const uint4 *b, size_t nv) {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   size_t v = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   for (; v + (U - 1) * stride < nv; v += U * stride) {
@@ -198,8 +197,7 @@ int main(int argc, char **argv) {
       snprintf(name, sizeof(name), "bulk %d %dK", p[0], p[1] / 1024);
       CK(cudaMemset(o, 0xff, bytes));
       double g = timeIt([&] {
-        bulkKernel<<<c, 512, 2 * p[0] * p[1], st>>>((uint4 *)o, a, b, bytes, p[0],
-                                                    (uint32_t)p[1]);
+        bulkKernel<<<c, 512, 2 * p[0] * p[1], st>>>((uint4 *)o, a, b, bytes, p[0], (uint32_t)p[1]);
         CK(cudaGetLastError());
       });
       check(name);
