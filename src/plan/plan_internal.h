@@ -12,6 +12,21 @@ int planAddJoin(planSchedule *s, int lane, int from);
 /* dst = srcs[0] op ... op srcs[n-1] over `bytes` (the schedule's type and op). */
 int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc dst, size_t bytes);
 
+/* Pieces and groups (pull1's AllReduce result, relay): byte ranges are cut
+ * on PLAN_PIECE_ALIGN boundaries, so that every part is reduced or copied
+ * on aligned vectors. planPieceMin: the smallest piece (planArgs.pieceMin,
+ * 0: PLAN_PIECE_MIN). planGroups: how many groups a range of `total` bytes
+ * is cut into: a quarter of it each (rounded up), at least 2 and at most 16
+ * smallest pieces (2-16 MB), at most PLAN_PIECE_GROUPS groups (past 128 MB
+ * they grow beyond 16 MB); by the size alone, so every rank computes every
+ * peer's. Group g is [planGroupAt(g), planGroupAt(g+1)). Each group costs a
+ * signal, a wait, a JOIN and a copy per peer on the host: more of them made
+ * a 64 MB AllReduce slower, not faster. */
+#define PLAN_PIECE_ALIGN ((size_t)256)
+size_t planPieceMin(const planArgs *a);
+int planGroups(const planArgs *a, size_t total);
+size_t planGroupAt(const planArgs *a, size_t total, int g);
+
 /* Bytes spanned by the blocks of a V form: max(displs[i] + counts[i]) over
  * the non-empty ones, times elemSize. */
 size_t planExtent(const size_t *counts, const size_t *displs, int n, size_t elemSize);

@@ -49,38 +49,13 @@
 #include <stdlib.h>
 
 enum { LANE_A = 1, LANE_B = 2, LANE_C = 3 };
-#define PIECE_ALIGN ((size_t)256)
-
-static size_t pieceMin(const planArgs *a) {
-  size_t m = a->pieceMin ? a->pieceMin : PLAN_PIECE_MIN;
-  return m < PIECE_ALIGN ? PIECE_ALIGN : m;
-}
 
 static size_t pieceBytes(const planArgs *a, size_t total) {
-  size_t cap = a->scratchBytes / (2 * (size_t)(a->nranks - 1)) / PIECE_ALIGN * PIECE_ALIGN;
-  size_t want = (total / 4 + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
-  if (want < pieceMin(a)) want = pieceMin(a);
+  size_t cap =
+      a->scratchBytes / (2 * (size_t)(a->nranks - 1)) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  size_t want = (total / 4 + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  if (want < planPieceMin(a)) want = planPieceMin(a);
   return want < cap ? want : cap;
-}
-
-/* AllReduce's groups of a target of `total` bytes: a quarter of it each
- * (rounded up), but at least 2 and at most 16 smallest pieces (2-16 MB),
- * and at most PLAN_PIECE_GROUPS of them (past 128 MB they grow beyond 16
- * MB); by the size alone (every rank computes every peer's, whatever its
- * scratch buffer). Group g is [groupAt(g), groupAt(g+1)). Each group costs
- * a signal, a wait, a JOIN and a copy per peer on the host: more of them
- * made 64 MB slower, not faster. */
-static int groupsOf(const planArgs *a, size_t total) {
-  if (!total) return 0;
-  size_t want = (total + 3) / 4, lo = 2 * pieceMin(a), hi = 16 * pieceMin(a);
-  want = want < lo ? lo : want > hi ? hi : want;
-  size_t g = (total + want - 1) / want;
-  return g > PLAN_PIECE_GROUPS ? PLAN_PIECE_GROUPS : (int)g;
-}
-static size_t groupAt(const planArgs *a, size_t total, int g) {
-  int G = groupsOf(a, total);
-  if (g >= G) return total;
-  return total / PIECE_ALIGN * (size_t)g / (size_t)G * PIECE_ALIGN;
 }
 
 /* Lane C, AllReduce: for every peer with a group g, WAIT its PIECE signal
@@ -93,8 +68,8 @@ static int pullGroup(const planArgs *a, planSchedule *s, int g) {
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n;
     planBlock Tp = ci->target(a, p, 0);
-    if (g >= groupsOf(a, Tp.bytes)) continue;
-    size_t lo = groupAt(a, Tp.bytes, g), hi = groupAt(a, Tp.bytes, g + 1);
+    if (g >= planGroups(a, Tp.bytes)) continue;
+    size_t lo = planGroupAt(a, Tp.bytes, g), hi = planGroupAt(a, Tp.bytes, g + 1);
     rc = planAddSync(s, PLAN_STEP_WAIT, LANE_C, p, (planPhase)(PLAN_PHASE_PIECE + g));
     if (!rc)
       rc = planAddCopy(s, LANE_C, (planLoc){p, PLAN_BUF_RECV, Tp.dstOff + lo},
@@ -115,9 +90,9 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   }
   size_t P = pieceBytes(a, T.bytes);
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
-  int share = ci->shareResult, Gmax = 0, G = share ? groupsOf(a, T.bytes) : 0;
+  int share = ci->shareResult, Gmax = 0, G = share ? planGroups(a, T.bytes) : 0;
   for (int t = 0; t < n && share; t++) {
-    int Gt = groupsOf(a, ci->target(a, t, 0).bytes);
+    int Gt = planGroups(a, ci->target(a, t, 0).bytes);
     if (Gt > Gmax) Gmax = Gt;
   }
   /* peer p reads my buffers / I read p's */
@@ -168,7 +143,7 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
                           : (planLoc){r, PLAN_BUF_SCRATCH, SCRATCH_AT(j, i)};
         if (!rc) rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off}, len);
         /* the groups this piece completes: signal them, then pull the peers' */
-        while (!rc && signalled < G && groupAt(a, T.bytes, signalled + 1) <= off + len) {
+        while (!rc && signalled < G && planGroupAt(a, T.bytes, signalled + 1) <= off + len) {
           s->round = 1 + signalled;
           for (int d = 1; d < n && !rc; d++)
             rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n,

@@ -1,5 +1,5 @@
-/* Schedule container: a growable array of steps, and the step constructors
- * that the algorithm builders use. */
+/* Schedule container: a growable array of steps, the step constructors
+ * that the algorithm builders use, and the pieces and groups they share. */
 #include "plan_internal.h"
 
 #include <stdlib.h>
@@ -106,4 +106,23 @@ int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc
   s->nsrcs += n;
   useLane(s, lane);
   return 0;
+}
+
+size_t planPieceMin(const planArgs *a) {
+  size_t m = a->pieceMin ? a->pieceMin : PLAN_PIECE_MIN;
+  return m < PLAN_PIECE_ALIGN ? PLAN_PIECE_ALIGN : m;
+}
+
+int planGroups(const planArgs *a, size_t total) {
+  if (!total) return 0;
+  size_t want = (total + 3) / 4, lo = 2 * planPieceMin(a), hi = 16 * planPieceMin(a);
+  want = want < lo ? lo : want > hi ? hi : want;
+  size_t g = (total + want - 1) / want;
+  return g > PLAN_PIECE_GROUPS ? PLAN_PIECE_GROUPS : (int)g;
+}
+
+size_t planGroupAt(const planArgs *a, size_t total, int g) {
+  int G = planGroups(a, total);
+  if (g >= G) return total;
+  return total / PLAN_PIECE_ALIGN * (size_t)g / (size_t)G * PLAN_PIECE_ALIGN;
 }
