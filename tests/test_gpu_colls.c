@@ -3,7 +3,7 @@
  * byte (the host executor's schedules are checked by test_plan and its
  * results against the header's contract by test_colls): ranks r on GPU
  * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
- * selection and with the direct algorithms forced, and captured into one
+ * selection and with the direct algorithms forced (Broadcast: relay), and captured into one
  * CUDA graph then replayed twice on new data; random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
  * Arg: a collective name to run only that one.
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
   static const char *direct =
-      "allgather:push1;alltoall:pushn;broadcast:pull1;gather:pushb;scatter:pulln;"
+      "allgather:push1;alltoall:pushn;broadcast:relay;gather:pushb;scatter:pulln;"
       "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"
       "reducescatterv:pull1;reduce:pull1";
   struct {
@@ -267,7 +267,9 @@ int main(int argc, char **argv) {
     dmacclRedOp_t op;
   } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
               {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
-  const size_t counts[] = {1, 1000, 300001};
+  /* the last only for Broadcast: relay's parts in several groups (from 4 MB
+   * parts: 16 MB of float32, 8 MB of bfloat16) */
+  const size_t counts[] = {1, 1000, 300001, 4194311};
   int cases = 0, rc = 0;
   for (int nn = 2; nn <= 3 && !rc; nn++) {
     int n = nn == 3 && ngpu >= 3 ? ngpu < MAXN ? ngpu : MAXN : nn;
@@ -289,7 +291,7 @@ int main(int argc, char **argv) {
       int reduces = planCollOf((planColl)coll)->reduces;
       for (size_t ti = 0; ti < sizeof(tops) / sizeof(tops[0]) && !rc; ti++) {
         if (!reduces && ti > 1) break; /* movement: two types are enough */
-        for (size_t ci = 0; ci < 3 && !rc; ci++)
+        for (size_t ci = 0; ci < 3 + (coll == PLAN_COLL_BROADCAST) && !rc; ci++)
           for (int inPlace = 0; inPlace <= 1 && !rc; inPlace++) {
             caseT c = {.coll = (planColl)coll,
                        .n = n,

@@ -307,6 +307,7 @@ static int testAllCases(void) {
         for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
           for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
             if (planIsStaged((planAlgo)a)) continue; /* testStaged* */
+            if (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a))) continue;
             caseT c = {n, inPlace, (planColl)coll, chunks[k]};
             if (checkCase(&c, (planAlgo)a)) return 1;
             int small = c.chunk <= 4099 || (c.chunk <= PLAN_SIDE_LANE_BYTES + 3 && n <= 4);
@@ -353,7 +354,7 @@ static int testLanes(void) {
    * batch forms, on lane 0 with one lane per peer. */
   planArgs big = PA(PLAN_COLL_ALLGATHER, 1, 4, PLAN_SIDE_LANE_BYTES, 0, 0, 0);
   for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
-    if (planIsStaged((planAlgo)al)) continue;
+    if (planIsStaged((planAlgo)al) || !(planCollOf(big.coll)->algos & PLAN_ALGO_BIT(al))) continue;
     ASSERT_EQ_INT(planBuild(&big, (planAlgo)al, &s), 0);
     int self = -1;
     for (int i = 0; i < s.nsteps; i++)
@@ -1761,9 +1762,11 @@ static int testEveryCollective(void) {
           }
           /* pull1's pipeline at full shape (reduce.c): a dozen pieces of
            * 2K, AllReduce's result in 6 groups, a count no part divides
-           * evenly, in and out of place */
-          if (algo != PLAN_ALGO_PULL1 || !planCollOf((planColl)c)->reduces || k != 0 || n < 2)
-            continue;
+           * evenly, in and out of place; relay's parts in up to 8 groups
+           * (relay.c), parts with different numbers of groups */
+          int pipelined = (algo == PLAN_ALGO_PULL1 && planCollOf((planColl)c)->reduces) ||
+                          algo == PLAN_ALGO_RELAY;
+          if (!pipelined || k != 0 || n < 2) continue;
           for (int rep = 0; rep < 4 && !rc; rep++) {
             vecStore v;
             /* reps 2-3: 2303 on 2 ranks gives parts of 1024 and 1279 bytes,

@@ -155,6 +155,7 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
       (planCollOf(args->coll)->rooted && (args->root < 0 || args->root >= args->nranks)))
     return -1;
   if (planIsStaged(algo)) return planBuildStaged(args, algo, s);
+  if (algo == PLAN_ALGO_RELAY) return planBuildRelay(args, s);
   if (planCollOf(args->coll)->reduces) return planBuildReduce(args, s);
   return planBuildDirect(args, algo, s);
 }

@@ -83,7 +83,11 @@ typedef enum {
    * (PLAN_BUF_LINES): no fence, no DATA word, no reset (staged.c); where a
    * rank has nothing to reduce or the lines do not fit, it runs as stagesm */
   PLAN_ALGO_STAGELL = 9,
-  PLAN_NUM_ALGOS = 10
+  /* Broadcast: the non-roots pull parts of the root's block and pass them
+   * on to each other (relay.c): the root's links and every GPU's copy
+   * engine carry the block once */
+  PLAN_ALGO_RELAY = 10,
+  PLAN_NUM_ALGOS = 11
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -124,7 +128,8 @@ static inline size_t planLinesBytes(size_t bytes) {
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
- * g of my part is reduced in my receive buffer". */
+ * g of my part is reduced in my receive buffer", and to relay (relay.c):
+ * "group g of my part is in my receive buffer". */
 #define PLAN_PIECE_GROUPS 8
 #define PLAN_PIECE_MIN ((size_t)1 << 20)
 typedef enum {
@@ -316,8 +321,8 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
 #define PLAN_ALGO_BIT(a) (1u << (a))
-/* The algorithms that move data on copy engines only: every one but stagesm
- * and stagell. */
+/* The algorithms that every movement collective takes (copy engines only):
+ * the direct and staged ones (Broadcast also takes relay). */
 #define PLAN_ALGOS_MOVE ((1u << PLAN_ALGO_STAGESM) - 1)
 const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);

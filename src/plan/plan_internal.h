@@ -40,10 +40,11 @@ static inline const size_t *planDispls(const planArgs *a) {
   return planVec(a, a->rank, PLAN_VEC_DISPLS);
 }
 
-/* The builders: movement collectives (direct.c, staged.c), reductions
- * (reduce.c, staged.c). */
+/* The builders: movement collectives (direct.c, staged.c; Broadcast also
+ * relay.c), reductions (reduce.c, staged.c). */
 int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s);
 int planBuildStaged(const planArgs *args, planAlgo algo, planSchedule *s);
 int planBuildReduce(const planArgs *args, planSchedule *s);
+int planBuildRelay(const planArgs *args, planSchedule *s);
 
 #endif

@@ -56,8 +56,9 @@ const char planDefaultTune[] =
     "2 allreduce:0-8M:stagell,8M-inf:pull1;reducescatter:0-8M:stagell,8M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n";
 
-static const char *const algoNames[PLAN_NUM_ALGOS] = {
-    "push1", "pushn", "pushb", "pull1", "pulln", "pullb", "stage", "stage2d", "stagesm", "stagell"};
+static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1",   "pushn",   "pushb", "pull1",
+                                                      "pulln",   "pullb",   "stage", "stage2d",
+                                                      "stagesm", "stagell", "relay"};
 
 const char *planAlgoName(planAlgo a) {
   return (unsigned)a < PLAN_NUM_ALGOS ? algoNames[a] : "unknown";

@@ -1,5 +1,6 @@
 #include <errno.h>
 #include "args.h"
+#include "plan.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -73,7 +74,7 @@ void perfUsage(FILE *f) {
       "  -N N      run the sweep N times, printing each (default 1; 0: until interrupted)\n"
       "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
       "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
-      "            stage stage2d stagesm stagell, or all (default: auto,all)\n"
+      "            stage stage2d stagesm stagell relay, or all (default: auto,all)\n"
       "  -o LIST   collectives, comma separated: allgather alltoall allreduce reducescatter\n"
       "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv sendrecv,\n"
       "            or all (default allgather,alltoall); a reduction op name (nccl-tests' -o)\n"
@@ -123,9 +124,11 @@ static void addAlgo(perfArgs *a, const char *name) {
 }
 
 static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
-  static const char *all[] = {"auto",  "push1", "pushn",   "pushb",   "pull1",  "pulln",
-                              "pullb", "stage", "stage2d", "stagesm", "stagell"};
-  enum { NALL = sizeof(all) / sizeof(all[0]) };
+  /* "auto", then the library's algorithms by their planner names */
+  const char *all[1 + PLAN_NUM_ALGOS];
+  enum { NALL = 1 + PLAN_NUM_ALGOS };
+  all[0] = "auto";
+  for (int i = 0; i < PLAN_NUM_ALGOS; i++) all[1 + i] = planAlgoName((planAlgo)i);
   a->nalgos = 0;
   const char *p = list;
   while (*p) {
@@ -146,7 +149,7 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
     if (!known) {
       snprintf(err, errlen,
                "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb stage "
-               "stage2d stagesm stagell all)",
+               "stage2d stagesm stagell relay all)",
                (int)len, p);
       return -1;
     }
