@@ -24,8 +24,11 @@
 const char planDefaultTune[] =
     "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n"
     /* Not yet measured on GPUs: the movement collectives as AllGather, the
-     * reductions staged (one-shot) up to 1 MB. */
-    "* broadcast:0-8M:stage,8M-inf:pushb;gather:0-8M:stage,8M-inf:pushb\n"
+     * reductions staged (one-shot) up to 1 MB. Broadcast from 4 MB: relay
+     * (4x H200, docs/results/x4-h200/: 4 MB 50 us against stage's 54, 16 MB
+     * 129 against pushb's 151, 1 GB 4.9 ms against 8.1: the root no longer
+     * sends every peer its own copy); 2 ranks keep pushb (below). */
+    "* broadcast:0-4M:stage,4M-inf:relay;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
     "* allreduce:0-1M:stage,1M-inf:pull1;reducescatter:0-1M:stage,1M-inf:pull1\n"
     "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n"
@@ -54,7 +57,10 @@ const char planDefaultTune[] =
      * nothing: stagesm's form, level with stage) and other rank counts keep
      * stage until measured. */
     "2 allreduce:0-8M:stagell,8M-inf:pull1;reducescatter:0-8M:stagell,8M-inf:pull1;"
-    "reducescatterv:0-8M:stagell,8M-inf:pull1\n";
+    "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
+    /* Broadcast on 2 ranks: one peer, nothing to relay (pushb 1.04x NCCL at
+     * 256 MB on 2x H200, docs/results/pull1-2xh200/). */
+    "2 broadcast:0-8M:stage,8M-inf:pushb\n";
 
 static const char *const algoNames[PLAN_NUM_ALGOS] = {"push1",   "pushn",   "pushb", "pull1",
                                                       "pulln",   "pullb",   "stage", "stage2d",
