@@ -19,6 +19,8 @@ path: symmetric windows) can provide it.
   leaves realistic contents in the output (this rank's data where a peer's
   would be), so the compute that follows (routing above all) does the same
   work. The step time without communication comes from it.
+- WideComm: the numerical control, not a backend of its own: another
+  backend (the reference) with every reduction run in fp32 and rounded once.
 """
 
 import torch
@@ -232,3 +234,58 @@ class NoComm(Comm):
     def all_to_all(self, out, inp, out_splits=None, in_splits=None):
         n = min(out.shape[0], inp.shape[0])  # the splits exchange returns ours: same rows
         out[:n].copy_(inp[:n])
+
+
+class WideComm(Comm):
+    """`inner` with its reductions in fp32: a bf16 (fp16) input is widened,
+    reduced in fp32 and the result rounded once. The sum of a few bf16 values
+    is exact (or within an fp32 ulp) in fp32, so the result does not depend
+    on the order inner adds in, where inner's own bf16 sums (NCCL's ring
+    rounds after every hop) do from 3 ranks on. Data movement passes
+    through: it does not round. Eager only (it allocates per call)."""
+
+    graphable = False
+
+    def __init__(self, inner):
+        super().__init__(inner.world, inner.rank)
+        self.inner = inner
+
+    @staticmethod
+    def _wide(t):
+        return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+
+    def empty(self, shape, dtype, device):
+        return self.inner.empty(shape, dtype, device)
+
+    def buffers_ready(self):
+        self.inner.buffers_ready()
+
+    def release(self):
+        self.inner.release()
+
+    def all_reduce(self, t):
+        w = self._wide(t)
+        self.inner.all_reduce(w)
+        if w is not t:
+            t.copy_(w)
+
+    def _scatter(self, out, inp, reduce):
+        w = self._wide(inp)
+        o = torch.empty(out.shape, dtype=w.dtype, device=out.device)
+        reduce(o, w)
+        out.copy_(o)
+
+    def reduce_scatter(self, out, inp):
+        self._scatter(out, inp, self.inner.reduce_scatter)
+
+    def reduce_scatterv(self, out, inp, sizes):
+        self._scatter(out, inp, lambda o, w: self.inner.reduce_scatterv(o, w, sizes))
+
+    def all_gather(self, out, inp):
+        self.inner.all_gather(out, inp)
+
+    def all_gatherv(self, out, inp, sizes):
+        self.inner.all_gatherv(out, inp, sizes)
+
+    def all_to_all(self, out, inp, out_splits=None, in_splits=None):
+        self.inner.all_to_all(out, inp, out_splits, in_splits)

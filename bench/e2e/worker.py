@@ -5,17 +5,37 @@ parent (run.py) through a queue; every rank takes part in every row."""
 import math
 import os
 import time
+from collections import namedtuple
 
 import torch
 import torch.distributed as dist
 
-from comms import DmacclComm, GlooComm, NcclCeComm, NoComm, TorchComm
+from comms import DmacclComm, GlooComm, NcclCeComm, NoComm, TorchComm, WideComm
 from dense import DENSE_MODELS, DenseModel, DenseStep, padded_rows
 from measure import Energy, Streams, capture, percentile, time_steps
 from moe import MOE_MODELS, MoeModel, MoeStep
 
 BASES = ("nccl", "nccl-ce", "gloo", "dmaccl", "none")  # backends, graph or not
 REFERENCES = ("nccl", "gloo")  # the first one that runs is the numerical reference
+# A row within --tol of the reference passes; so does one no further from the
+# exact result (the reference's collectives in fp32) than EXACT_K times the
+# reference itself is (its own rounding): bench/e2e/README.md, "The numerical
+# control".
+EXACT_K = 2.0
+
+# The reference's output of a (variant, graph), the control's (None where
+# none ran) and the reference's distance from it.
+Ref = namedtuple("Ref", "out exact rel_exact")
+
+
+def verdict(rel_diff, rel_exact, ref_rel_exact, tol):
+    """(check, bound): "ok" within tol of the reference; "ok-exact" beyond
+    that but within bound = max(tol, EXACT_K * ref_rel_exact) of the exact
+    result (reduction order: the reference rounds otherwise); else "FAIL"."""
+    bound = None if rel_exact is None else max(tol, EXACT_K * ref_rel_exact)
+    if rel_diff <= tol:
+        return "ok", bound
+    return ("ok-exact" if bound is not None and rel_exact <= bound else "FAIL"), bound
 
 
 def split_backend(name):
@@ -54,6 +74,8 @@ class Rank:
             if b in bases:
                 self._make(b)
         self.reference = next((b for b in REFERENCES if b in self.comms), None)
+        # the control rounds once where the model's dtype rounds per addition
+        self.wide = self.dtype in (torch.bfloat16, torch.float16)
         self.st = Streams(self.dev)
         self.energy = Energy(self.dev)
         if self.reference is None:
@@ -94,12 +116,23 @@ class Rank:
                 "dmaccl_library": dmaccl.library_version(), "ranks": self.n,
                 "device": self.args.device, "dtype": self.args.dtype,
                 "reference": self.reference, "energy": self.energy.why or "NVML",
+                "exact": self._control(),
                 "unavailable": self.why}
         if self.cuda:
             meta.update(gpu=torch.cuda.get_device_name(self.dev), gpus=self.ngpu,
                         shared_gpu=self.shared,
                         nccl=".".join(map(str, torch.cuda.nccl.version())))
         return meta
+
+    def _control(self):
+        """What the numerical control is, or why there is none (meta.exact)."""
+        if self.reference is None:
+            return "none: no reference"
+        if not self.wide:
+            return "none: the collectives already run in fp32"
+        return (f"{self.reference}'s collectives in fp32, rounded once; rows pass within "
+                f"--tol of the reference or within max(--tol, k * the reference's own "
+                f"rel_exact) of it; k = {EXACT_K:g}")
 
     # --- messages and agreements --------------------------------------------------------------
     def send(self, kind, payload):
@@ -129,8 +162,9 @@ class Rank:
         """Builds the step on the backend, warms it up, captures it for a
         graph backend, times `steps` steps, reads the energy, compares its
         output with the reference's, and sends the row. The reference
-        backend's output is kept in refs[(variant, graph)]. Returns the
-        output (None when skipped)."""
+        backend's row also runs the control (_exact) and keeps both outputs
+        in refs[(variant, graph)] (a Ref). Returns the output (None when
+        skipped)."""
         a = self.args
         name, graph = split_backend(backend)
         rec = dict(rec, backend=backend, graph=graph, ranks=self.n, steps=steps)
@@ -175,17 +209,41 @@ class Rank:
                    p50_us_max=p50_max, us_per_layer=p50 / rec["layers"],
                    tok_s=tokens / p50 * 1e6, joules=joules, status="ok",
                    row_s=time.perf_counter() - started)
+        del step, g, fn
+        self._release(comm)
+        if name == self.reference:
+            exact = self._exact(build, comm) if self.wide else None
+            refs[(rec["variant"], graph)] = Ref(out, exact, self._diff(out, exact)[1])
         if name != "none":  # without communication the outputs are not the model's
             rec.update(self._check(out, self._ref(refs, rec["variant"], graph),
                                    name == self.reference))
         if name != "none" and rec["variant"] != base_variant:
-            d, rel = self._diff(out, self._ref(refs, base_variant, graph))
+            base = self._ref(refs, base_variant, graph)
+            d, rel = self._diff(out, base and base.out)
             rec.update(maxdiff_base=d, rel_diff_base=rel)
-        if name == self.reference:
-            refs[(rec["variant"], graph)] = out
-        del step, g, fn
-        self._release(comm)
         self.send("row", rec)
+        return out
+
+    def _exact(self, build, comm):
+        """The control: the reference's step with its reductions in fp32
+        (WideComm), run once, eagerly and untimed, on the same inputs and
+        weights. Its output is the exact result up to one rounding per
+        reduction, whatever order the reference adds in. None where a rank
+        could not build it (out of memory)."""
+        wide = WideComm(comm)
+        try:
+            step = build(wide)
+        except torch.cuda.OutOfMemoryError:
+            step = None
+        if not self.agree(step is not None):
+            self._release(wide)
+            self.note("the fp32 control did not fit in GPU memory on a rank: rows of this "
+                      "shape are checked against the reference only")
+            return None
+        step()
+        out = step.output().clone()
+        del step
+        self._release(wide)
         return out
 
     @staticmethod
@@ -241,13 +299,18 @@ class Rank:
         return d, (d / s if s > 0 else math.inf)
 
     def _check(self, out, ref, is_reference):
-        if is_reference:
-            return {"maxdiff": 0.0, "rel_diff": 0.0, "check": "reference"}
-        d, rel = self._diff(out, ref)
-        if d is None:
+        """maxdiff, rel_diff against the reference's output, rel_exact
+        against the control's, and the verdict (see verdict)."""
+        if ref is None:
             return {"maxdiff": None, "rel_diff": None, "check": "no reference"}
-        return {"maxdiff": d, "rel_diff": rel,
-                "check": "ok" if rel <= self.args.tol else "FAIL"}
+        if is_reference:
+            return {"maxdiff": 0.0, "rel_diff": 0.0, "rel_exact": ref.rel_exact,
+                    "check": "reference"}
+        d, rel = self._diff(out, ref.out)
+        rel_exact = self._diff(out, ref.exact)[1]
+        check, bound = verdict(rel, rel_exact, ref.rel_exact, self.args.tol)
+        return {"maxdiff": d, "rel_diff": rel, "rel_exact": rel_exact, "exact_bound": bound,
+                "check": check}
 
     # --- the matrix ---------------------------------------------------------------------------
     def backends(self, eager_only=False):

@@ -4,9 +4,13 @@ dmaccl's host executor, tiny shapes, two ranks.
 - The whole run (`run.py --device cpu`): every expected row is there, dmaccl's
   outputs agree with gloo's, every variant agrees with the base variant (ar,
   agrs), and the derived columns are filled.
+- The same with four ranks: gloo and dmaccl both reduce bf16 in fp32 with
+  one rounding, so dmaccl gives the exact result's bits.
 - The paths the CPU run cannot reach because they only run in CUDA graphs:
   the fixed-capacity AlltoAll dispatch, checked against the exact one, and
   sp-overlap with more chunks, against ar.
+- The numerical control (fp32 communication, the rule in worker.verdict) on
+  four virtual ranks whose reference rounds as NCCL's ring does.
 """
 
 import json
@@ -25,7 +29,8 @@ E2E = os.path.join(ROOT, "bench", "e2e")
 TOL = 2e-2  # bf16: max |x - ref| / max |ref|
 
 
-def test_cpu_run(tmp_path):
+def cpu_run(out, *extra):
+    """run.py --device cpu, quickly; its e2e.json."""
     import dmaccl
 
     env = dict(os.environ)  # the ranks import the package this test imported
@@ -33,13 +38,18 @@ def test_cpu_run(tmp_path):
         p for p in (os.path.dirname(os.path.dirname(dmaccl.__file__)),
                     env.get("PYTHONPATH")) if p)
     cmd = [sys.executable, os.path.join(E2E, "run.py"), "--device", "cpu", "--out",
-           str(tmp_path), "--steps", "3", "--warmup", "1", "--prefill-reps", "2"]
+           str(out), "--steps", "3", "--warmup", "1", "--prefill-reps", "2", *extra]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
-    with open(tmp_path / "e2e.json") as f:
+    with open(out / "e2e.json") as f:
         data = json.load(f)
     assert data["meta"]["reference"] == "gloo"
-    rows = data["rows"]
+    assert "k = 2" in data["meta"]["exact"]
+    return data
+
+
+def test_cpu_run(tmp_path):
+    rows = cpu_run(tmp_path)["rows"]
     backends = ("gloo", "dmaccl", "none")
     want = {("dense", "tiny", v, b, n) for v in ("ar", "sp", "sp-overlap") for b in backends
             for n in (1, 4)}
@@ -61,8 +71,23 @@ def test_cpu_run(tmp_path):
         assert r["comm_share"] is not None, what
         assert r["check"] == ("reference" if r["backend"] == "gloo" else "ok"), what
         assert r["rel_diff"] <= TOL, what
+        # gloo sums bf16 in fp32 and rounds once: the control gives its bits
+        assert (r["rel_exact"] == 0.0) if r["backend"] == "gloo" else (r["rel_exact"] <= TOL), what
         if r["variant"] not in ("ar", "agrs"):
             assert r["rel_diff_base"] is not None and r["rel_diff_base"] <= TOL, what
+
+
+def test_cpu_run_4_ranks(tmp_path):
+    rows = cpu_run(tmp_path, "--ranks", "4", "--batches", "4", "--tokens", "4")["rows"]
+    checked = [r for r in rows if r["status"] == "ok" and r["backend"] != "none"]
+    assert len(checked) == 2 * (3 + 3 + 4)  # gloo and dmaccl: dense, prefill, moe variants
+    for r in checked:
+        what = f"{r['mode']} {r['variant']} {r['backend']}"
+        assert r["check"] == ("reference" if r["backend"] == "gloo" else "ok"), what
+        # dmaccl reduces bf16 in fp32 in rank order, rounded once
+        # (include/dmaccl.h), as gloo does here: four bf16 values of like
+        # size add exactly in fp32, so the order does not matter
+        assert r["rel_diff"] == 0.0 and r["rel_exact"] == 0.0, what
 
 
 def paths_body(uid, rank, n):
@@ -121,3 +146,76 @@ def test_reference_per_mode():
     assert Rank._ref(refs, "a2a", True) == "graph"
     assert Rank._ref(refs, "agrs", True) == "agrs eager"
     assert Rank._ref(refs, "sp", False) is None
+
+
+def test_exact_control():
+    """The control on four virtual ranks (threads, bench/e2e/order.py), 32
+    tiny layers, the reference rounding after every hop as NCCL's ring does:
+    the backend that rounds once (dmaccl's arithmetic) ends beyond TOL of it,
+    as dmaccl did on 4 GPUs, but is the exact result (the ring in fp32,
+    whatever the order) and passes; another bf16 order passes within K;
+    errors in the sums still fail."""
+    sys.path.insert(0, E2E)
+    try:
+        import order
+        from dense import DENSE_MODELS
+        from worker import EXACT_K, verdict
+    finally:
+        sys.path.remove(E2E)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same GEMM blocking in every run
+    try:
+        models = order.dense_models(DENSE_MODELS["tiny"], 32, 4)
+        make = order.dense_step(models, 4, 16)
+
+        def out(add, wide=False):
+            return order.run_virtual(4, add, make, wide)[0][0]
+
+        ring = out(order.ring_sum)
+        exact = out(order.ring_sum, wide=True)
+        assert torch.equal(exact, out(order.ORDERS["fp32"]))
+        assert torch.equal(exact, out(order.ORDERS["fp32-rev"]))
+        ref_exact = order.rel(ring, exact)  # the reference's own rounding
+        assert TOL < ref_exact < 0.1
+
+        def check(o):
+            return verdict(order.rel(o, ring), order.rel(o, exact), ref_exact, TOL)[0]
+
+        assert verdict(order.rel(exact, ring), 0.0, ref_exact, TOL) == \
+            ("ok-exact", EXACT_K * ref_exact)
+
+        def tree(p):  # (p0 + p1) + (p2 + p3), rounded after each addition
+            def add(a, b):
+                return (a.float() + b.float()).to(a.dtype)
+            return add(add(p[0], p[1]), add(p[2], p[3]))
+
+        assert check(out(tree)) in ("ok", "ok-exact")
+
+        def dropped(p):  # rank 3's partial missing from the last eighth
+            q = p[3].clone().view(-1)
+            q[q.numel() * 7 // 8:] = 0
+            return order.fp32_sum(p[:3] + [q.view(p[3].shape)], range(4))
+
+        def scaled(p):  # rank 3's partial 10% too large
+            return order.fp32_sum(p[:3] + [p[3] * 1.1], range(4))
+
+        assert check(out(dropped)) == "FAIL"
+        assert check(out(scaled)) == "FAIL"
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_verdict():
+    """With an exact reference (2 ranks, gloo) the bound is --tol: the rule is
+    the old one. A row without a control is checked against the reference only."""
+    sys.path.insert(0, E2E)
+    try:
+        from worker import verdict
+    finally:
+        sys.path.remove(E2E)
+    assert verdict(0.01, 0.01, 0.0, TOL) == ("ok", TOL)
+    assert verdict(0.03, 0.03, 0.0, TOL) == ("FAIL", TOL)
+    assert verdict(0.03, 0.0, 0.03, TOL) == ("ok-exact", 0.06)
+    assert verdict(0.09, 0.07, 0.03, TOL) == ("FAIL", 0.06)
+    assert verdict(0.03, None, None, TOL) == ("FAIL", None)
+    assert verdict(0.01, None, None, TOL) == ("ok", None)
