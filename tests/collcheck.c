@@ -11,7 +11,7 @@ const char *ccCollName(collId coll) {
 }
 
 const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn",   "pushb",   "pull1",   "pulln", "pullb",
-                                        "stage", "stage2d", "stagesm", "stagell", "relay"};
+                                        "stage", "stage2d", "stagesm", "stagell", "relay", "chain"};
 
 int ccAlgoTakes(collId coll, const char *algo) {
   /* the row whose selection entry applies (collInfo.select): sendrecv
@@ -21,7 +21,8 @@ int ccAlgoTakes(collId coll, const char *algo) {
     return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0 ||
            strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0;
   if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0) return 0; /* the reductions' */
-  if (strcmp(algo, "relay") == 0) return coll == COLL_BROADCAST;              /* Broadcast's own */
+  if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
+    return coll == COLL_BROADCAST; /* Broadcast's own */
   if (coll == COLL_ALLTOALLV)
     return strcmp(algo, "push1") == 0 || strcmp(algo, "pushn") == 0 || strcmp(algo, "pushb") == 0;
   for (int a = 0; a < CC_NALGOS; a++)

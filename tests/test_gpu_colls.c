@@ -3,7 +3,8 @@
  * byte (the host executor's schedules are checked by test_plan and its
  * results against the header's contract by test_colls): ranks r on GPU
  * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
- * selection and with the direct algorithms forced (Broadcast: relay), and captured into one
+ * selection (Broadcast from 4 MB on 3 ranks or more: relay) and with the
+ * direct algorithms forced (Broadcast: chain), and captured into one
  * CUDA graph then replayed twice on new data; random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
  * Arg: a collective name to run only that one.
@@ -259,7 +260,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
   static const char *direct =
-      "allgather:push1;alltoall:pushn;broadcast:relay;gather:pushb;scatter:pulln;"
+      "allgather:push1;alltoall:pushn;broadcast:chain;gather:pushb;scatter:pulln;"
       "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"
       "reducescatterv:pull1;reduce:pull1";
   struct {
@@ -267,8 +268,8 @@ int main(int argc, char **argv) {
     dmacclRedOp_t op;
   } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
               {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
-  /* the last only for Broadcast: relay's parts in several groups (from 4 MB
-   * parts: 16 MB of float32, 8 MB of bfloat16) */
+  /* the last only for Broadcast: relay's parts and chain's block in
+   * several groups (16 MB of float32, 8 MB of bfloat16) */
   const size_t counts[] = {1, 1000, 300001, 4194311};
   int cases = 0, rc = 0;
   for (int nn = 2; nn <= 3 && !rc; nn++) {

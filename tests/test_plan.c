@@ -1763,9 +1763,10 @@ static int testEveryCollective(void) {
           /* pull1's pipeline at full shape (reduce.c): a dozen pieces of
            * 2K, AllReduce's result in 6 groups, a count no part divides
            * evenly, in and out of place; relay's parts in up to 8 groups
-           * (relay.c), parts with different numbers of groups */
+           * (relay.c), parts with different numbers of groups; chain's
+           * block in up to 8 groups (chain.c) */
           int pipelined = (algo == PLAN_ALGO_PULL1 && planCollOf((planColl)c)->reduces) ||
-                          algo == PLAN_ALGO_RELAY;
+                          algo == PLAN_ALGO_RELAY || algo == PLAN_ALGO_CHAIN;
           if (!pipelined || k != 0 || n < 2) continue;
           for (int rep = 0; rep < 4 && !rc; rep++) {
             vecStore v;

@@ -156,6 +156,7 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
     return -1;
   if (planIsStaged(algo)) return planBuildStaged(args, algo, s);
   if (algo == PLAN_ALGO_RELAY) return planBuildRelay(args, s);
+  if (algo == PLAN_ALGO_CHAIN) return planBuildChain(args, s);
   if (planCollOf(args->coll)->reduces) return planBuildReduce(args, s);
   return planBuildDirect(args, algo, s);
 }

@@ -87,7 +87,10 @@ typedef enum {
    * on to each other (relay.c): the root's links and every GPU's copy
    * engine carry the block once */
   PLAN_ALGO_RELAY = 10,
-  PLAN_NUM_ALGOS = 11
+  /* Broadcast: each non-root pulls the block in groups from the rank before
+   * it in a chain from the root (chain.c) */
+  PLAN_ALGO_CHAIN = 11,
+  PLAN_NUM_ALGOS = 12
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -128,8 +131,9 @@ static inline size_t planLinesBytes(size_t bytes) {
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
- * g of my part is reduced in my receive buffer", and to relay (relay.c):
- * "group g of my part is in my receive buffer". */
+ * g of my part is reduced in my receive buffer", and to relay (relay.c)
+ * and chain (chain.c): "group g of my part (chain: of the block) is in my
+ * receive buffer". */
 #define PLAN_PIECE_GROUPS 8
 #define PLAN_PIECE_MIN ((size_t)1 << 20)
 typedef enum {
@@ -322,7 +326,7 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 /* Algorithm and collective names ("push1", "allgather"). */
 #define PLAN_ALGO_BIT(a) (1u << (a))
 /* The algorithms that every movement collective takes (copy engines only):
- * the direct and staged ones (Broadcast also takes relay). */
+ * the direct and staged ones (Broadcast also takes relay and chain). */
 #define PLAN_ALGOS_MOVE ((1u << PLAN_ALGO_STAGESM) - 1)
 const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);

@@ -41,10 +41,11 @@ static inline const size_t *planDispls(const planArgs *a) {
 }
 
 /* The builders: movement collectives (direct.c, staged.c; Broadcast also
- * relay.c), reductions (reduce.c, staged.c). */
+ * relay.c and chain.c), reductions (reduce.c, staged.c). */
 int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s);
 int planBuildStaged(const planArgs *args, planAlgo algo, planSchedule *s);
 int planBuildReduce(const planArgs *args, planSchedule *s);
 int planBuildRelay(const planArgs *args, planSchedule *s);
+int planBuildChain(const planArgs *args, planSchedule *s);
 
 #endif
