@@ -174,6 +174,9 @@ void perfPrintBreakdown(bench *b);
 /* tune.c: auto against the fastest algorithm per size; the tuning file. */
 void perfPrintAutoVsBest(bench *b);
 int perfWriteTune(bench *b, const char *path);
-int perfWriteJson(bench *b, const char *path);
+/* The rows so far as JSON (-J), replacing the file whole; complete 0 while
+ * the sweep runs (written after every size, so that a run stopped at a time
+ * limit keeps its rows), 1 at the end. */
+int perfWriteJson(bench *b, const char *path, int complete);
 
 #endif

@@ -462,6 +462,7 @@ static int benchMain(bench *b) {
           fprintf(stderr, "dmaccl-perf: %s %zu B (%d/%d)\n", collTable[coll].name, size, k + 1,
                   nsizes);
         if (runSize(b, cycle, coll, k, size, &failures)) return 1;
+        if (b->print && b->args.json[0]) perfWriteJson(b, b->args.json, 0);
       }
     }
     if (b->args.cycles == 0 && cycle > 0) {
@@ -474,7 +475,7 @@ static int benchMain(bench *b) {
   if (b->print) {
     perfSummary(b, failures);
     perfPrintAutoVsBest(b);
-    if (b->args.json[0] && perfWriteJson(b, b->args.json) == 0)
+    if (b->args.json[0] && perfWriteJson(b, b->args.json, 1) == 0)
       printf("# wrote %zu rows to %s\n", b->nrows, b->args.json);
     if (b->args.tuneOut[0] && perfWriteTune(b, b->args.tuneOut) == 0)
       printf("# wrote the tuning file %s (use: DMACCL_TUNE_FILE=%s)\n", b->args.tuneOut,

@@ -218,10 +218,14 @@ void perfPrintBreakdown(bench *b) {
   fflush(stdout);
 }
 
-int perfWriteJson(bench *b, const char *path) {
-  FILE *f = fopen(path, "w");
+int perfWriteJson(bench *b, const char *path, int complete) {
+  /* written beside the file and renamed over it: a reader (or a run killed
+   * at a time limit) finds the previous complete write, never half a file */
+  char tmp[sizeof(b->args.json) + 8];
+  snprintf(tmp, sizeof(tmp), "%s.part", path);
+  FILE *f = fopen(tmp, "w");
   if (!f) {
-    perror(path);
+    perror(tmp);
     return -1;
   }
   const perfArgs *a = &b->args;
@@ -230,7 +234,10 @@ int perfWriteJson(bench *b, const char *path) {
   strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
   int v = 0;
   dmacclGetVersion(&v);
-  fprintf(f, "{\n  \"schema\": \"dmaccl-perf/1\",\n  \"dmaccl_version\": %d,\n  \"date\": ", v);
+  fprintf(f,
+          "{\n  \"schema\": \"dmaccl-perf/1\",\n  \"complete\": %s,\n  \"dmaccl_version\": %d,"
+          "\n  \"date\": ",
+          complete ? "true" : "false", v);
   jsonString(f, date);
   fprintf(f, ",\n  \"command\": [");
   for (int i = 0; i < b->argc; i++) {
@@ -299,8 +306,9 @@ int perfWriteJson(bench *b, const char *path) {
   }
   fprintf(f, "  ]\n}\n");
   int bad = ferror(f);
-  if (fclose(f) || bad) {
+  if (fclose(f) || bad || rename(tmp, path)) {
     fprintf(stderr, "dmaccl-perf: writing %s failed\n", path);
+    remove(tmp);
     return -1;
   }
   return 0;
