@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
           for (int inPlace = 0; inPlace <= 1 && !rc; inPlace++) {
             caseT c = {.coll = (planColl)coll,
                        .n = n,
-                       .root = n - 1,
+                       .root = cases % n, /* every root in turn */
                        .inPlace = inPlace,
                        .count = counts[ci],
                        .type = tops[ti].t,

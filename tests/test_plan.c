@@ -1781,6 +1781,19 @@ static int testEveryCollective(void) {
             runs++;
           }
         }
+  /* relay and chain on 6-8 ranks too (their parts, groups and chain
+   * positions change with n), every root, in and out of place */
+  const planAlgo rooted[] = {PLAN_ALGO_RELAY, PLAN_ALGO_CHAIN};
+  for (int n = 6; n <= MAXR && !rc; n++)
+    for (int ai = 0; ai < 2 && !rc; ai++)
+      for (int root = 0; root < n && !rc; root++) {
+        size_t count = root % 2 ? 24000 * (size_t)n + 37 : 2303 + 1000 * (size_t)(n - 2);
+        vecStore v;
+        makeVec(PLAN_COLL_BROADCAST, n, count, &rnd, &v);
+        rc = replayColl(PLAN_COLL_BROADCAST, n, count, root, root % 3 == 0, rooted[ai], &v,
+                        (size_t)1 << 20, 256, stageRand(&rnd));
+        runs++;
+      }
   printf("  %d collective schedules replayed byte for byte\n", runs);
   return rc;
 }

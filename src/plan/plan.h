@@ -5,7 +5,7 @@
  *
  * Synchronization model. Every rank owns a flag slot per peer and phase
  * (ENTRY, EXIT; DATA for the staged algorithms, PIECE + g for pull1's
- * AllReduce). SIGNAL(peer, phase) stores the
+ * AllReduce, relay and chain). SIGNAL(peer, phase) stores the
  * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
  * blocks its lane until my slot [phase][peer] has reached the epoch.
  *   ENTRY: "my buffers are ready": everything queued before the collective on
@@ -179,7 +179,7 @@ typedef struct {
   planColl coll;
   planAlgo algo;
   int rank, nranks;
-  int nlanes;                    /* lanes 0..nlanes-1 are used; never more than max(nranks, 1) */
+  int nlanes;                    /* lanes 0..nlanes-1 are used; at most PLAN_MAX_LANES(nranks) */
   int nrounds;                   /* rounds 0..nrounds-1 (0 for an empty schedule) */
   int round;                     /* builders: the round of the steps added next */
   unsigned long long stageIndex; /* staged algorithms: slot = stageIndex % stageSlots */

@@ -224,10 +224,11 @@ static int parseRanged(planTable *t, planColl c, int graph, const char *p, size_
     name = colon + 1;
     nameLen = len - (size_t)(name - p);
   }
-  if (planAlgoParse(name, nameLen, &r.algo))
-    PARSE_FAIL("unknown algorithm '%.*s' (known: push1 pushn pushb pull1 pulln pullb stage stage2d "
-               "stagesm stagell batch)",
-               (int)nameLen, name);
+  if (planAlgoParse(name, nameLen, &r.algo)) {
+    char known[160];
+    PARSE_FAIL("unknown algorithm '%.*s' (known: %s batch)", (int)nameLen, name,
+               algoList((1u << PLAN_NUM_ALGOS) - 1, known, sizeof(known)));
+  }
   if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(r.algo))) {
     char known[128];
     PARSE_FAIL("%s does not take algorithm '%.*s' (it takes: %s)", planCollName(c), (int)nameLen,
