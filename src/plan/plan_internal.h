@@ -26,6 +26,9 @@ int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc
 size_t planPieceMin(const planArgs *a);
 int planGroups(const planArgs *a, size_t total);
 size_t planGroupAt(const planArgs *a, size_t total, int g);
+/* `total` bytes cut into `parts` ranges on PLAN_PIECE_ALIGN boundaries:
+ * range i is [planCutAt(i), planCutAt(i+1)) (the last takes the rest). */
+size_t planCutAt(size_t total, int parts, int i);
 
 /* Bytes spanned by the blocks of a V form: max(displs[i] + counts[i]) over
  * the non-empty ones, times elemSize. */

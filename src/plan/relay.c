@@ -3,11 +3,13 @@
  * (Broadcast), as pulls that every rank but the root passes on. A GPU runs
  * its copies one after the other on one copy engine (docs/algorithms.md), so
  * a root that pushes, or that n-1 ranks pull from, moves n-1 blocks through
- * one engine or one GPU's links: a quarter of NVLink's rate per rank on 4
- * GPUs. Here the block is cut into n-1 parts, one per non-root rank; a
- * non-root pulls its own part from the root and every other part from the
- * rank that owns it, after that rank has it. Every GPU's engine moves one
- * block in all, and the root's links carry it once.
+ * one engine or one GPU's links: on 4 H200s pushb reached 131 GB/s at 1 GB,
+ * a third of NCCL's 360. Here the block is cut into n-1 parts, one per
+ * non-root rank; a non-root pulls its own part from the root and every other
+ * part from the rank that owns it, after that rank has it. Every GPU's
+ * engine moves one block in all, and the root's links carry it once.
+ * Measured there: 218 GB/s at 1 GB (docs/results/x4-h200/), likely because
+ * the non-roots pull from the root all at once; chain.c is the next form.
  *
  * Non-root rank r owns part i(r) = (r - root - 1) mod n; parts are cut on
  * PLAN_PIECE_ALIGN boundaries, and each into groups (planGroups: a quarter
@@ -39,12 +41,6 @@
 
 enum { LANE_PASS = 1 };
 
-/* Part i of the n-1 parts of `bytes`: [partAt(i), partAt(i+1)). */
-static size_t partAt(size_t bytes, int parts, int i) {
-  if (i >= parts) return bytes;
-  return bytes / PLAN_PIECE_ALIGN * (size_t)i / (size_t)parts * PLAN_PIECE_ALIGN;
-}
-
 typedef struct {
   const planArgs *a;
   planBlock b; /* the root's block, the same for every rank */
@@ -55,10 +51,10 @@ static int partOf(const relay *x, int t) {
   return (t - x->root - 1 + x->n) % x->n;
 }
 static size_t partLo(const relay *x, int t) {
-  return partAt(x->b.bytes, x->parts, partOf(x, t));
+  return planCutAt(x->b.bytes, x->parts, partOf(x, t));
 }
 static size_t partBytes(const relay *x, int t) {
-  return partAt(x->b.bytes, x->parts, partOf(x, t) + 1) - partLo(x, t);
+  return planCutAt(x->b.bytes, x->parts, partOf(x, t) + 1) - partLo(x, t);
 }
 
 /* Copy group g of rank t's part from rank `from`'s buffer into mine. */

@@ -121,8 +121,11 @@ int planGroups(const planArgs *a, size_t total) {
   return g > PLAN_PIECE_GROUPS ? PLAN_PIECE_GROUPS : (int)g;
 }
 
+size_t planCutAt(size_t total, int parts, int i) {
+  if (i >= parts) return total;
+  return total / PLAN_PIECE_ALIGN * (size_t)i / (size_t)parts * PLAN_PIECE_ALIGN;
+}
+
 size_t planGroupAt(const planArgs *a, size_t total, int g) {
-  int G = planGroups(a, total);
-  if (g >= G) return total;
-  return total / PLAN_PIECE_ALIGN * (size_t)g / (size_t)G * PLAN_PIECE_ALIGN;
+  return planCutAt(total, planGroups(a, total), g);
 }
