@@ -1798,6 +1798,191 @@ static int testEveryCollective(void) {
   return rc;
 }
 
+/*
+ * Broadcasts in sequence with the graph form of the flags (relay's and
+ * chain's PIECE phases above all): a SIGNAL sets the peer's word to 1, a
+ * WAIT passes on 1 and its reset is an action of its own that runs later
+ * (in the waiting lane, which it holds until then), as in a replayed graph;
+ * eager runs the same with epochs. Random algorithms (relay, chain, direct),
+ * roots, sizes (groups of 256 or 512 bytes), in and out of place; buffers
+ * reused, and a rank's buffers overwritten by "the user" as soon as its
+ * operation completes. Checks every receive buffer at completion, a signal
+ * that lands on a set word (it would be lost), and deadlocks. Control: PIECE
+ * signalled before the copy it announces is caught.
+ */
+#define GP_N 8
+#define GP_OPS 12
+#define GP_BYTES 20000
+#define GP_RESETS 64
+
+typedef struct {
+  int phase, peer, lane;
+} gpReset;
+
+/* 0 ok, 1 a failure (why says which), in one random sequence. */
+static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_t len) {
+  static unsigned char send[GP_N][GP_BYTES], recv[GP_N][GP_BYTES], want[GP_OPS][GP_BYTES];
+  static planSchedule S[GP_N][GP_OPS];
+  static uint32_t flag[GP_N][PLAN_NUM_PHASES][GP_N];
+  const planAlgo algos[] = {PLAN_ALGO_RELAY, PLAN_ALGO_CHAIN, PLAN_ALGO_PUSH1,
+                            PLAN_ALGO_PULL1, PLAN_ALGO_PULLN, PLAN_ALGO_PUSHB};
+  uint32_t x = seed | 1;
+  int n = control ? 3 + (int)(stageRand(&x) % 6) : 2 + (int)(stageRand(&x) % 7), rc = 0;
+  size_t bytes[GP_OPS];
+  int root[GP_OPS], inPlace[GP_OPS];
+  size_t pieceMin = stageRand(&x) % 2 ? 256 : 512;
+  memset(S, 0, sizeof(S));
+  for (int k = 0; k < GP_OPS && !rc; k++) {
+    uint32_t c = stageRand(&x) % 4;
+    bytes[k] = c == 0   ? stageRand(&x) % 300
+               : c == 1 ? stageRand(&x) % 3000
+                        : stageRand(&x) % GP_BYTES;
+    root[k] = (int)(stageRand(&x) % (uint32_t)n);
+    inPlace[k] = (int)(stageRand(&x) & 1);
+    planAlgo al =
+        control || stageRand(&x) % 3 ? algos[stageRand(&x) % 2] : algos[2 + stageRand(&x) % 4];
+    for (int r = 0; r < n && !rc; r++) {
+      planArgs a = {.coll = PLAN_COLL_BROADCAST,
+                    .rank = r,
+                    .nranks = n,
+                    .count = bytes[k],
+                    .elemSize = 1,
+                    .root = root[k],
+                    .inPlace = inPlace[k] && r == root[k],
+                    .pieceMin = pieceMin};
+      if (planBuild(&a, al, &S[r][k])) rc = snprintf(why, len, "planBuild failed") > 0;
+      for (int i = 1; control && !rc && i < S[r][k].nsteps; i++) { /* signal before the copy */
+        planStep *p = &S[r][k].steps[i - 1], *q = &S[r][k].steps[i];
+        if (q->kind == PLAN_STEP_SIGNAL && q->phase >= PLAN_PHASE_PIECE &&
+            p->kind == PLAN_STEP_COPY && p->lane == q->lane) {
+          planStep t = *p;
+          *p = *q, *q = t;
+          break;
+        }
+      }
+    }
+    testFillRandom(want[k], bytes[k], seed * 31u + (uint32_t)k);
+  }
+  memset(flag, 0, sizeof(flag));
+  int cur[GP_N], pc[GP_N][GP_N + 2], nreset[GP_N];
+  gpReset pend[GP_N][GP_RESETS];
+  for (int r = 0; r < n; r++) {
+    cur[r] = 0, nreset[r] = 0;
+    memset(pc[r], 0, sizeof(pc[r]));
+    memset(recv[r], POISON, GP_BYTES);
+    memset(send[r], POISON, GP_BYTES);
+    if (r == root[0]) memcpy(inPlace[0] ? recv[r] : send[r], want[0], bytes[0]);
+  }
+  while (!rc) {
+    /* actions: (rank, lane), (rank, 100 + pending reset), (rank, 99: complete) */
+    int cand[GP_N * (GP_N + 2 + GP_RESETS + 1)][2], nc = 0, left = 0;
+    for (int r = 0; r < n; r++) {
+      for (int j = 0; j < nreset[r]; j++) cand[nc][0] = r, cand[nc][1] = 100 + j, nc++;
+      if (cur[r] >= GP_OPS) continue;
+      left++;
+      const planSchedule *s = &S[r][cur[r]];
+      int busy = 0;
+      for (int l = 0; l < s->nlanes; l++) {
+        int i = pc[r][l], held = 0;
+        while (i < s->nsteps && s->steps[i].lane != l) i++;
+        pc[r][l] = i;
+        for (int j = 0; j < nreset[r]; j++) held |= pend[r][j].lane == l;
+        if (held || i < s->nsteps) busy = 1;
+        if (held || i >= s->nsteps) continue;
+        const planStep *st = &s->steps[i];
+        if (st->kind == PLAN_STEP_WAIT &&
+            flag[r][st->phase][st->peer] < (graph ? 1u : (uint32_t)cur[r] + 1))
+          continue;
+        if (st->kind == PLAN_STEP_JOIN) {
+          int j = pc[r][st->from], fromHeld = 0;
+          while (j < s->nsteps && s->steps[j].lane != st->from) j++;
+          for (int q = 0; q < nreset[r]; q++) fromHeld |= pend[r][q].lane == st->from;
+          if (j < i || fromHeld) continue;
+        }
+        cand[nc][0] = r, cand[nc][1] = l, nc++;
+      }
+      if (!busy) cand[nc][0] = r, cand[nc][1] = 99, nc++;
+    }
+    if (!left && !nc) break;
+    if (!nc) {
+      snprintf(why, len, "deadlock (n=%d)", n);
+      return 1;
+    }
+    int pick = (int)(stageRand(&x) % (uint32_t)nc), r = cand[pick][0], l = cand[pick][1];
+    if (l >= 100) { /* a wait's reset */
+      gpReset *g = &pend[r][l - 100];
+      flag[r][g->phase][g->peer] = 0;
+      *g = pend[r][--nreset[r]];
+      continue;
+    }
+    int k = cur[r];
+    if (l == 99) { /* complete: check, then the user reuses both buffers */
+      long long d = testFirstDiff(recv[r], want[k], bytes[k]);
+      if (d >= 0) {
+        snprintf(why, len,
+                 "n=%d op %d (%s, root %d, %zu bytes, in place %d): rank %d byte %lld wrong", n, k,
+                 planAlgoName(S[r][k].algo), root[k], bytes[k], inPlace[k], r, d);
+        return 1;
+      }
+      memset(recv[r], POISON ^ (k + 1), GP_BYTES);
+      memset(send[r], POISON ^ (k + 2), GP_BYTES);
+      cur[r]++;
+      memset(pc[r], 0, sizeof(pc[r]));
+      if (cur[r] < GP_OPS && r == root[cur[r]])
+        memcpy(inPlace[cur[r]] ? recv[r] : send[r], want[cur[r]], bytes[cur[r]]);
+      continue;
+    }
+    const planStep *st = &S[r][k].steps[pc[r][l]++];
+    if (st->kind == PLAN_STEP_SIGNAL) {
+      uint32_t *w = &flag[st->peer][st->phase][r];
+      if (graph && *w) {
+        snprintf(why, len, "n=%d op %d: rank %d's signal (phase %d) to rank %d lands on a set word",
+                 n, k, r, (int)st->phase, st->peer);
+        return 1;
+      }
+      *w = graph ? 1 : (uint32_t)k + 1;
+    } else if (st->kind == PLAN_STEP_WAIT && graph) {
+      if (nreset[r] == GP_RESETS) return snprintf(why, len, "reset overflow") > 0;
+      pend[r][nreset[r]++] = (gpReset){(int)st->phase, st->peer, l};
+    } else if (st->kind == PLAN_STEP_COPY) {
+      int srcRoot = inPlace[k] && st->src.rank == root[k];
+      unsigned char *src =
+          st->src.buf == PLAN_BUF_SEND && !srcRoot ? send[st->src.rank] : recv[st->src.rank];
+      unsigned char *dst = recv[st->dst.rank];
+      if (st->dst.buf != PLAN_BUF_RECV || st->src.off + st->bytes > GP_BYTES ||
+          st->dst.off + st->bytes > GP_BYTES)
+        return snprintf(why, len, "copy outside the buffers") > 0;
+      if (src + st->src.off != dst + st->dst.off)
+        memmove(dst + st->dst.off, src + st->src.off, st->bytes);
+    }
+  }
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < GP_OPS; k++) planScheduleFree(&S[r][k]);
+  return rc;
+}
+
+static int testGraphPiecePhases(void) {
+  char why[256];
+  int runs = 0;
+  for (int graph = 0; graph <= 1; graph++)
+    for (uint32_t seed = 1; seed <= 1500; seed++, runs++)
+      if (graphPieceRun(seed * 2654435761u + (uint32_t)graph, graph, 0, why, sizeof(why))) {
+        TEST_FAIL("%s, seed %u: %s", graph ? "graph flags" : "epochs", seed, why);
+        return 1;
+      }
+  int caught = 0;
+  for (uint32_t seed = 1; seed <= 400 && !caught; seed++)
+    caught = graphPieceRun(seed * 40503u + 11u, 1, 1, why, sizeof(why));
+  if (!caught) {
+    TEST_FAIL("control (PIECE signalled before its copy) was never caught");
+    return 1;
+  }
+  printf(
+      "  %d Broadcast sequences (relay, chain, direct) with epochs and graph flags; control: %s\n",
+      runs, why);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testEveryCollective);
@@ -1810,6 +1995,7 @@ int main(void) {
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);
   RUN(testRotatedOrder);
+  RUN(testGraphPiecePhases);
   RUN(testLanes);
   TEST_EXIT();
 }
