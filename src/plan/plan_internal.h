@@ -12,7 +12,7 @@ int planAddJoin(planSchedule *s, int lane, int from);
 /* dst = srcs[0] op ... op srcs[n-1] over `bytes` (the schedule's type and op). */
 int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc dst, size_t bytes);
 
-/* Pieces and groups (pull1's AllReduce result, relay): byte ranges are cut
+/* Pieces and groups (pull1's AllReduce result, relay, chain): byte ranges are cut
  * on PLAN_PIECE_ALIGN boundaries, so that every part is reduced or copied
  * on aligned vectors. planPieceMin: the smallest piece (planArgs.pieceMin,
  * 0: PLAN_PIECE_MIN). planGroups: how many groups a range of `total` bytes

@@ -147,10 +147,11 @@ static int addAlgos(perfArgs *a, const char *list, char *err, size_t errlen) {
       known = 1;
     }
     if (!known) {
-      snprintf(err, errlen,
-               "-A: unknown algorithm '%.*s' (auto push1 pushn pushb pull1 pulln pullb stage "
-               "stage2d stagesm stagell relay chain all)",
-               (int)len, p);
+      char names[160];
+      size_t at = 0;
+      for (int i = 0; i < NALL && at < sizeof(names); i++)
+        at += (size_t)snprintf(names + at, sizeof(names) - at, "%s ", all[i]);
+      snprintf(err, errlen, "-A: unknown algorithm '%.*s' (%sall)", (int)len, p, names);
       return -1;
     }
     p = c ? c + 1 : p + len;
