@@ -3,8 +3,8 @@
  * byte (the host executor's schedules are checked by test_plan and its
  * results against the header's contract by test_colls): ranks r on GPU
  * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
- * selection (Broadcast from 4 MB on 3 ranks or more: relay) and with the
- * direct algorithms forced (Broadcast: chain), and captured into one
+ * selection (Broadcast from 4 MB on 3 ranks or more: chain) and with the
+ * direct algorithms forced (Broadcast: relay), and captured into one
  * CUDA graph then replayed twice on new data; random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
  * Arg: a collective name to run only that one.
@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
   static const char *direct =
-      "allgather:push1;alltoall:pushn;broadcast:chain;gather:pushb;scatter:pulln;"
+      "allgather:push1;alltoall:pushn;broadcast:relay;gather:pushb;scatter:pulln;"
       "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"
       "reducescatterv:pull1;reduce:pull1";
   struct {

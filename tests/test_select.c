@@ -192,7 +192,8 @@ static int testTuneErrors(void) {
  * AllGather/AlltoAll of 2-8 MB take push1; AllReduce, ReduceScatter and
  * ReduceScatterV take stagell up to 8 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
- * pull1 at launch), Reduce keeps stage; 4 ranks keep stage. */
+ * pull1 at launch), Reduce keeps stage; 3 ranks or more: reductions
+ * stagell up to 4 MB (ReduceScatter 8 MB), Broadcast chain from 4 MB. */
 static int testGraphRanges(void) {
   planTable t, before;
   char err[256];
@@ -214,9 +215,16 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
-  planTableDefaults(&t, 4); /* measured on 2 ranks only */
+  planTableDefaults(&t, 4); /* the graph ranges were measured on 2 ranks only */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_CHAIN);
+  planTableDefaults(&t, 2);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
 
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTableParse(&t,

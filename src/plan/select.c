@@ -23,15 +23,24 @@
  */
 const char planDefaultTune[] =
     "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n"
-    /* Not yet measured on GPUs: the movement collectives as AllGather, the
-     * reductions staged (one-shot) up to 1 MB. Broadcast from 4 MB: relay
-     * (4x H200, docs/results/x4-h200/: 4 MB 50 us against stage's 54, 16 MB
-     * 129 against pushb's 151, 1 GB 4.9 ms against 8.1: the root no longer
-     * sends every peer its own copy); 2 ranks keep pushb (below). */
-    "* broadcast:0-4M:stage,4M-inf:relay;gather:0-8M:stage,8M-inf:pushb\n"
+    /* Broadcast from 4 MB: chain (4x H200, docs/results/x4-h200/: 4 MB
+     * 49 us against relay's 50 and stage's 54, 64 MB 274 against 366, 1 GB
+     * 3.3 ms against relay's 4.9 and pushb's 8.1; NCCL 3.0 ms): one inbound
+     * stream per copy engine. 8 ranks not measured: chain's pipeline is
+     * groups + ranks - 1 rounds deep. 2 ranks keep pushb (below). Not yet
+     * measured on GPUs: the other movement collectives as AllGather. */
+    "* broadcast:0-4M:stage,4M-inf:chain;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
-    "* allreduce:0-1M:stage,1M-inf:pull1;reducescatter:0-1M:stage,1M-inf:pull1\n"
-    "* reducescatterv:0-1M:stage,1M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n"
+    /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
+     * dmaccl-perf -p 4): stagell up to 4 MB (a ReduceScatter up to 8 MB),
+     * eager and in graphs. AllReduce in a graph 3.8-5.6 us up to 64 KB
+     * against stage's 18-20 and pull1's 41-67; at 1 MB 24 us against
+     * pull1's 73 (the old crossover, never measured off 2 ranks); eager
+     * 14-15 us up to 256 KB against stage's 25-28. From 4 MB every
+     * algorithm is within 3% (pull1: the fallback where lines do not fit).
+     * Reduce keeps stage until measured. */
+    "* allreduce:0-4M:stagell,4M-inf:pull1;reducescatter:0-8M:stagell,8M-inf:pull1\n"
+    "* reducescatterv:0-8M:stagell,8M-inf:pull1;reduce:0-1M:stage,1M-inf:pull1\n"
     /* In CUDA graphs (2 ranks, 2x H100, dmaccl-perf -p 2 -G 5): staged
      * AllGather and AlltoAll beat push1 up to 1 MB (15-21 us against 23-25)
      * and lose at 2 MB (22 against 17-18), where one entry round costs less
