@@ -709,17 +709,16 @@ out:
 
 /*
  * A run of inKernel steps and the REDUCE after them: one kernel launch.
- * WAITs (staged.c, kernelWait and stagesm): the kernel polls the DATA words
- * they name (eager: until they reach the epoch; graph: until 1, then resets
- * them to 0, as the memop batch would) before it reduces; after a polled
- * JOIN, also the rank's own DATA word, which the JOIN's lane wrote (no peer
- * signals it). A peer of this process on this GPU signals by event: that
- * wait stays a stream wait before the kernel (its record was issued in an
- * earlier round). COPYs and SIGNALs (stagesm): the kernel stores the bytes
- * into the peers' slots and then writes their DATA words (graph: 1; eager:
- * the epoch), as issueSync's memops would; a kernel cannot record an event,
- * so a peer on this GPU is refused (the core runs stage there). Returns the
- * index after the REDUCE.
+ * Its SIGNALs and WAITs are of one phase: DATA, or EXIT (twoshot's second
+ * kernel, whose REDUCE is empty). WAITs (staged.c, kernelWait and
+ * stagesm): the kernel polls the words of that phase they name (eager: until they reach the epoch;
+ * graph: until 1, then resets them to 0, as the memop batch would) before it reduces; after a
+ * polled JOIN, also the rank's own DATA word, which the JOIN's lane wrote (no peer signals it). A
+ * peer of this process on this GPU signals by event: that wait stays a stream wait before the
+ * kernel (its record was issued in an earlier round). COPYs and SIGNALs (stagesm): the kernel
+ * stores the bytes into the peers' slots and then writes their DATA words (graph: 1; eager: the
+ * epoch), as issueSync's memops would; a kernel cannot record an event, so a peer on this GPU is
+ * refused (the core runs stage there). Returns the index after the REDUCE.
  */
 static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,
@@ -729,18 +728,28 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
   int n = comm->nranks, me = comm->rank, j = i;
   execReduceWait w;
   memset(&w, 0, sizeof(w));
-  w.flags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_DATA, 0, gslot)
-                              : FLAG_EAGER(n, PLAN_PHASE_DATA, 0));
+  const planStep *st = &sch->steps[i];
+  planPhase ph = PLAN_PHASE_DATA;
+  for (int k = i; k < sch->nsteps && sch->steps[k].inKernel && sch->steps[k].lane == st->lane; k++)
+    if (sch->steps[k].kind == PLAN_STEP_SIGNAL || sch->steps[k].kind == PLAN_STEP_WAIT) {
+      ph = sch->steps[k].phase;
+      break;
+    }
+  w.flags = s->flags + (graph ? flagGraphWord(n, (int)ph, 0, gslot) : FLAG_EAGER(n, ph, 0));
   w.value = graph ? 1 : epoch;
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
   w.signalValue = graph ? 1 : epoch;
-  const planStep *st = &sch->steps[i];
-  /* A polled JOIN before the waits on this lane: its word is this rank's. */
+  /* A polled JOIN before the waits on this lane: its word is this rank's
+   * DATA word. */
   for (int k = i - 1; k >= 0; k--) {
     if (sch->steps[k].lane != st->lane) continue;
     if (sch->steps[k].kind != PLAN_STEP_JOIN || !sch->steps[k].inKernel) break;
     w.mask[me / 64] |= 1ull << (me % 64);
+  }
+  if ((w.mask[me / 64] >> (me % 64) & 1) && ph != PLAN_PHASE_DATA) {
+    rc = coreError(comm, dmacclInternalError, "a polled JOIN before a kernel of phase %d", (int)ph);
+    goto out;
   }
   for (; j < sch->nsteps && sch->steps[j].inKernel && sch->steps[j].lane == st->lane; j++) {
     const planStep *q = &sch->steps[j];
@@ -751,7 +760,8 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
                                              q->dst.buf == PLAN_BUF_LINES};
       continue;
     }
-    if ((q->kind != PLAN_STEP_WAIT && q->kind != PLAN_STEP_SIGNAL) || q->phase != PLAN_PHASE_DATA) {
+    if ((q->kind != PLAN_STEP_WAIT && q->kind != PLAN_STEP_SIGNAL) || q->phase != ph ||
+        (ph != PLAN_PHASE_DATA && ph != PLAN_PHASE_EXIT)) {
       rc = coreError(comm, dmacclInternalError, "a kernel step of kind %d, phase %d", (int)q->kind,
                      (int)q->phase);
       goto out;
@@ -762,13 +772,11 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
                        "a kernel cannot signal rank %d (it shares this GPU, or too many peers)", p);
         goto out;
       }
-      w.signals[w.nsignals++] =
-          (uint32_t *)(uintptr_t)flagWord(s, p,
-                                          graph ? flagGraphWord(n, PLAN_PHASE_DATA, me, gslot)
-                                                : FLAG_EAGER(n, PLAN_PHASE_DATA, me));
+      w.signals[w.nsignals++] = (uint32_t *)(uintptr_t)flagWord(
+          s, p, graph ? flagGraphWord(n, (int)ph, me, gslot) : FLAG_EAGER(n, ph, me));
     } else if (colocated(comm, p)) {
       cudaState *ps = stateOf(comm->clique->comms[p]);
-      CUDA_TRY(comm, cudaStreamWaitEvent(lane, ps->sigEv[(int)PLAN_PHASE_DATA * n + me], 0));
+      CUDA_TRY(comm, cudaStreamWaitEvent(lane, ps->sigEv[(int)ph * n + me], 0));
     } else {
       w.mask[p / 64] |= 1ull << (p % 64);
     }

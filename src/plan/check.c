@@ -92,16 +92,17 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int l = 1; l < nl && !rc; l++)
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
-  /* A step a kernel does (inKernel: a COPY or a DATA SIGNAL it does, a DATA
-   * WAIT or a JOIN it polls) is followed on its lane by more such steps,
-   * then the REDUCE whose kernel it is; the steps one launch takes (all but
-   * a JOIN) are consecutive in the list, at most PLAN_SM_MAX_PEERS copies
-   * and as many signals. */
-  int moves = 0, sigs = 0;
+  /* A step a kernel does (inKernel: a COPY or a DATA or EXIT SIGNAL it
+   * does, a DATA or EXIT WAIT or a JOIN it polls) is followed on its lane by
+   * more such steps, then the REDUCE whose kernel it is; the steps one
+   * launch takes (all but a JOIN) are consecutive in the list, at most
+   * PLAN_SM_MAX_PEERS copies and as many signals, and its SIGNALs and WAITs
+   * are of one phase (the executor polls one phase's words). */
+  int moves = 0, sigs = 0, phase = -1;
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
     if (!W->inKernel) {
-      if (W->kind == PLAN_STEP_REDUCE) moves = sigs = 0;
+      if (W->kind == PLAN_STEP_REDUCE) moves = sigs = 0, phase = -1;
       continue;
     }
     int join = W->kind == PLAN_STEP_JOIN;
@@ -110,14 +111,17 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     const planStep *N = next < s->nsteps ? &s->steps[next] : NULL;
     moves += W->kind == PLAN_STEP_COPY;
     sigs += W->kind == PLAN_STEP_SIGNAL;
-    int kindOk =
-        join || W->kind == PLAN_STEP_COPY ||
-        ((W->kind == PLAN_STEP_SIGNAL || W->kind == PLAN_STEP_WAIT) && W->phase == PLAN_PHASE_DATA);
+    int sync = W->kind == PLAN_STEP_SIGNAL || W->kind == PLAN_STEP_WAIT;
+    int kindOk = join || W->kind == PLAN_STEP_COPY ||
+                 (sync && (W->phase == PLAN_PHASE_DATA || W->phase == PLAN_PHASE_EXIT) &&
+                  (phase < 0 || phase == (int)W->phase));
+    if (sync && phase < 0) phase = (int)W->phase;
     if (!kindOk || !N || N->lane != W->lane ||
         !(N->kind == PLAN_STEP_REDUCE || (N->inKernel && N->kind != PLAN_STEP_REDUCE)))
       rc = fail(err, errlen,
                 "rank %d step %d: %s marked inKernel is not followed on lane %d by the REDUCE "
-                "whose kernel does it (or is not a COPY, a DATA SIGNAL or WAIT, or a JOIN)",
+                "whose kernel does it (or is not a COPY, a SIGNAL or WAIT of the kernel's one "
+                "phase, DATA or EXIT, or a JOIN)",
                 r, w, kindName(W->kind), W->lane);
     else if (moves > PLAN_SM_MAX_PEERS || sigs > PLAN_SM_MAX_PEERS)
       rc = fail(err, errlen, "rank %d step %d: one kernel does more than %d copies or signals", r,
