@@ -10,8 +10,9 @@ const char *ccCollName(collId coll) {
   return (unsigned)coll < COLL_NUM ? collTable[coll].name : "?";
 }
 
-const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn",   "pushb",   "pull1",   "pulln", "pullb",
-                                        "stage", "stage2d", "stagesm", "stagell", "relay", "chain"};
+const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
+                                        "pullb", "stage", "stage2d", "stagesm", "stagell",
+                                        "relay", "chain", "twoshot"};
 
 int ccAlgoTakes(collId coll, const char *algo) {
   /* the row whose selection entry applies (collInfo.select): sendrecv
@@ -19,8 +20,10 @@ int ccAlgoTakes(collId coll, const char *algo) {
   coll = (collId)collByName(collTable[coll].select);
   if (collTable[coll].flags & COLL_REDUCES)
     return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0 ||
-           strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0;
-  if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0) return 0; /* the reductions' */
+           strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 ||
+           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE); /* AllReduce's own */
+  if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 || strcmp(algo, "twoshot") == 0)
+    return 0; /* the reductions' */
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
     return coll == COLL_BROADCAST; /* Broadcast's own */
   if (coll == COLL_ALLTOALLV)

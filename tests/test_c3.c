@@ -212,10 +212,10 @@ static int testLacksAndSelection(void) {
     }
   }
   CHECK(fakeCalls == 0, "ncclLacks is not asked about dmaccl contenders");
-  /* the reductions take pull1, stage, stagesm and stagell: the sentence names them */
+  /* the reductions take pull1, stage, stagesm, stagell and twoshot: the sentence names them */
   CHECK(c3ParseContender("pushb", &s, err, sizeof(err)) == 0, "pushb");
   const char *why = c3Lacks(&s, COLL_ALLREDUCE, NULL, buf, sizeof(buf));
-  CHECK(why && !strcmp(why, "allreduce takes pull1, stage, stagesm and stagell (its algorithms in "
+  CHECK(why && !strcmp(why, "allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
                             "src/plan), not pushb"),
         "pushb for allreduce: '%s'", why ? why : "(runs it)");
   CHECK(c3Lacks(&s, COLL_ALLGATHER, NULL, buf, sizeof(buf)) == NULL, "pushb runs allgather");
@@ -484,7 +484,7 @@ static int testReport(void) {
         "table and summary text:\n%s", buf);
   CHECK(strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
             strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
-            strstr(buf, "# no pushb row: allreduce takes pull1, stage, stagesm and stagell (its "
+            strstr(buf, "# no pushb row: allreduce takes pull1, stage, stagesm, stagell and twoshot (its "
                         "algorithms in src/plan), not pushb\n"),
         "the AllReduce table and why two contenders have no row:\n%s", buf);
   char *s1 = strstr(buf, "s1: GEMM"), *s3 = strstr(buf, "s3: GEMM");
@@ -519,7 +519,7 @@ static int testReport(void) {
   CHECK(strstr(buf, "\"coll\": \"allreduce\"") && strstr(buf, "\"coll\": \"allgather\"") &&
             strstr(buf, "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
                         "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
-                        "\"allreduce takes pull1, stage, stagesm and stagell (its algorithms in "
+                        "\"allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
                         "src/plan), not pushb\"}]") &&
             strstr(buf, "\"skipped\": []"),
         "JSON names the collective and the skipped contenders:\n%s", buf);

@@ -1044,7 +1044,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     /* stagell: line slots that hold the operation, or too small ones */
     a[r].lineBytes = (seed >> 3) & 1 ? 256 : (size_t)1 << 20;
   }
-  size_t stageNeed = staged ? planStageNeed(&a[0]) : 0;
+  size_t stageNeed = staged ? planStageNeed(&a[0], algo) : 0;
   int linesUsed = 0;
   for (int r = 0; r < n && !rc; r++) {
     if (planBuild(&a[r], algo, &s[r])) {
@@ -1536,6 +1536,43 @@ static int testKernelWait(void) {
   return 0;
 }
 
+/* Runs ops (rank r's schedule ops[r]) in `seeds` random dependency orders
+ * per simulated mode; returns the deadlocks, or -1 when one is an error, or
+ * a deadlock where `control` is 0 (said). */
+static int simOrders(planSchedule *const *ops, int n, int seeds, int control, int *orders) {
+  int deadlocks = 0;
+  for (uint32_t seed = 1; seed <= (uint32_t)seeds; seed++)
+    for (int mode = SIM_TOPO_PER_RANK; mode <= SIM_ROUNDS_SHARED; mode++) {
+      int d = simOnce(ops, n, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + (uint32_t)n);
+      if (d < 0 || (d && !control)) {
+        TEST_FAIL("n=%d mode %d seed %u: %s", n, mode, seed, d < 0 ? "error" : "deadlock");
+        return -1;
+      }
+      deadlocks += d;
+      (*orders)++;
+    }
+  return deadlocks;
+}
+
+/* A control: the first k kernel SIGNALs of `phase` (-1: any) and the first
+ * k kernel WAITs swap places (rounds left as they were): the kernel polls
+ * before it signals. */
+static void pollFirst(planSchedule *sc, int phase, int k) {
+  int fs = -1, fw = -1;
+  for (int i = 0; i < sc->nsteps; i++) {
+    const planStep *st = &sc->steps[i];
+    if (!st->inKernel || (phase >= 0 && (int)st->phase != phase)) continue;
+    if (st->kind == PLAN_STEP_SIGNAL && fs < 0) fs = i;
+    if (st->kind == PLAN_STEP_WAIT && fw < 0) fw = i;
+  }
+  if (fs < 0 || fw < 0) return;
+  for (int i = 0; i < k; i++) {
+    planStep t = sc->steps[fs + i];
+    sc->steps[fs + i] = sc->steps[fw + i];
+    sc->steps[fw + i] = t;
+  }
+}
+
 /*
  * stagesm: on a rank that reduces, the peer copies, the DATA signals and
  * the DATA waits are inKernel on lane 0, in that order, right before the
@@ -1606,33 +1643,11 @@ static int testStageSm(void) {
           ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
         }
         for (int ctl = 0; ctl <= 1; ctl++) {
-          for (uint32_t seed = 1; seed <= 20; seed++)
-            for (int mode = SIM_TOPO_PER_RANK; mode <= SIM_ROUNDS_SHARED; mode++) {
-              int d = simOnce(ops, n, (simMode)mode, 1 + (int)(seed % 3),
-                              seed * 2654435761u + (uint32_t)n);
-              ASSERT_TRUE(d >= 0);
-              if (!ctl) ASSERT_EQ_INT(d, 0);
-              caught += ctl && d == 1;
-              orders++;
-            }
-          if (ctl) continue;
-          /* The control: every kernel polls before it signals (the steps
-           * swapped in place, rounds left as they were). */
-          for (int r = 0; r < n; r++) {
-            planSchedule *sc = &s[r][0];
-            int fs = -1, fw = -1, k = n - 1;
-            for (int i = 0; i < sc->nsteps; i++) {
-              if (!sc->steps[i].inKernel) continue;
-              if (sc->steps[i].kind == PLAN_STEP_SIGNAL && fs < 0) fs = i;
-              if (sc->steps[i].kind == PLAN_STEP_WAIT && fw < 0) fw = i;
-            }
-            if (fs < 0 || fw < 0) continue;
-            for (int i = 0; i < k; i++) {
-              planStep t = sc->steps[fs + i];
-              sc->steps[fs + i] = sc->steps[fw + i];
-              sc->steps[fw + i] = t;
-            }
-          }
+          int d = simOrders(ops, n, 20, ctl, &orders);
+          if (d < 0) return 1;
+          caught += d;
+          /* The control: every kernel polls before it signals. */
+          for (int r = 0; r < n && !ctl; r++) pollFirst(&s[r][0], -1, n - 1);
         }
       }
   ASSERT_TRUE(caught > 0);
@@ -1799,6 +1814,92 @@ static int testEveryCollective(void) {
 }
 
 /*
+ * Sequences of operations run action by action (graphPieceRun,
+ * twoShotRun). A rank's actions: the next step of each of its lanes, a
+ * pending reset of a graph's wait (an action of its own that runs later,
+ * holding the waiting lane until then, as in a replayed graph), and the
+ * completion of its operation once every lane is done. Eager flags hold
+ * epochs (operation k signals k + 1); a graph's hold 1 until reset, and a
+ * staged operation in slot 1 has DATA words of its own.
+ */
+#define SQ_N 8
+#define SQ_RESETS 64
+#define SQ_LANES PLAN_MAX_LANES(SQ_N)
+#define SQ_WORDS (PLAN_NUM_PHASES + 1) /* + 1: a graph's DATA words of slot 1 */
+enum { SQ_COMPLETE = -1, SQ_RESET0 = 1000 };
+
+typedef struct {
+  int word, peer, lane;
+} sqReset;
+typedef struct {
+  int cur, nreset, pc[SQ_LANES];
+  sqReset pend[SQ_RESETS];
+} sqRank;
+typedef struct {
+  int rank, what; /* a lane, SQ_RESET0 + j (pending reset j) or SQ_COMPLETE */
+} sqAction;
+typedef uint32_t sqFlags[SQ_N][SQ_WORDS][SQ_N]; /* [rank][word][peer] */
+
+static int sqWord(const planStep *st, int graph, int gslot) {
+  return graph && st->phase == PLAN_PHASE_DATA && gslot ? PLAN_NUM_PHASES : (int)st->phase;
+}
+
+/* Appends rank r's possible actions to out; s: its current operation's
+ * schedule (NULL once it has none left). Returns how many. */
+static int sqActions(const planSchedule *s, sqRank *q, int r, int graph, int gslot, sqFlags flag,
+                     sqAction *out) {
+  int nc = 0, busy = 0;
+  for (int j = 0; j < q->nreset; j++) out[nc++] = (sqAction){r, SQ_RESET0 + j};
+  if (!s) return nc;
+  for (int l = 0; l < s->nlanes; l++) {
+    int i = q->pc[l], held = 0;
+    while (i < s->nsteps && s->steps[i].lane != l) i++;
+    q->pc[l] = i;
+    for (int j = 0; j < q->nreset; j++) held |= q->pend[j].lane == l;
+    if (held || i < s->nsteps) busy = 1;
+    if (held || i >= s->nsteps) continue;
+    const planStep *st = &s->steps[i];
+    if (st->kind == PLAN_STEP_WAIT &&
+        flag[r][sqWord(st, graph, gslot)][st->peer] < (graph ? 1u : (uint32_t)q->cur + 1))
+      continue;
+    if (st->kind == PLAN_STEP_JOIN) {
+      int j = q->pc[st->from], fromHeld = 0;
+      while (j < s->nsteps && s->steps[j].lane != st->from) j++;
+      for (int k = 0; k < q->nreset; k++) fromHeld |= q->pend[k].lane == st->from;
+      if (j < i || fromHeld) continue;
+    }
+    out[nc++] = (sqAction){r, l};
+  }
+  if (!busy) out[nc++] = (sqAction){r, SQ_COMPLETE};
+  return nc;
+}
+
+/* Runs pending reset j of a rank. */
+static void sqReset1(sqRank *q, int r, int j, sqFlags flag) {
+  sqReset *g = &q->pend[j];
+  flag[r][g->word][g->peer] = 0;
+  *g = q->pend[--q->nreset];
+}
+
+/* Runs a SIGNAL or a WAIT of rank r on lane l (1), or leaves any other step
+ * to the caller (0); on a graph's signal that lands on a set word (it would
+ * be lost) -1, on too many pending resets -2. */
+static int sqSync(const planStep *st, sqRank *q, int r, int l, int graph, int gslot, sqFlags flag) {
+  int w = sqWord(st, graph, gslot);
+  if (st->kind == PLAN_STEP_SIGNAL) {
+    uint32_t *f = &flag[st->peer][w][r];
+    if (graph && *f) return -1;
+    *f = graph ? 1 : (uint32_t)q->cur + 1;
+    return 1;
+  }
+  if (st->kind != PLAN_STEP_WAIT) return 0;
+  if (!graph) return 1;
+  if (q->nreset == SQ_RESETS) return -2;
+  q->pend[q->nreset++] = (sqReset){w, st->peer, l};
+  return 1;
+}
+
+/*
  * Broadcasts in sequence with the graph form of the flags (relay's and
  * chain's PIECE phases above all): a SIGNAL sets the peer's word to 1, a
  * WAIT passes on 1 and its reset is an action of its own that runs later
@@ -1810,20 +1911,16 @@ static int testEveryCollective(void) {
  * that lands on a set word (it would be lost), and deadlocks. Control: PIECE
  * signalled before the copy it announces is caught.
  */
-#define GP_N 8
+#define GP_N SQ_N
 #define GP_OPS 12
 #define GP_BYTES 20000
-#define GP_RESETS 64
-
-typedef struct {
-  int phase, peer, lane;
-} gpReset;
 
 /* 0 ok, 1 a failure (why says which), in one random sequence. */
 static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_t len) {
   static unsigned char send[GP_N][GP_BYTES], recv[GP_N][GP_BYTES], want[GP_OPS][GP_BYTES];
   static planSchedule S[GP_N][GP_OPS];
-  static uint32_t flag[GP_N][PLAN_NUM_PHASES][GP_N];
+  static sqFlags flag;
+  static sqRank q[GP_N];
   const planAlgo algos[] = {PLAN_ALGO_RELAY, PLAN_ALGO_CHAIN, PLAN_ALGO_PUSH1,
                             PLAN_ALGO_PULL1, PLAN_ALGO_PULLN, PLAN_ALGO_PUSHB};
   uint32_t x = seed | 1;
@@ -1864,59 +1961,32 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
     testFillRandom(want[k], bytes[k], seed * 31u + (uint32_t)k);
   }
   memset(flag, 0, sizeof(flag));
-  int cur[GP_N], pc[GP_N][GP_N + 2], nreset[GP_N];
-  gpReset pend[GP_N][GP_RESETS];
+  memset(q, 0, sizeof(q));
   for (int r = 0; r < n; r++) {
-    cur[r] = 0, nreset[r] = 0;
-    memset(pc[r], 0, sizeof(pc[r]));
     memset(recv[r], POISON, GP_BYTES);
     memset(send[r], POISON, GP_BYTES);
     if (r == root[0]) memcpy(inPlace[0] ? recv[r] : send[r], want[0], bytes[0]);
   }
   while (!rc) {
-    /* actions: (rank, lane), (rank, 100 + pending reset), (rank, 99: complete) */
-    int cand[GP_N * (GP_N + 2 + GP_RESETS + 1)][2], nc = 0, left = 0;
+    static sqAction cand[GP_N * (SQ_LANES + SQ_RESETS + 1)];
+    int nc = 0, left = 0;
     for (int r = 0; r < n; r++) {
-      for (int j = 0; j < nreset[r]; j++) cand[nc][0] = r, cand[nc][1] = 100 + j, nc++;
-      if (cur[r] >= GP_OPS) continue;
-      left++;
-      const planSchedule *s = &S[r][cur[r]];
-      int busy = 0;
-      for (int l = 0; l < s->nlanes; l++) {
-        int i = pc[r][l], held = 0;
-        while (i < s->nsteps && s->steps[i].lane != l) i++;
-        pc[r][l] = i;
-        for (int j = 0; j < nreset[r]; j++) held |= pend[r][j].lane == l;
-        if (held || i < s->nsteps) busy = 1;
-        if (held || i >= s->nsteps) continue;
-        const planStep *st = &s->steps[i];
-        if (st->kind == PLAN_STEP_WAIT &&
-            flag[r][st->phase][st->peer] < (graph ? 1u : (uint32_t)cur[r] + 1))
-          continue;
-        if (st->kind == PLAN_STEP_JOIN) {
-          int j = pc[r][st->from], fromHeld = 0;
-          while (j < s->nsteps && s->steps[j].lane != st->from) j++;
-          for (int q = 0; q < nreset[r]; q++) fromHeld |= pend[r][q].lane == st->from;
-          if (j < i || fromHeld) continue;
-        }
-        cand[nc][0] = r, cand[nc][1] = l, nc++;
-      }
-      if (!busy) cand[nc][0] = r, cand[nc][1] = 99, nc++;
+      left += q[r].cur < GP_OPS;
+      nc += sqActions(q[r].cur < GP_OPS ? &S[r][q[r].cur] : NULL, &q[r], r, graph, 0, flag,
+                      cand + nc);
     }
     if (!left && !nc) break;
     if (!nc) {
       snprintf(why, len, "deadlock (n=%d)", n);
       return 1;
     }
-    int pick = (int)(stageRand(&x) % (uint32_t)nc), r = cand[pick][0], l = cand[pick][1];
-    if (l >= 100) { /* a wait's reset */
-      gpReset *g = &pend[r][l - 100];
-      flag[r][g->phase][g->peer] = 0;
-      *g = pend[r][--nreset[r]];
+    sqAction a = cand[stageRand(&x) % (uint32_t)nc];
+    int r = a.rank, l = a.what, k = q[r].cur;
+    if (l >= SQ_RESET0) {
+      sqReset1(&q[r], r, l - SQ_RESET0, flag);
       continue;
     }
-    int k = cur[r];
-    if (l == 99) { /* complete: check, then the user reuses both buffers */
+    if (l == SQ_COMPLETE) { /* check, then the user reuses both buffers */
       long long d = testFirstDiff(recv[r], want[k], bytes[k]);
       if (d >= 0) {
         snprintf(why, len,
@@ -1926,25 +1996,20 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
       }
       memset(recv[r], POISON ^ (k + 1), GP_BYTES);
       memset(send[r], POISON ^ (k + 2), GP_BYTES);
-      cur[r]++;
-      memset(pc[r], 0, sizeof(pc[r]));
-      if (cur[r] < GP_OPS && r == root[cur[r]])
-        memcpy(inPlace[cur[r]] ? recv[r] : send[r], want[cur[r]], bytes[cur[r]]);
+      q[r].cur++;
+      memset(q[r].pc, 0, sizeof(q[r].pc));
+      if (q[r].cur < GP_OPS && r == root[q[r].cur])
+        memcpy(inPlace[q[r].cur] ? recv[r] : send[r], want[q[r].cur], bytes[q[r].cur]);
       continue;
     }
-    const planStep *st = &S[r][k].steps[pc[r][l]++];
-    if (st->kind == PLAN_STEP_SIGNAL) {
-      uint32_t *w = &flag[st->peer][st->phase][r];
-      if (graph && *w) {
-        snprintf(why, len, "n=%d op %d: rank %d's signal (phase %d) to rank %d lands on a set word",
-                 n, k, r, (int)st->phase, st->peer);
-        return 1;
-      }
-      *w = graph ? 1 : (uint32_t)k + 1;
-    } else if (st->kind == PLAN_STEP_WAIT && graph) {
-      if (nreset[r] == GP_RESETS) return snprintf(why, len, "reset overflow") > 0;
-      pend[r][nreset[r]++] = (gpReset){(int)st->phase, st->peer, l};
-    } else if (st->kind == PLAN_STEP_COPY) {
+    const planStep *st = &S[r][k].steps[q[r].pc[l]++];
+    int y = sqSync(st, &q[r], r, l, graph, 0, flag);
+    if (y == -1)
+      return snprintf(why, len,
+                      "n=%d op %d: rank %d's signal (phase %d) to rank %d lands on a set word", n,
+                      k, r, (int)st->phase, st->peer) > 0;
+    if (y == -2) return snprintf(why, len, "reset overflow") > 0;
+    if (y == 0 && st->kind == PLAN_STEP_COPY) {
       int srcRoot = inPlace[k] && st->src.rank == root[k];
       unsigned char *src =
           st->src.buf == PLAN_BUF_SEND && !srcRoot ? send[st->src.rank] : recv[st->src.rank];
@@ -1961,15 +2026,25 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
   return rc;
 }
 
-static int testGraphPiecePhases(void) {
+/* 1500 random sequences of run's, with epochs and with graph flags: how
+ * many, or -1 after a failure (said). */
+typedef int (*sqRun)(uint32_t seed, int graph, int control, char *why, size_t len);
+static int sqSweep(sqRun run) {
   char why[256];
   int runs = 0;
   for (int graph = 0; graph <= 1; graph++)
     for (uint32_t seed = 1; seed <= 1500; seed++, runs++)
-      if (graphPieceRun(seed * 2654435761u + (uint32_t)graph, graph, 0, why, sizeof(why))) {
+      if (run(seed * 2654435761u + (uint32_t)graph, graph, 0, why, sizeof(why))) {
         TEST_FAIL("%s, seed %u: %s", graph ? "graph flags" : "epochs", seed, why);
-        return 1;
+        return -1;
       }
+  return runs;
+}
+
+static int testGraphPiecePhases(void) {
+  char why[256];
+  int runs = sqSweep(graphPieceRun);
+  if (runs < 0) return 1;
   int caught = 0;
   for (uint32_t seed = 1; seed <= 400 && !caught; seed++)
     caught = graphPieceRun(seed * 40503u + 11u, 1, 1, why, sizeof(why));
@@ -1980,6 +2055,274 @@ static int testGraphPiecePhases(void) {
   printf(
       "  %d Broadcast sequences (relay, chain, direct) with epochs and graph flags; control: %s\n",
       runs, why);
+  return 0;
+}
+
+/*
+ * twoshot: two kernels on lane 0 after any ENTRY handshake. The first
+ * stores each peer's part into that peer's slot, signals and polls DATA and
+ * reduces the rank's own part; the second stores that part into every
+ * peer's receive buffer at the same place, signals and polls EXIT, and ends
+ * in an empty REDUCE. Where a part is empty (under 256 bytes per rank) it is
+ * stagesm's schedule. planCheck takes them, and the simulated queues run
+ * them in every dependency order tried. Control: the second kernels poll
+ * before they signal, and deadlock.
+ */
+static int testTwoShot(void) {
+  static planSchedule s[8];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  int orders = 0, caught = 0;
+  for (int n = 2; n <= 8; n++)
+    for (int v = 0; v < 8; v++) { /* in place, stageEntry, a count too small for parts */
+      int inPlace = v & 1, entry = (v >> 1) & 1, tiny = v >> 2;
+      size_t count = tiny ? 256 * (size_t)n - 1 : 4099 * (size_t)n + 3;
+      planSchedule *ops[8], flat[8];
+      for (int r = 0; r < n; r++) {
+        planArgs a = PA(PLAN_COLL_ALLREDUCE, r, n, count, inPlace, 2, 1);
+        a.stageEntry = entry;
+        ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_TWOSHOT, &s[r]), 0);
+        const planSchedule *sc = &s[r];
+        int kernels = 0, copies[2] = {0, 0}, exits = 0, data = 0;
+        for (int i = 0; i < sc->nsteps; i++) {
+          const planStep *st = &sc->steps[i];
+          ASSERT_EQ_INT(st->lane, 0);
+          if (st->kind == PLAN_STEP_REDUCE) {
+            ASSERT_TRUE(kernels < 2);
+            /* the first reduces the rank's part, the second nothing */
+            if (!tiny) ASSERT_TRUE(kernels == 0 ? st->bytes > 0 : st->bytes == 0);
+            kernels++;
+            continue;
+          }
+          if (st->kind == PLAN_STEP_COPY) {
+            ASSERT_TRUE(st->inKernel && kernels < 2);
+            ASSERT_EQ_INT((int)st->dst.buf, kernels ? PLAN_BUF_RECV : PLAN_BUF_STAGE);
+            copies[kernels]++;
+          }
+          exits += st->phase == PLAN_PHASE_EXIT && st->kind != PLAN_STEP_COPY;
+          data += st->phase == PLAN_PHASE_DATA && st->kind != PLAN_STEP_COPY;
+        }
+        ASSERT_EQ_INT(kernels, tiny ? 1 : 2);
+        ASSERT_EQ_INT(copies[0], n - 1);
+        ASSERT_EQ_INT(copies[1], tiny ? 0 : n - 1);
+        ASSERT_EQ_INT(exits, tiny ? 0 : 2 * (n - 1));
+        ASSERT_EQ_INT(data, 2 * (n - 1));
+        flat[r] = *sc;
+        ops[r] = &s[r];
+      }
+      ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+      for (int ctl = 0; ctl <= !tiny; ctl++) {
+        int d = simOrders(ops, n, 10, ctl, &orders);
+        if (d < 0) return 1;
+        caught += d;
+        /* the control: the second kernels poll EXIT before they signal it */
+        for (int r = 0; r < n && !ctl; r++) pollFirst(&s[r], PLAN_PHASE_EXIT, n - 1);
+      }
+    }
+  ASSERT_TRUE(caught > 0);
+  printf("  %d dependency orders simulated; with the EXIT waits first %d deadlocked\n", orders,
+         caught);
+  for (int r = 0; r < 8; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
+/*
+ * AllReduce sequences that mix twoshot with stagesm, stage and pull1, with
+ * the executors' flag rules: eager, epochs (one DATA word per peer); in a
+ * CUDA graph, a graph of 1-5 operations replayed three times, SIGNAL sets a
+ * word to 1, a WAIT passes on 1 and its reset is an action of its own that
+ * runs later in the waiting lane, staged operations numbered from 1 in the
+ * graph (slot = number % 2, each slot its own DATA words) with an ENTRY
+ * handshake on the first. Fresh data per operation; a rank's buffers are
+ * overwritten by "the user" as soon as its operation completes. Checks:
+ * every receive byte at completion; no deadlock; no signal on a set word;
+ * no copy into or out of a peer's receive buffer unless the peer is in the
+ * same operation; no copy into a staging slot whose owner has not reduced
+ * what an earlier operation left there. Controls: twoshot's second kernel
+ * without its EXIT waits (a rank completes while peers still write into
+ * its buffer), and without the ENTRY handshake on a graph's first staged
+ * operation; both are caught.
+ */
+#define TS_N 6
+#define TS_G 5
+#define TS_OPS (3 * TS_G)
+#define TS_BYTES 6000
+
+/* 0 ok, 1 a failure (why says which). control: 1 no EXIT waits, 2 no ENTRY. */
+static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t len) {
+  static unsigned char send[TS_N][TS_BYTES], recv[TS_N][TS_BYTES], stage[TS_N][2][TS_N * TS_BYTES];
+  static unsigned char scratch[TS_N][1 << 14], data[TS_OPS][TS_N][TS_BYTES];
+  static planSchedule S[TS_N][TS_OPS];
+  static sqFlags flag;
+  static sqRank q[TS_N];
+  const planAlgo algos[] = {PLAN_ALGO_TWOSHOT, PLAN_ALGO_STAGESM, PLAN_ALGO_STAGE, PLAN_ALGO_PULL1};
+  uint32_t x = seed | 1;
+  int n = 2 + (int)(stageRand(&x) % (TS_N - 1)), rc = 0, nops = graph ? 0 : TS_OPS;
+  int gops = 1 + (int)(stageRand(&x) % TS_G);
+  size_t bytes[TS_OPS];
+  int inPlace[TS_OPS], gslot[TS_OPS], owed[TS_N][2];
+  unsigned long long number = 0; /* staged operations so far (in the graph) */
+  memset(S, 0, sizeof(S));
+  for (int k = 0; k < TS_OPS && !rc; k++) {
+    int first = graph && k % gops == 0; /* a replay of the graph starts */
+    if (graph && k >= 3 * gops) break;
+    if (first) number = 0;
+    int src = graph && k >= gops ? k % gops : -1; /* replays repeat the graph's operations */
+    uint32_t c = stageRand(&x) % 3;
+    bytes[k] = src >= 0 ? bytes[src] : c == 0 ? stageRand(&x) % 600 : stageRand(&x) % TS_BYTES;
+    inPlace[k] = src >= 0 ? inPlace[src] : (int)(stageRand(&x) & 1);
+    planAlgo al = src >= 0 ? S[0][src].algo : algos[stageRand(&x) % 4];
+    if (control && src < 0 && stageRand(&x) % 2) al = PLAN_ALGO_TWOSHOT;
+    int staged = planIsStaged(al) && bytes[k] > 0;
+    unsigned long long idx = staged ? ++number : 0;
+    gslot[k] = (int)(idx % 2);
+    for (int r = 0; r < n && !rc; r++) {
+      planArgs a = {.coll = PLAN_COLL_ALLREDUCE,
+                    .rank = r,
+                    .nranks = n,
+                    .count = bytes[k],
+                    .elemSize = 1,
+                    .dtype = 1,
+                    .inPlace = inPlace[k],
+                    .stageSlots = 2,
+                    .stageIndex = idx,
+                    .stageEntry = graph && idx == 1 && control != 2,
+                    .scratchBytes = sizeof(scratch[0]),
+                    .pieceMin = 256};
+      if (planBuild(&a, al, &S[r][k])) rc = snprintf(why, len, "planBuild failed") > 0;
+      if (control == 1 && al == PLAN_ALGO_TWOSHOT) { /* drop the EXIT waits */
+        planSchedule *q = &S[r][k];
+        int m = 0;
+        for (int i = 0; i < q->nsteps; i++)
+          if (!(q->steps[i].kind == PLAN_STEP_WAIT && q->steps[i].phase == PLAN_PHASE_EXIT))
+            q->steps[m++] = q->steps[i];
+        q->nsteps = m;
+      }
+      testFillRandom(data[k][r], bytes[k], seed * 31u + (uint32_t)(k * TS_N + r));
+    }
+    nops = k + 1;
+  }
+  memset(flag, 0, sizeof(flag));
+  memset(q, 0, sizeof(q));
+  memset(owed, 0xff, sizeof(owed));
+  for (int r = 0; r < n; r++) {
+    memset(recv[r], POISON, TS_BYTES);
+    memcpy(inPlace[0] ? recv[r] : send[r], data[0][r], bytes[0]);
+  }
+  while (!rc) {
+    static sqAction cand[TS_N * (SQ_LANES + SQ_RESETS + 1)];
+    int nc = 0, left = 0;
+    for (int r = 0; r < n; r++) {
+      int k = q[r].cur;
+      left += k < nops;
+      nc += sqActions(k < nops ? &S[r][k] : NULL, &q[r], r, graph, k < nops ? gslot[k] : 0, flag,
+                      cand + nc);
+    }
+    if (!left && !nc) break;
+    if (!nc) return snprintf(why, len, "deadlock (n=%d)", n) > 0;
+    sqAction act = cand[stageRand(&x) % (uint32_t)nc];
+    int r = act.rank, l = act.what, k = q[r].cur;
+    if (l >= SQ_RESET0) {
+      sqReset1(&q[r], r, l - SQ_RESET0, flag);
+      continue;
+    }
+    if (l == SQ_COMPLETE) { /* check, then the user reuses both buffers */
+      unsigned char want[TS_BYTES];
+      for (size_t i = 0; i < bytes[k]; i++) {
+        unsigned sum = 0;
+        for (int p = 0; p < n; p++) sum += data[k][p][i];
+        want[i] = (unsigned char)sum;
+      }
+      long long d = testFirstDiff(recv[r], want, bytes[k]);
+      if (d >= 0)
+        return snprintf(why, len,
+                        "n=%d op %d (%s, %zu bytes, in place %d): rank %d byte %lld wrong", n, k,
+                        planAlgoName(S[r][k].algo), bytes[k], inPlace[k], r, d) > 0;
+      memset(recv[r], POISON ^ (k + 1), TS_BYTES);
+      memset(send[r], POISON ^ (k + 2), TS_BYTES);
+      q[r].cur++;
+      memset(q[r].pc, 0, sizeof(q[r].pc));
+      if (q[r].cur < nops)
+        memcpy(inPlace[q[r].cur] ? recv[r] : send[r], data[q[r].cur][r], bytes[q[r].cur]);
+      continue;
+    }
+    const planSchedule *s = &S[r][k];
+    const planStep *st = &s->steps[q[r].pc[l]++];
+    int y = sqSync(st, &q[r], r, l, graph, gslot[k], flag);
+    if (y == -1)
+      return snprintf(why, len,
+                      "n=%d op %d: rank %d's signal (phase %d) to rank %d lands on a set word", n,
+                      k, r, (int)st->phase, st->peer) > 0;
+    if (y == -2) return snprintf(why, len, "reset overflow") > 0;
+    if (st->kind != PLAN_STEP_COPY && st->kind != PLAN_STEP_REDUCE) continue;
+    /* Where a location lies, and whether its owner may be touched now. */
+    planLoc locs[TS_N + 1];
+    int nl = 0;
+    if (st->kind == PLAN_STEP_COPY) locs[nl++] = st->src;
+    for (int i = 0; st->kind == PLAN_STEP_REDUCE && i < st->nsrc; i++)
+      locs[nl++] = s->srcs[st->src0 + i];
+    locs[nl++] = st->dst;
+    unsigned char *at[TS_N + 1];
+    for (int i = 0; i < nl; i++) {
+      planLoc o = locs[i];
+      int p = o.rank, inpl = inPlace[k] && o.buf == PLAN_BUF_SEND;
+      size_t cap = o.buf == PLAN_BUF_STAGE     ? sizeof(stage[0][0])
+                   : o.buf == PLAN_BUF_SCRATCH ? sizeof(scratch[0])
+                                               : TS_BYTES;
+      if (o.off + st->bytes > cap) return snprintf(why, len, "a step outside its buffer") > 0;
+      if ((o.buf == PLAN_BUF_RECV || o.buf == PLAN_BUF_SEND) && p != r && q[p].cur != k)
+        return snprintf(why, len,
+                        "n=%d op %d (%s): rank %d touches rank %d's user buffer, which is at "
+                        "operation %d",
+                        n, k, planAlgoName(s->algo), r, p, q[p].cur) > 0;
+      at[i] = o.buf == PLAN_BUF_STAGE          ? stage[p][gslot[k]] + o.off
+              : o.buf == PLAN_BUF_SCRATCH      ? scratch[r] + o.off
+              : o.buf == PLAN_BUF_RECV || inpl ? recv[p] + o.off
+                                               : send[p] + o.off;
+    }
+    planLoc dst = st->dst;
+    if (dst.buf == PLAN_BUF_STAGE && st->bytes) {
+      int *o = &owed[dst.rank][gslot[k]];
+      if (*o >= 0 && *o != k)
+        return snprintf(why, len,
+                        "n=%d op %d: rank %d writes rank %d's slot %d, which still holds operation "
+                        "%d",
+                        n, k, r, dst.rank, gslot[k], *o) > 0;
+      *o = k;
+    }
+    if (st->kind == PLAN_STEP_COPY) {
+      memmove(at[nl - 1], at[0], st->bytes);
+    } else {
+      for (size_t i = 0; i < st->bytes; i++) {
+        unsigned sum = 0;
+        for (int j = 0; j < st->nsrc; j++) sum += at[j][i];
+        at[nl - 1][i] = (unsigned char)sum;
+      }
+      for (int j = 0; j < st->nsrc; j++)
+        if (s->srcs[st->src0 + j].buf == PLAN_BUF_STAGE) owed[r][gslot[k]] = -1;
+    }
+  }
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < TS_OPS; k++) planScheduleFree(&S[r][k]);
+  return rc;
+}
+
+static int testTwoShotSequences(void) {
+  char why[256];
+  int runs = sqSweep(twoShotRun);
+  if (runs < 0) return 1;
+  char caught[2][256] = {"", ""};
+  for (int control = 1; control <= 2; control++)
+    for (uint32_t seed = 1; seed <= 600 && !caught[control - 1][0]; seed++)
+      if (twoShotRun(seed * 40503u + 7u, control == 2 || seed % 2, control, why, sizeof(why)))
+        snprintf(caught[control - 1], sizeof(caught[0]), "%s", why);
+  if (!caught[0][0] || !caught[1][0]) {
+    TEST_FAIL("control %s was never caught", !caught[0][0] ? "1 (no EXIT waits)" : "2 (no ENTRY)");
+    return 1;
+  }
+  printf("  %d AllReduce sequences (twoshot, stagesm, stage, pull1) with epochs and graph flags\n"
+         "  control, no EXIT waits: %s\n  control, no ENTRY: %s\n",
+         runs, caught[0], caught[1]);
   return 0;
 }
 
@@ -1996,6 +2339,8 @@ int main(void) {
   RUN(testGraphStagedProtocol);
   RUN(testRotatedOrder);
   RUN(testGraphPiecePhases);
+  RUN(testTwoShot);
+  RUN(testTwoShotSequences);
   RUN(testLanes);
   TEST_EXIT();
 }

@@ -82,7 +82,7 @@ static int testMalformed(void) {
   } bad[] = {
       {"allgather", "needs the form"},
       {"allreduce:push1",
-       "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell)"},
+       "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell twoshot)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
       {"allgather:push2", "unknown algorithm 'push2'"},

@@ -28,10 +28,11 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
   /* Ranks on one GPU: in one process they signal each other with events,
    * which a kernel cannot record; across processes a polling kernel would
    * wait for a peer that runs only when the GPU switches to its context. */
-  if ((algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL) && c->gpuShared)
+  if ((algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL || algo == PLAN_ALGO_TWOSHOT) &&
+      c->gpuShared)
     algo = PLAN_ALGO_STAGE;
   if (planIsStaged(algo) &&
-      planStageNeed(args) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
+      planStageNeed(args, algo) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
     algo = planFallbackAlgo(args->coll);
   return algo;
 }

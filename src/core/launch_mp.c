@@ -2,9 +2,9 @@
  * Posting and launching when ranks are processes. A rank publishes its call
  * on its segment of the shared board and launches its own part inside the
  * call: a staged operation at once (it touches no peer buffer), a direct one
- * once every peer has published the same sequence number (their buffers are
- * then known). So a call returns once its commands are queued, and nothing
- * is queued on the caller's stream before the work it waits for
+ * and twoshot (it stores into the peers' receive buffers) once every peer
+ * has published the same sequence number (their buffers are then known). So a call returns once its
+ * commands are queued, and nothing is queued on the caller's stream before the work it waits for
  * (docs/architecture.md, queue safety). Launches of one rank happen in
  * sequence order under the set's lock.
  *
@@ -104,6 +104,12 @@ static void breakLines(coreClique *c, uint64_t seq, const char *why) {
   coreBreak(c, dmacclInvalidUsage, broke);
 }
 
+/* Launched at the call, before the peers call, and compared with their calls
+ * later: the staged operations that touch no peer buffer (not twoshot). */
+static int atOnce(planAlgo a) {
+  return planIsStaged(a) && a != PLAN_ALGO_TWOSHOT;
+}
+
 static void reportDisagreement(coreClique *c, uint64_t seq, const char *why, const char *outcome) {
   coreSetOpError(c->comms[c->localRank], dmacclInvalidUsage,
                  "operation %llu: ranks disagree: %s; %s", (unsigned long long)seq, why, outcome);
@@ -116,7 +122,7 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
   const size_t *vecs[CORE_MAX_RANKS];
-  int staged = planIsStaged(op->algo);
+  int staged = atOnce(op->algo);
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
   memset(vecs, 0, sizeof(void *) * (size_t)n);
@@ -188,7 +194,7 @@ int coreMpCheckStaged(coreClique *c) {
   while (c->checked + 1 < c->nextLaunch) {
     uint64_t seq = c->checked + 1;
     int slot = (int)(seq % CORE_BOARD_DEPTH);
-    if (planIsStaged(c->localOps[slot].algo)) {
+    if (atOnce(c->localOps[slot].algo)) {
       if (!allPosted(c, seq, -1)) return done;
       char why[384], proto[384];
       int argsDiffer = findDisagreement(c, slot, why, sizeof(why)) >= 0;
@@ -293,7 +299,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   comm->posted = seq;
   /* A direct operation needs every peer's buffers: wait for their calls.
    * The progress thread's watchdog breaks the set if one never comes. */
-  for (int round = 0; !planIsStaged(op->algo) && !allPosted(c, seq, -1);) {
+  for (int round = 0; !atOnce(op->algo) && !allPosted(c, seq, -1);) {
     pthread_mutex_unlock(&c->lock);
     if (round == 0) coreProgressWake(c);
     rc = stopReason(comm);

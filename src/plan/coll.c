@@ -32,14 +32,14 @@ planBlock planOneRankBlock(const planArgs *a) {
   return ci->reduces ? ci->target(a, 0, 0) : ci->block(a, 0, 0);
 }
 
-size_t planStageNeed(const planArgs *a) {
+size_t planStageNeed(const planArgs *a, planAlgo algo) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (ci->peerArrays) return SIZE_MAX;
   size_t need = 0;
   for (int t = 0; t < a->nranks; t++) {
     size_t b;
     if (ci->reduces) {
-      b = ci->target(a, t, 1).bytes;
+      b = planStagePosition(a, algo, t); /* n positions */
       b = b > SIZE_MAX / (size_t)a->nranks ? SIZE_MAX : b * (size_t)a->nranks;
     } else {
       b = ci->recvBytes(a, t);

@@ -90,7 +90,12 @@ typedef enum {
   /* Broadcast: each non-root pulls the block in groups from the rank before
    * it in a chain from the root (chain.c) */
   PLAN_ALGO_CHAIN = 11,
-  PLAN_NUM_ALGOS = 12
+  /* AllReduce only: stagesm in two shots (staged.c): the kernel stores each
+   * peer's part into that peer's slot and reduces its own part, then a
+   * second kernel stores the reduced part into every peer's receive buffer
+   * and signals EXIT. Each rank sends 2(n-1)/n of the buffer, not n-1 */
+  PLAN_ALGO_TWOSHOT = 12,
+  PLAN_NUM_ALGOS = 13
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -297,9 +302,9 @@ static inline const planCollInfo *planCollOf(planColl c) {
  * buffer to the receive buffer (a reduction of one rank is its input), this
  * block; nothing when bytes is 0 or the two ends are the same address. */
 planBlock planOneRankBlock(const planArgs *a);
-/* Staging bytes the collective needs on its busiest rank (SIZE_MAX: it
- * cannot be staged). */
-size_t planStageNeed(const planArgs *a);
+/* Staging bytes the collective needs on its busiest rank under a staged
+ * algorithm (SIZE_MAX: it cannot be staged). */
+size_t planStageNeed(const planArgs *a, planAlgo algo);
 
 /* Staged algorithms (staged.c): instead of an entry handshake, every rank
  * pushes its blocks into library-owned staging slots of its peers, raises

@@ -47,6 +47,10 @@ static inline const size_t *planDispls(const planArgs *a) {
  * relay.c and chain.c), reductions (reduce.c, staged.c). */
 int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s);
 int planBuildStaged(const planArgs *args, planAlgo algo, planSchedule *s);
+/* A staged reduction: the bytes between two positions of rank t's slot (its
+ * result; twoshot: its part of the AllReduce, rounded up to 256 so that
+ * every position is aligned). */
+size_t planStagePosition(const planArgs *a, planAlgo algo, int t);
 int planBuildReduce(const planArgs *args, planSchedule *s);
 int planBuildRelay(const planArgs *args, planSchedule *s);
 int planBuildChain(const planArgs *args, planSchedule *s);

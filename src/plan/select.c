@@ -71,8 +71,9 @@ const char planDefaultTune[] =
      * 256 MB on 2x H200, docs/results/pull1-2xh200/). */
     "2 broadcast:0-8M:stage,8M-inf:pushb\n";
 
-static const char *const algoNames[] = {"push1", "pushn",   "pushb",   "pull1",   "pulln", "pullb",
-                                        "stage", "stage2d", "stagesm", "stagell", "relay", "chain"};
+static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
+                                        "pullb", "stage", "stage2d", "stagesm", "stagell",
+                                        "relay", "chain", "twoshot"};
 _Static_assert(sizeof(algoNames) / sizeof(algoNames[0]) == PLAN_NUM_ALGOS, "a name per algorithm");
 
 const char *planAlgoName(planAlgo a) {

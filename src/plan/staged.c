@@ -69,6 +69,25 @@
  * rank's lines of k + 1, written after this rank's operation k (its reads
  * and clears) completed.
  *
+ * twoshot (AllReduce) is stagesm in two kernels, for the sizes where the
+ * one-shot form's n-1 copies of the whole buffer per rank cost more than a
+ * second round. The first kernel is stagesm's ReduceScatter over
+ * AllReduce's parts (coll_reduce.c): rank r stores part p of its send
+ * buffer at position r of p's slot, signals DATA, polls its peers' DATA and
+ * reduces its own part into its receive buffer. The second stores that
+ * reduced part straight into every peer's receive buffer at the same
+ * place, signals EXIT to every peer and polls theirs (its REDUCE is empty:
+ * a kernel run ends in one). No entry handshake is needed for those
+ * stores: a peer's DATA of this operation says its stream has reached the
+ * operation (its receive buffer is this operation's) and that its kernel
+ * has read the parts of its send buffer it sends (in place, the parts a
+ * peer writes); it writes its own part there itself, and reads nothing
+ * the peers write. The EXIT polls keep every rank in the operation until
+ * the peers' stores into its buffer are done. Each rank sends 2(n-1)/n of
+ * the buffer instead of n-1 times it. Where an AllReduce has a part of 0
+ * bytes (under 256 bytes per rank) or more than PLAN_SM_MAX_PEERS peers,
+ * it is stagesm's schedule (and then stage's).
+ *
  * With stageEntry, an ENTRY handshake comes first (ENTRY signals round 0;
  * ENTRY waits, copies and DATA signals round 1; DATA waits and out round
  * 2): a peer's ENTRY says its stream reached this operation, so it has
@@ -103,7 +122,23 @@
 
 int planIsStaged(planAlgo a) {
   return a == PLAN_ALGO_STAGE || a == PLAN_ALGO_STAGE2D || a == PLAN_ALGO_STAGESM ||
-         a == PLAN_ALGO_STAGELL;
+         a == PLAN_ALGO_STAGELL || a == PLAN_ALGO_TWOSHOT;
+}
+
+/* twoshot's form: an AllReduce whose every part is non-empty, on 2 to
+ * PLAN_SM_MAX_PEERS + 1 ranks. The same verdict on every rank. */
+static int twoShotFits(const planArgs *a) {
+  int n = a->nranks;
+  if (a->coll != PLAN_COLL_ALLREDUCE || n < 2 || n - 1 > PLAN_SM_MAX_PEERS) return 0;
+  for (int t = 0; t < n; t++)
+    if (!planCollOf(a->coll)->target(a, t, 0).bytes) return 0;
+  return 1;
+}
+
+size_t planStagePosition(const planArgs *a, planAlgo algo, int t) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  if (algo != PLAN_ALGO_TWOSHOT || !twoShotFits(a)) return ci->target(a, t, 1).bytes;
+  return (ci->target(a, t, 0).bytes + 255) / 256 * 256;
 }
 
 /* stagell's line form: every rank reduces something (so every rank's kernel
@@ -121,12 +156,13 @@ static int linesFit(const planArgs *a) {
 }
 
 /* The block rank `from` puts into rank `to`'s slot: src in from's send
- * buffer, dst in to's slot. */
-static planBlock stagedBlock(const planArgs *a, int from, int to) {
+ * buffer, dst in to's slot (`two`: twoshot's parts). */
+static planBlock stagedBlock(const planArgs *a, int from, int to, int two) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!ci->reduces) return ci->block(a, from, to);
-  planBlock t = ci->target(a, to, 1);
-  return (planBlock){t.srcOff, (size_t)from * t.bytes, t.bytes};
+  planBlock t = ci->target(a, to, !two);
+  size_t pos = two ? planStagePosition(a, PLAN_ALGO_TWOSHOT, to) : t.bytes;
+  return (planBlock){t.srcOff, (size_t)from * pos, t.bytes};
 }
 
 /* The out copies of a movement collective: the filled ranges of my slot,
@@ -137,17 +173,18 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
   if (!order) return -1;
   int k = 0;
   for (int f = 0; f < n; f++) {
-    planBlock b = stagedBlock(a, f, r);
+    planBlock b = stagedBlock(a, f, r, 0);
     if (!b.bytes || (f == r && a->stageSelfLate)) continue;
     int j = k++;
-    for (; j > 0 && stagedBlock(a, order[j - 1], r).dstOff > b.dstOff; j--) order[j] = order[j - 1];
+    for (; j > 0 && stagedBlock(a, order[j - 1], r, 0).dstOff > b.dstOff; j--)
+      order[j] = order[j - 1];
     order[j] = f;
   }
   for (int i = 0; i < k && !rc;) {
-    planBlock b = stagedBlock(a, order[i], r);
+    planBlock b = stagedBlock(a, order[i], r, 0);
     size_t lo = b.dstOff, hi = b.dstOff + b.bytes;
     for (i++; i < k; i++) {
-      planBlock c = stagedBlock(a, order[i], r);
+      planBlock c = stagedBlock(a, order[i], r, 0);
       if (c.dstOff != hi) break;
       hi += c.bytes;
     }
@@ -159,17 +196,17 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
 }
 
 /* A reduction's out step: my slot's positions (mine from my send buffer);
- * `lines`: the peers' in my line slot. */
-static int addOutReduce(planSchedule *s, const planArgs *a, int lane, int lines) {
+ * `lines`: the peers' in my line slot; `two`: twoshot's part. */
+static int addOutReduce(planSchedule *s, const planArgs *a, int lane, int lines, int two) {
   int n = a->nranks, r = a->rank;
-  planBlock t = planCollOf(a->coll)->target(a, r, 1);
+  planBlock t = planCollOf(a->coll)->target(a, r, !two);
   if (!t.bytes) return 0;
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
   for (int i = 0; i < n; i++)
     src[i] = i == r  ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
              : lines ? (planLoc){r, PLAN_BUF_LINES, (size_t)i * planLinesBytes(t.bytes)}
-                     : (planLoc){r, PLAN_BUF_STAGE, (size_t)i * t.bytes};
+                     : (planLoc){r, PLAN_BUF_STAGE, stagedBlock(a, i, r, two).dstOff};
   int rc = planAddReduce(s, lane, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
   free(src);
   return rc;
@@ -194,12 +231,30 @@ static int reduceOverwritesSources(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   planBlock mine = ci->target(a, a->rank, 1);
   for (int p = 0; p < a->nranks; p++) {
-    planBlock b = stagedBlock(a, a->rank, p);
+    planBlock b = stagedBlock(a, a->rank, p, 0);
     if (p != a->rank && b.bytes && mine.bytes && b.srcOff < mine.srcOff + mine.bytes &&
         mine.srcOff < b.srcOff + b.bytes)
       return 1;
   }
   return 0;
+}
+
+/* twoshot's second kernel: my reduced part into every peer's receive buffer,
+ * EXIT to every peer (round + 1), the peers' EXIT polled (round + 2), and
+ * the empty REDUCE that ends the kernel's steps. */
+static int addSecondShot(planSchedule *s, const planArgs *a) {
+  int n = a->nranks, r = a->rank, rc = 0;
+  planBlock mine = planCollOf(a->coll)->target(a, r, 0);
+  planLoc part = {r, PLAN_BUF_RECV, mine.dstOff};
+  for (int d = 1; d < n && !rc; d++) {
+    rc = planAddCopy(s, 0, part, (planLoc){(r + d) % n, PLAN_BUF_RECV, mine.dstOff}, mine.bytes, 0);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  }
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_EXIT, 0, 1);
+  s->round++;
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_EXIT, 0, 1);
+  if (!rc) rc = planAddReduce(s, 0, &part, 1, part, 0);
+  return rc;
 }
 
 int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
@@ -224,8 +279,9 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
    * lane, forked now; `late`: it also polls for lane 0 after the DATA
    * signals (the REDUCE overwrites what they read). */
   int ll = algo == PLAN_ALGO_STAGELL && linesFit(a);
-  int sm = (algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL) && ci->reduces &&
-           ci->target(a, r, 1).bytes && n - 1 <= PLAN_SM_MAX_PEERS;
+  int two = algo == PLAN_ALGO_TWOSHOT && twoShotFits(a);
+  int sm = (algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL || algo == PLAN_ALGO_TWOSHOT) &&
+           ci->reduces && ci->target(a, r, 1).bytes && n - 1 <= PLAN_SM_MAX_PEERS;
   int kw = !sm && ci->reduces && a->kernelWait && ci->target(a, r, 1).bytes;
   int late = kw && reduceOverwritesSources(a);
   if (kw) rc = planAddJoin(s, 1, 0);
@@ -239,7 +295,7 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   int selfLate = a->stageSelfLate && !ci->reduces;
   for (int i = 0; i < n && !rc; i++) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
-    planBlock b = stagedBlock(a, r, p);
+    planBlock b = stagedBlock(a, r, p, two);
     if (!b.bytes || ((ci->reduces || selfLate) && p == r)) continue;
     planLoc to = ll ? (planLoc){p, PLAN_BUF_LINES, (size_t)r * planLinesBytes(b.bytes)}
                     : (planLoc){p, PLAN_BUF_STAGE, b.dstOff};
@@ -253,13 +309,14 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   if (late && !rc && !(rc = planAddJoin(s, 1, 0))) s->steps[s->nsteps - 1].inKernel = 1;
   /* The own block, straight to its place (in place it is there already, as
    * direct.c's self copy takes it). */
-  planBlock self = selfLate && !a->inPlace ? stagedBlock(a, r, r) : (planBlock){0, 0, 0};
+  planBlock self = selfLate && !a->inPlace ? stagedBlock(a, r, r, 0) : (planBlock){0, 0, 0};
   if (self.bytes && !rc)
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
   if (!rc && !ll) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
-  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw, ll) : addOutCopies(s, a);
+  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw, ll, two) : addOutCopies(s, a);
   if (kw && !rc) rc = planAddJoin(s, 0, 1);
+  if (two && !rc) rc = addSecondShot(s, a);
   return rc;
 }

@@ -44,7 +44,8 @@ int c3PlanArgs(const c3Scenario *s, int nranks, int rank, planArgs *out) {
 /* A staged algorithm whose staging need exceeds a slot runs the fallback
  * (launch.c's coreChooseAlgo). */
 static planAlgo runs(const planArgs *a, planAlgo algo) {
-  if (planIsStaged(algo) && planStageNeed(a) > C3_STAGE_BYTES) return planFallbackAlgo(a->coll);
+  if (planIsStaged(algo) && planStageNeed(a, algo) > C3_STAGE_BYTES)
+    return planFallbackAlgo(a->coll);
   return algo;
 }
 

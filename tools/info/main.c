@@ -107,9 +107,9 @@ int main(int argc, char **argv) {
   char sb[32];
   char gb[32];
   char lbuf[32];
-  printf("# staged algorithms (stage, stage2d, stagesm, stagell) serve collectives up to\n"
+  printf("# staged algorithms (stage, stage2d, stagesm, stagell, twoshot) serve collectives up to\n"
          "# DMACCL_STAGE_BYTES = %s (under CUDA graph capture up to half that, %s); larger\n"
-         "# ones run the collective's direct one; stagesm and stagell run as stage where\n"
+         "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
          "# ranks share a GPU; stagell's lines take a slot of %s (a quarter), and what does\n"
          "# not fit it runs as stagesm\n",
          planSizeString(c.stageBytes, sb, sizeof(sb)),
@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
              originName(why, org, sizeof(org)));
     if (eager != table)
       printf("  %s needs %zu bytes of staging slot (> DMACCL_STAGE_BYTES): %s instead\n",
-             planAlgoName(table), planStageNeed(&a), planAlgoName(eager));
+             planAlgoName(table), planStageNeed(&a, table), planAlgoName(eager));
     const planRange *gwhy = NULL;
     planAlgo gtable = planSelectIn(&c.table, coll, size, 1, &gwhy);
     if (gwhy && gwhy != why)

@@ -74,7 +74,7 @@ void perfUsage(FILE *f) {
       "  -N N      run the sweep N times, printing each (default 1; 0: until interrupted)\n"
       "  -J FILE   also write every row to FILE (JSON; the name must end in .json)\n"
       "  -A LIST   dmaccl algorithms, comma separated: auto push1 pushn pushb pull1 pulln pullb\n"
-      "            stage stage2d stagesm stagell relay chain, or all (default: auto,all)\n"
+      "            stage stage2d stagesm stagell relay chain twoshot, or all (default: auto,all)\n"
       "  -o LIST   collectives, comma separated: allgather alltoall allreduce reducescatter\n"
       "            broadcast reduce gather scatter allgatherv reducescatterv alltoallv sendrecv,\n"
       "            or all (default allgather,alltoall); a reduction op name (nccl-tests' -o)\n"
