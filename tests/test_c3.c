@@ -215,8 +215,10 @@ static int testLacksAndSelection(void) {
   /* the reductions take pull1, stage, stagesm, stagell and twoshot: the sentence names them */
   CHECK(c3ParseContender("pushb", &s, err, sizeof(err)) == 0, "pushb");
   const char *why = c3Lacks(&s, COLL_ALLREDUCE, NULL, buf, sizeof(buf));
-  CHECK(why && !strcmp(why, "allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
-                            "src/plan), not pushb"),
+  CHECK(why &&
+            !strcmp(why,
+                    "allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
+                    "src/plan), not pushb"),
         "pushb for allreduce: '%s'", why ? why : "(runs it)");
   CHECK(c3Lacks(&s, COLL_ALLGATHER, NULL, buf, sizeof(buf)) == NULL, "pushb runs allgather");
   CHECK(c3ParseContender("stage/DMACCL_X=1", &s, err, sizeof(err)) == 0 &&
@@ -482,11 +484,13 @@ static int testReport(void) {
   CHECK(strstr(buf, "s1: GEMM 64x64x64") && strstr(buf, "<- dmaccl default") &&
             strstr(buf, "pushb"),
         "table and summary text:\n%s", buf);
-  CHECK(strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
-            strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
-            strstr(buf, "# no pushb row: allreduce takes pull1, stage, stagesm, stagell and twoshot (its "
-                        "algorithms in src/plan), not pushb\n"),
-        "the AllReduce table and why two contenders have no row:\n%s", buf);
+  CHECK(
+      strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
+          strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
+          strstr(buf,
+                 "# no pushb row: allreduce takes pull1, stage, stagesm, stagell and twoshot (its "
+                 "algorithms in src/plan), not pushb\n"),
+      "the AllReduce table and why two contenders have no row:\n%s", buf);
   char *s1 = strstr(buf, "s1: GEMM"), *s3 = strstr(buf, "s3: GEMM");
   CHECK(s1 && s3, "both tables");
   if (s1 && s3) {
@@ -516,13 +520,15 @@ static int testReport(void) {
   buf[got] = '\0';
   if (f) fclose(f);
   if (json == tmp) unlink(tmp);
-  CHECK(strstr(buf, "\"coll\": \"allreduce\"") && strstr(buf, "\"coll\": \"allgather\"") &&
-            strstr(buf, "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
-                        "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
-                        "\"allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
-                        "src/plan), not pushb\"}]") &&
-            strstr(buf, "\"skipped\": []"),
-        "JSON names the collective and the skipped contenders:\n%s", buf);
+  CHECK(
+      strstr(buf, "\"coll\": \"allreduce\"") && strstr(buf, "\"coll\": \"allgather\"") &&
+          strstr(buf,
+                 "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
+                 "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
+                 "\"allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
+                 "src/plan), not pushb\"}]") &&
+          strstr(buf, "\"skipped\": []"),
+      "JSON names the collective and the skipped contenders:\n%s", buf);
   return 0;
 }
 
@@ -641,8 +647,10 @@ static int testTrafficCases(void) {
 
 /* Every shipped scenario, rank count and algorithm: the per-GPU sums match
  * sums over every rank's schedule built here independently (reads = copy
- * bytes + REDUCE sources, writes = copy bytes + REDUCE outputs, issued =
- * copy bytes), and auto picks an algorithm the collective takes. */
+ * bytes + REDUCE sources, writes = copy bytes + REDUCE outputs; lines, as
+ * a copy's destination or a REDUCE's source, twice, and a source's again
+ * as written when cleared; issued = the copy engines' copy bytes, stored =
+ * the kernels'), and auto picks an algorithm the collective takes. */
 static int testTrafficTotals(void) {
   char err[256] = "";
   char *text = c3ReadFile(C3_SCENARIO_FILE, err, sizeof(err));
@@ -669,17 +677,28 @@ static int testTrafficTotals(void) {
           TEST_FAIL("%s on %d, %s: %s", sc[i].name, n, planAlgoName((planAlgo)al), err);
           continue;
         }
-        size_t copy = 0, rsrc = 0, rdst = 0, read = 0, write = 0, issued = 0;
+        size_t copy = 0, cw = 0, kern = 0, rsrc = 0, rdst = 0, read = 0, write = 0, issued = 0,
+               stored = 0;
         planSchedule s;
         memset(&s, 0, sizeof(s));
         for (int r = 0; r < n; r++) {
           c3PlanArgs(&sc[i], n, r, &a);
           CHECK(planBuild(&a, t.algo, &s) == 0, "%s: build rank %d", sc[i].name, r);
           for (int j = 0; j < s.nsteps; j++) {
-            if (s.steps[j].kind == PLAN_STEP_COPY) copy += s.steps[j].bytes;
-            if (s.steps[j].kind == PLAN_STEP_REDUCE) {
-              rsrc += (size_t)s.steps[j].nsrc * s.steps[j].bytes;
-              rdst += s.steps[j].bytes;
+            const planStep *st = &s.steps[j];
+            size_t twice = 2 * ((st->bytes + 7) / 8 * 8); /* its lines */
+            if (st->kind == PLAN_STEP_COPY) {
+              copy += st->bytes;
+              cw += st->dst.buf == PLAN_BUF_LINES ? twice : st->bytes;
+              kern += st->inKernel ? st->bytes : 0;
+            }
+            if (st->kind == PLAN_STEP_REDUCE) {
+              rdst += st->bytes;
+              for (int k = 0; k < st->nsrc; k++) {
+                int lines = s.srcs[st->src0 + k].buf == PLAN_BUF_LINES;
+                rsrc += lines ? twice : st->bytes;
+                rdst += lines ? twice : 0;
+              }
             }
           }
         }
@@ -688,15 +707,17 @@ static int testTrafficTotals(void) {
           read += t.gpu[g].read;
           write += t.gpu[g].write;
           issued += t.gpu[g].issued;
+          stored += t.gpu[g].stored;
           CHECK(t.gpu[g].read == t.gpu[g].copyRead + t.gpu[g].reduceRead &&
                     t.gpu[g].write == t.gpu[g].copyWrite + t.gpu[g].reduceWrite &&
                     t.gpu[g].read + t.gpu[g].write <= t.maxTotal,
                 "%s on %d, %s: GPU %d's parts", sc[i].name, n, planAlgoName((planAlgo)al), g);
         }
-        CHECK(copy > 0 && read == copy + rsrc && write == copy + rdst && issued == copy &&
-                  t.copyBytes == copy && t.reduceRead == rsrc && t.reduceWrite == rdst,
+        CHECK(copy > 0 && read == copy + rsrc && write == cw + rdst && issued == copy - kern &&
+                  stored == kern && t.copyBytes == copy && t.reduceRead == rsrc &&
+                  t.reduceWrite == rdst,
               "%s on %d, %s: reads %zu = copies %zu + reduce %zu, writes %zu = %zu + %zu",
-              sc[i].name, n, planAlgoName((planAlgo)al), read, copy, rsrc, write, copy, rdst);
+              sc[i].name, n, planAlgoName((planAlgo)al), read, copy, rsrc, write, cw, rdst);
         /* Every collective moves at least its size through some GPU's HBM:
          * the busiest GPU carries at least size / n, read and written. */
         CHECK(t.maxTotal * (size_t)n >= t.size, "%s on %d, %s: total %zu below size %zu / n",

@@ -207,8 +207,9 @@ typedef struct {
   size_t copyRead, copyWrite;     /* of which by COPY steps (any rank's) */
   size_t reduceRead, reduceWrite; /* of which by its own REDUCE steps */
   size_t issued;                  /* bytes of the copies its copy engines run (its schedule's) */
-  int copies;                     /* COPY steps of its schedule */
-  int laneCopies;                 /* the most COPY steps on one of its lanes */
+  size_t stored;                  /* bytes its kernel stores (its schedule's inKernel COPYs) */
+  int copies;                     /* COPY steps of its schedule on copy engines */
+  int laneCopies;                 /* the most such COPY steps on one of its lanes */
   int reduces;                    /* REDUCE steps of its schedule */
 } c3GpuTraffic;
 
@@ -222,6 +223,7 @@ typedef struct {
   c3GpuTraffic gpu[C3_TRAFFIC_MAX_RANKS];
   size_t maxRead, maxWrite, maxTotal; /* the most on any GPU (total: read + write) */
   int maxCopies, maxLaneCopies;       /* the most of any rank */
+  size_t maxStored;                   /* the most any rank's kernel stores */
 } c3TrafficResult;
 
 /* Rank's planArgs for scenario s on nranks ranks, as op.c's coreOpArgs

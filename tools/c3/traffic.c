@@ -7,12 +7,15 @@
  * root 0, sum, separate send and receive buffers (dmaccl-c3 issues out of
  * place), DMACCL_SCRATCH_BYTES' and DMACCL_STAGE_BYTES' defaults, staging
  * slot index 1. Then, per GPU g:
- *   COPY    src.rank's HBM is read, dst.rank's HBM written (bytes each); a
- *           STAGE or SCRATCH buffer lies on its owner like the user buffers;
- *           the copy runs on the copy engines of the rank whose schedule
- *           holds it (issued)
+ *   COPY    src.rank's HBM is read, dst.rank's HBM written (bytes each; as
+ *           lines, a LINES destination, twice the bytes); a STAGE, SCRATCH
+ *           or LINES buffer lies on its owner like the user buffers; the
+ *           copy runs on the copy engines of the rank whose schedule holds
+ *           it (issued), or, inKernel, its reduction kernel's stores (stored)
  *   REDUCE  nsrc * bytes read and bytes written, on the rank's own HBM
- *           (every source and the destination are its own buffers)
+ *           (every source and the destination are its own buffers); a
+ *           source in LINES is read as lines and cleared (twice the bytes
+ *           read and written again)
  */
 #include "c3.h"
 #include "plan.h"
@@ -118,23 +121,33 @@ int c3Traffic(const c3Scenario *s, int nranks, planAlgo algo, c3TrafficResult *t
           rc = -1;
           break;
         }
+        size_t w = st->dst.buf == PLAN_BUF_LINES ? planLinesBytes(st->bytes) : st->bytes;
         t->gpu[st->src.rank].read += st->bytes;
         t->gpu[st->src.rank].copyRead += st->bytes;
-        t->gpu[st->dst.rank].write += st->bytes;
-        t->gpu[st->dst.rank].copyWrite += st->bytes;
-        me->issued += st->bytes;
-        me->copies++;
-        if (++lane[st->lane] > me->laneCopies) me->laneCopies = lane[st->lane];
+        t->gpu[st->dst.rank].write += w;
+        t->gpu[st->dst.rank].copyWrite += w;
+        if (st->inKernel) {
+          me->stored += st->bytes;
+        } else {
+          me->issued += st->bytes;
+          me->copies++;
+          if (++lane[st->lane] > me->laneCopies) me->laneCopies = lane[st->lane];
+        }
         t->copyBytes += st->bytes;
       } else if (st->kind == PLAN_STEP_REDUCE) {
-        size_t rd = (size_t)st->nsrc * st->bytes;
+        size_t rd = 0, clear = 0;
+        for (int k = 0; k < st->nsrc; k++) {
+          int lines = sch.srcs[st->src0 + k].buf == PLAN_BUF_LINES;
+          rd += lines ? planLinesBytes(st->bytes) : st->bytes;
+          clear += lines ? planLinesBytes(st->bytes) : 0;
+        }
         me->read += rd;
         me->reduceRead += rd;
-        me->write += st->bytes;
-        me->reduceWrite += st->bytes;
+        me->write += st->bytes + clear;
+        me->reduceWrite += st->bytes + clear;
         me->reduces++;
         t->reduceRead += rd;
-        t->reduceWrite += st->bytes;
+        t->reduceWrite += st->bytes + clear;
       }
     }
   }
@@ -147,6 +160,7 @@ int c3Traffic(const c3Scenario *s, int nranks, planAlgo algo, c3TrafficResult *t
     if (x->write > t->maxWrite) t->maxWrite = x->write;
     if (x->read + x->write > t->maxTotal) t->maxTotal = x->read + x->write;
     if (x->copies > t->maxCopies) t->maxCopies = x->copies;
+    if (x->stored > t->maxStored) t->maxStored = x->stored;
     if (x->laneCopies > t->maxLaneCopies) t->maxLaneCopies = x->laneCopies;
   }
   return 0;
@@ -161,14 +175,16 @@ void c3PrintTraffic(FILE *f, const c3Args *a, const c3Scenario *sc, int nsc, int
           "# DMACCL_STAGE_BYTES (%zu MB: larger staged calls run the fallback) and\n"
           "# DMACCL_SCRATCH_BYTES (%zu MB).\n"
           "# read, write, total: the most on any GPU, MB (2^20 bytes); xsize: total / the\n"
-          "# collective's size; copies: COPY steps of the busiest rank's schedule; lane: the\n"
-          "# most on one of its lanes. GEMM MB: (M*K + K*N + M*N) * 2 bytes per GEMM; FLOP/B:\n"
+          "# collective's size; copies: copy-engine COPY steps of the busiest rank's schedule;\n"
+          "# lane: the most on one of its lanes; kern_MB: the most one rank's reduction kernel\n"
+          "# stores (stagesm, stagell, twoshot: SMs move those bytes). GEMM MB: (M*K + K*N + M*N) "
+          "* 2 bytes per GEMM; FLOP/B:\n"
           "# 2*M*N*K / those bytes; mem: below the H200's ridge, %.0f FLOP/B (989 TFLOP/s dense\n"
           "# bf16 / 4.8 TB/s), so the GEMM is memory-bound.\n",
           nranks, C3_STAGE_BYTES >> 20, C3_SCRATCH_BYTES >> 20, C3_RIDGE_FLOP_PER_BYTE);
-  fprintf(f, "%-20s %-13s %6s %9s %7s %-4s %-8s %-7s %9s %9s %9s %6s %6s %4s\n", "scenario", "coll",
-          "size", "GEMM_MB", "FLOP/B", "mem", "algo", "runs", "read_MB", "write_MB", "total_MB",
-          "xsize", "copies", "lane");
+  fprintf(f, "%-20s %-13s %6s %9s %7s %-4s %-8s %-7s %9s %9s %9s %6s %6s %4s %8s\n", "scenario",
+          "coll", "size", "GEMM_MB", "FLOP/B", "mem", "algo", "runs", "read_MB", "write_MB",
+          "total_MB", "xsize", "copies", "lane", "kern_MB");
   unsigned colls = 0;
   for (int i = 0; i < nsc; i++) {
     const c3Scenario *s = &sc[i];
@@ -190,11 +206,12 @@ void c3PrintTraffic(FILE *f, const c3Args *a, const c3Scenario *sc, int nsc, int
         fprintf(f, "# %s %s: %s\n", s->name, cs->name, why);
         continue;
       }
-      fprintf(f, "%-20s %-13s %6s %9.1f %7.1f %-4s %-8s %-7s %9.2f %9.2f %9.2f %6.2f %6d %4d\n",
-              s->name, collTable[s->coll].name, size, MB(c3GemmBytes(s)), in,
-              in < C3_RIDGE_FLOP_PER_BYTE ? "yes" : "no", cs->name, planAlgoName(t.algo),
-              MB(t.maxRead), MB(t.maxWrite), MB(t.maxTotal),
-              t.size ? (double)t.maxTotal / (double)t.size : 0, t.maxCopies, t.maxLaneCopies);
+      fprintf(
+          f, "%-20s %-13s %6s %9.1f %7.1f %-4s %-8s %-7s %9.2f %9.2f %9.2f %6.2f %6d %4d %8.2f\n",
+          s->name, collTable[s->coll].name, size, MB(c3GemmBytes(s)), in,
+          in < C3_RIDGE_FLOP_PER_BYTE ? "yes" : "no", cs->name, planAlgoName(t.algo), MB(t.maxRead),
+          MB(t.maxWrite), MB(t.maxTotal), t.size ? (double)t.maxTotal / (double)t.size : 0,
+          t.maxCopies, t.maxLaneCopies, MB(t.maxStored));
     }
   }
   /* what each contender leaves out */
