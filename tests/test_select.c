@@ -193,7 +193,7 @@ static int testTuneErrors(void) {
  * ReduceScatterV take stagell up to 8 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell
- * below 1 MB, then twoshot below 16 MB, ReduceScatter stagell below 8 MB,
+ * below 1152 KB, then twoshot below 16 MB, ReduceScatter stagell below 8 MB,
  * Broadcast chain from 4 MB. */
 static int testGraphRanges(void) {
   planTable t, before;
@@ -219,8 +219,8 @@ static int testGraphRanges(void) {
   planTableDefaults(&t, 4); /* the graph ranges were measured on 2 ranks only */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, (1 << 20) - 2, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_TWOSHOT);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1152 << 10, 1, NULL), PLAN_ALGO_TWOSHOT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_TWOSHOT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 16 << 20, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);

@@ -347,9 +347,11 @@ dmacclResult_t corePackArrays(coreOp *op, const size_t *const *arrays, const cha
 /* op->comm must be live and entered (coreEnter) by the caller. */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
 
-/* Bytes of one graph staging slot: half an eager one (4 MB by default). */
+/* Bytes of one graph staging slot: as an eager one (8 MB by default; it was
+ * half until twoshot's AllReduce of 4-8 MB on 4 ranks fell back to pull1 in
+ * graphs at 2.2x NCCL's time, docs/results/x4-h200/). */
 static inline size_t coreGraphStageBytes(const coreClique *c) {
-  return c->stageBytes / 2;
+  return c->stageBytes;
 }
 /* Bytes of one line slot (stagell, eager and graph alike): a quarter of a
  * staging slot (2 MB by default: a 2-rank AllReduce of up to 512 KB), a

@@ -36,14 +36,15 @@ const char planDefaultTune[] =
      * below 8 MB), eager and in graphs. AllReduce in a graph 3.8-5.6 us
      * up to 64 KB against stage's 18-20 and pull1's 41-67; at 1 MB 24 us against
      * pull1's 73 (the old crossover, never measured off 2 ranks); eager
-     * 14-15 us up to 256 KB against stage's 25-28. AllReduce from 1 MB
-     * (where the one shot no longer fits a graph's slot) to 16 MB: twoshot,
-     * in a graph 2 MB 32 us and 4 MB 43 against the fallback pull1's 82 and
-     * 98 (NCCL 26 and 40), eager 8 MB 69 against 125 (NCCL 62); at 1 MB
-     * itself 26.5 against stagell's 24.6. What does not fit a slot (twoshot
-     * over 4 MB in a graph, over 8 MB eager) runs pull1, within 3% of
-     * every other algorithm there. Reduce keeps stage until measured. */
-    "* allreduce:0-1M:stagell,1M-16M:twoshot,16M-inf:pull1\n"
+     * 14-15 us up to 256 KB against stage's 25-28. AllReduce from above
+     * 1 MB to 16 MB: twoshot, in a graph 2 MB 32 us and 4 MB 43 against
+     * the fallback pull1's 82 and 98 (NCCL 26 and 40), 8 MB 66 (NCCL 60),
+     * eager 2 MB 33 against stagell's 40, 8 MB 69 against 125 (NCCL 62);
+     * at 1 MB itself 26.5 against stagell's 24.6 (the crossover, between
+     * the two sizes measured, put at 1152 KB). What does not fit a slot
+     * (twoshot over 8 MB) runs pull1, within 3% of every other algorithm
+     * there. Reduce keeps stage until measured. */
+    "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-8M:stagell,8M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-1M:stage,1M-inf:pull1\n"
     /* In CUDA graphs (2 ranks, 2x H100, dmaccl-perf -p 2 -G 5): staged

@@ -105,15 +105,13 @@ int main(int argc, char **argv) {
                originName(r, why, sizeof(why)));
       }
   char sb[32];
-  char gb[32];
   char lbuf[32];
   printf("# staged algorithms (stage, stage2d, stagesm, stagell, twoshot) serve collectives up to\n"
-         "# DMACCL_STAGE_BYTES = %s (under CUDA graph capture up to half that, %s); larger\n"
+         "# DMACCL_STAGE_BYTES = %s, eager and under CUDA graph capture alike; larger\n"
          "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
          "# ranks share a GPU; stagell's lines take a slot of %s (a quarter), and what does\n"
          "# not fit it runs as stagesm\n",
          planSizeString(c.stageBytes, sb, sizeof(sb)),
-         planSizeString(c.stageBytes / 2, gb, sizeof(gb)),
          planSizeString(c.stageBytes / 4 / 16 * 16, lbuf, sizeof(lbuf)));
   if (haveSize) {
     const planRange *why = NULL;
@@ -153,8 +151,7 @@ int main(int argc, char **argv) {
              planSizeString(gwhy->hi, hi, sizeof(hi)), originName(gwhy, org, sizeof(org)));
     if (graph != eager || graph != gtable)
       printf("  under CUDA graph capture: %s%s\n", planAlgoName(graph),
-             graph != gtable ? " (the graph staging slot, DMACCL_STAGE_BYTES/2, is too small)"
-                             : "");
+             graph != gtable ? " (the graph staging slot, DMACCL_STAGE_BYTES, is too small)" : "");
   }
   return 0;
 }
