@@ -394,6 +394,48 @@ static int disagreeStagedBody(int rank, int n, const dmacclUniqueId *id, void *a
   return 0;
 }
 
+/* twoshot stores into the peers' receive buffers, so it waits for their
+ * calls and compares them first, like a direct algorithm; but it took a
+ * staged number at the call, so the ranks still exchange its handshakes
+ * (launch_mp.c). Every rank gets the error, nothing is written, and the
+ * staged AllReduces after it, in and out of place, are right. */
+static int disagreeTwoShotBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  unsigned char *send, *recv;
+  const size_t count = 4096, bytes = count + MP_GUARD;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allreduce:twoshot";
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  memset(send, 0x11, count);
+  memset(recv, 0xA5, bytes);
+  RANK_CHECK(dmacclAllReduce(send, recv, rank == 1 ? count / 2 : count, dmacclUint8, dmacclSum,
+                             comm, 0) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclInvalidUsage);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "disagree") != NULL);
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "nothing was copied") != NULL);
+  for (size_t i = 0; i < bytes; i++) RANK_CHECK(recv[i] == 0xA5);
+  for (int k = 0; k < 6; k++) { /* both slots, three times */
+    int inPlace = k & 1;
+    unsigned char *out = inPlace ? send : recv;
+    for (size_t i = 0; i < count; i++) send[i] = (unsigned char)(i * 7 + (size_t)rank * 13 + k);
+    memset(recv, 0xA5, bytes);
+    RANK_CHECK(dmacclAllReduce(send, out, count, dmacclUint8, dmacclSum, comm, 0) == dmacclSuccess);
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    for (size_t i = 0; i < count; i++) {
+      unsigned sum = 0;
+      for (int r = 0; r < n; r++) sum += (unsigned)(i * 7 + (size_t)r * 13 + k);
+      RANK_CHECK(out[i] == (unsigned char)sum);
+    }
+    for (size_t i = count; i < bytes && !inPlace; i++) RANK_CHECK(recv[i] == 0xA5);
+  }
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* The same under stagell (the AllReduce's line form): rank 0 waits for
  * lines rank 1 wrote elsewhere, and lines may be left in a slot for a
  * later operation to take. Every rank breaks the communicator instead of
@@ -452,6 +494,8 @@ static int protocolsBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeStagedBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, disagreeTwoShotBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, disagreeTwoShotBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, disagreeLinesBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeLinesBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, protocolsBody, NULL, 60, 0), 0);

@@ -1928,7 +1928,8 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
   size_t bytes[GP_OPS];
   int root[GP_OPS], inPlace[GP_OPS];
   size_t pieceMin = stageRand(&x) % 2 ? 256 : 512;
-  memset(S, 0, sizeof(S));
+  for (int r = 0; r < GP_N; r++) /* a failed run returned without freeing them */
+    for (int k = 0; k < GP_OPS; k++) planScheduleFree(&S[r][k]);
   for (int k = 0; k < GP_OPS && !rc; k++) {
     uint32_t c = stageRand(&x) % 4;
     bytes[k] = c == 0   ? stageRand(&x) % 300
@@ -2138,17 +2139,23 @@ static int testTwoShot(void) {
  * every receive byte at completion; no deadlock; no signal on a set word;
  * no copy into or out of a peer's receive buffer unless the peer is in the
  * same operation; no copy into a staging slot whose owner has not reduced
- * what an earlier operation left there. Controls: twoshot's second kernel
- * without its EXIT waits (a rank completes while peers still write into
- * its buffer), and without the ENTRY handshake on a graph's first staged
- * operation; both are caught.
+ * what an earlier operation left there. Also sequences where the ranks
+ * disagree about some twoshot operations and run only their handshakes, as
+ * launch_mp.c does (their own result is not checked; every other one is).
+ * Controls: twoshot's second kernel without its EXIT waits (a rank
+ * completes while peers still write into its buffer), no ENTRY handshake
+ * on a graph's first staged operation, and an empty schedule for a
+ * disagreeing twoshot (its staged number's DATA never exchanged); all
+ * caught.
  */
 #define TS_N 6
 #define TS_G 5
 #define TS_OPS (3 * TS_G)
 #define TS_BYTES 6000
 
-/* 0 ok, 1 a failure (why says which). control: 1 no EXIT waits, 2 no ENTRY. */
+/* 0 ok, 1 a failure (why says which). control: 1 no EXIT waits, 2 no ENTRY;
+ * 3 ranks disagree about some twoshot operations and run their handshakes
+ * alone (launch_mp.c), 4 the same with empty schedules (a control). */
 static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t len) {
   static unsigned char send[TS_N][TS_BYTES], recv[TS_N][TS_BYTES], stage[TS_N][2][TS_N * TS_BYTES];
   static unsigned char scratch[TS_N][1 << 14], data[TS_OPS][TS_N][TS_BYTES];
@@ -2160,9 +2167,10 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
   int n = 2 + (int)(stageRand(&x) % (TS_N - 1)), rc = 0, nops = graph ? 0 : TS_OPS;
   int gops = 1 + (int)(stageRand(&x) % TS_G);
   size_t bytes[TS_OPS];
-  int inPlace[TS_OPS], gslot[TS_OPS], owed[TS_N][2];
+  int inPlace[TS_OPS], gslot[TS_OPS], owed[TS_N][2], dis[TS_OPS];
   unsigned long long number = 0; /* staged operations so far (in the graph) */
-  memset(S, 0, sizeof(S));
+  for (int r = 0; r < TS_N; r++) /* a failed run returned without freeing them */
+    for (int k = 0; k < TS_OPS; k++) planScheduleFree(&S[r][k]);
   for (int k = 0; k < TS_OPS && !rc; k++) {
     int first = graph && k % gops == 0; /* a replay of the graph starts */
     if (graph && k >= 3 * gops) break;
@@ -2173,6 +2181,9 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
     inPlace[k] = src >= 0 ? inPlace[src] : (int)(stageRand(&x) & 1);
     planAlgo al = src >= 0 ? S[0][src].algo : algos[stageRand(&x) % 4];
     if (control && src < 0 && stageRand(&x) % 2) al = PLAN_ALGO_TWOSHOT;
+    /* 3, 4: ranks that disagree about a twoshot operation */
+    dis[k] =
+        src >= 0 ? dis[src] : control >= 3 && al == PLAN_ALGO_TWOSHOT && stageRand(&x) % 3 == 0;
     int staged = planIsStaged(al) && bytes[k] > 0;
     unsigned long long idx = staged ? ++number : 0;
     gslot[k] = (int)(idx % 2);
@@ -2190,14 +2201,17 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
                     .scratchBytes = sizeof(scratch[0]),
                     .pieceMin = 256};
       if (planBuild(&a, al, &S[r][k])) rc = snprintf(why, len, "planBuild failed") > 0;
-      if (control == 1 && al == PLAN_ALGO_TWOSHOT) { /* drop the EXIT waits */
-        planSchedule *q = &S[r][k];
-        int m = 0;
-        for (int i = 0; i < q->nsteps; i++)
-          if (!(q->steps[i].kind == PLAN_STEP_WAIT && q->steps[i].phase == PLAN_PHASE_EXIT))
-            q->steps[m++] = q->steps[i];
-        q->nsteps = m;
+      planSchedule *q = &S[r][k];
+      int m = 0;
+      for (int i = 0; i < q->nsteps; i++) {
+        planStep *st = &q->steps[i];
+        int exitWait = st->kind == PLAN_STEP_WAIT && st->phase == PLAN_PHASE_EXIT;
+        int moves = st->kind == PLAN_STEP_COPY || st->kind == PLAN_STEP_REDUCE;
+        if ((control == 1 && al == PLAN_ALGO_TWOSHOT && exitWait) || (dis[k] && moves)) continue;
+        q->steps[m] = *st;
+        q->steps[m++].inKernel &= !dis[k]; /* handshakes alone (launch_mp.c) */
       }
+      q->nsteps = control == 4 && dis[k] ? 0 : m; /* 4: an empty schedule instead */
       testFillRandom(data[k][r], bytes[k], seed * 31u + (uint32_t)(k * TS_N + r));
     }
     nops = k + 1;
@@ -2233,7 +2247,7 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
         for (int p = 0; p < n; p++) sum += data[k][p][i];
         want[i] = (unsigned char)sum;
       }
-      long long d = testFirstDiff(recv[r], want, bytes[k]);
+      long long d = dis[k] ? -1 : testFirstDiff(recv[r], want, bytes[k]);
       if (d >= 0)
         return snprintf(why, len,
                         "n=%d op %d (%s, %zu bytes, in place %d): rank %d byte %lld wrong", n, k,
@@ -2311,18 +2325,30 @@ static int testTwoShotSequences(void) {
   char why[256];
   int runs = sqSweep(twoShotRun);
   if (runs < 0) return 1;
-  char caught[2][256] = {"", ""};
-  for (int control = 1; control <= 2; control++)
+  /* Ranks that disagree about some twoshot operations run their handshakes
+   * alone (launch_mp.c): every other operation still right. */
+  for (uint32_t seed = 1; seed <= 1000; seed++, runs++)
+    if (twoShotRun(seed * 2246822519u + 3u, (int)(seed & 1), 3, why, sizeof(why))) {
+      TEST_FAIL("disagreement, handshakes alone, seed %u: %s", seed, why);
+      return 1;
+    }
+  static const char *const controls[] = {"no EXIT waits", "no ENTRY",
+                                         "disagreement, empty schedules"};
+  char caught[3][256] = {"", "", ""};
+  for (int control = 1; control <= 3; control++)
     for (uint32_t seed = 1; seed <= 600 && !caught[control - 1][0]; seed++)
-      if (twoShotRun(seed * 40503u + 7u, control == 2 || seed % 2, control, why, sizeof(why)))
+      if (twoShotRun(seed * 40503u + 7u, control == 2 || seed % 2, control == 3 ? 4 : control, why,
+                     sizeof(why)))
         snprintf(caught[control - 1], sizeof(caught[0]), "%s", why);
-  if (!caught[0][0] || !caught[1][0]) {
-    TEST_FAIL("control %s was never caught", !caught[0][0] ? "1 (no EXIT waits)" : "2 (no ENTRY)");
-    return 1;
-  }
-  printf("  %d AllReduce sequences (twoshot, stagesm, stage, pull1) with epochs and graph flags\n"
-         "  control, no EXIT waits: %s\n  control, no ENTRY: %s\n",
-         runs, caught[0], caught[1]);
+  for (int k = 0; k < 3; k++)
+    if (!caught[k][0]) {
+      TEST_FAIL("control (%s) was never caught", controls[k]);
+      return 1;
+    }
+  printf("  %d AllReduce sequences (twoshot, stagesm, stage, pull1) with epochs and graph flags,\n"
+         "  some with ranks that disagree about a twoshot (its handshakes alone)\n",
+         runs);
+  for (int k = 0; k < 3; k++) printf("  control, %s: %s\n", controls[k], caught[k]);
   return 0;
 }
 

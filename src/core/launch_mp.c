@@ -145,13 +145,29 @@ static void launchOne(coreClique *c, uint64_t seq) {
     l.empty = 1;
   } else if (argsDiffer) {
     reportDisagreement(c, seq, why, "nothing was copied");
-    l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
+    if (planIsStaged(op->algo)) {
+      /* twoshot took its staged number at the call: the slot argument
+       * (staged.c) needs every numbered operation to exchange DATA, so
+       * every rank runs the handshakes of one schedule, built from rank 0's
+       * call (the same board everywhere: the same shape on every rank) */
+      const size_t *v0;
+      coreOp ref = sharedOp(c, 0, slot, &v0);
+      const size_t *refVecs[CORE_MAX_RANKS];
+      for (int r = 0; r < n; r++) refVecs[r] = v0;
+      ref.capture = op->capture;
+      ref.stageIndex = op->stageIndex;
+      l.args = coreOpArgs(&ref, me, n, refVecs, c->scratchBytes);
+      l.handshakesOnly = 1;
+    } else {
+      l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
+    }
   } else if (!staged) {
     for (int r = 0; r < n && !l.handshakesOnly; r++) {
       if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
-      void *sp = NULL, *dp = NULL;
-      if (coreImportBuf(comm, r, &o->send, &sp) != dmacclSuccess ||
+      void *sp = NULL, *dp = NULL; /* twoshot writes receive buffers only */
+      if ((op->algo != PLAN_ALGO_TWOSHOT &&
+           coreImportBuf(comm, r, &o->send, &sp) != dmacclSuccess) ||
           coreImportBuf(comm, r, &o->recv, &dp) != dmacclSuccess) {
         coreSetAsyncError(comm, dmacclRemoteError,
                           "operation %llu: rank %d's buffers cannot be reached from rank %d (%s); "

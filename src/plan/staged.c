@@ -110,10 +110,12 @@
  *
  * The sender's send buffer is released when its copies complete (the rank's
  * own completion), and the receiver's buffer is written only by its own
- * out step (and its own stageSelfLate copy): no peer ever touches a user
- * buffer. A rank raises DATA to and
- * waits for DATA from every peer, even one it shares no block with, so that
- * the argument above holds for every collective.
+ * out step (and its own stageSelfLate copy): no peer touches a user buffer,
+ * but in twoshot's second kernel (above). A rank raises DATA to and waits
+ * for DATA from every peer, even one it shares no block with, so that the
+ * argument above holds for every collective; and every numbered staged
+ * operation does, even one whose ranks disagree about its arguments (the
+ * core then runs the handshakes alone: launch_mp.c).
  */
 #include "plan_internal.h"
 
