@@ -1844,10 +1844,15 @@ static int sqWord(const planStep *st, int graph, int gslot) {
   return graph && st->phase == PLAN_PHASE_DATA && gslot ? PLAN_NUM_PHASES : (int)st->phase;
 }
 
+/* A step that may not run yet for a reason of the caller's (lines not all
+ * there): nonzero. */
+typedef int (*sqBlocked)(const planSchedule *s, const planStep *st, int r, void *ctx);
+
 /* Appends rank r's possible actions to out; s: its current operation's
- * schedule (NULL once it has none left). Returns how many. */
+ * schedule (NULL once it has none left); blocked may be NULL. Returns how
+ * many. */
 static int sqActions(const planSchedule *s, sqRank *q, int r, int graph, int gslot, sqFlags flag,
-                     sqAction *out) {
+                     sqBlocked blocked, void *ctx, sqAction *out) {
   int nc = 0, busy = 0;
   for (int j = 0; j < q->nreset; j++) out[nc++] = (sqAction){r, SQ_RESET0 + j};
   if (!s) return nc;
@@ -1868,6 +1873,7 @@ static int sqActions(const planSchedule *s, sqRank *q, int r, int graph, int gsl
       for (int k = 0; k < q->nreset; k++) fromHeld |= q->pend[k].lane == st->from;
       if (j < i || fromHeld) continue;
     }
+    if (blocked && blocked(s, st, r, ctx)) continue;
     out[nc++] = (sqAction){r, l};
   }
   if (!busy) out[nc++] = (sqAction){r, SQ_COMPLETE};
@@ -1973,8 +1979,8 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
     int nc = 0, left = 0;
     for (int r = 0; r < n; r++) {
       left += q[r].cur < GP_OPS;
-      nc += sqActions(q[r].cur < GP_OPS ? &S[r][q[r].cur] : NULL, &q[r], r, graph, 0, flag,
-                      cand + nc);
+      nc += sqActions(q[r].cur < GP_OPS ? &S[r][q[r].cur] : NULL, &q[r], r, graph, 0, flag, NULL,
+                      NULL, cand + nc);
     }
     if (!left && !nc) break;
     if (!nc) {
@@ -2128,7 +2134,9 @@ static int testTwoShot(void) {
 }
 
 /*
- * AllReduce sequences that mix twoshot with stagesm, stage and pull1, with
+ * AllReduce sequences that mix twoshot with stagesm, stage, pull1 and
+ * stagell (lines: a REDUCE waits for its line sources; no line is written
+ * over one its owner has not read; every line is read in the end), with
  * the executors' flag rules: eager, epochs (one DATA word per peer); in a
  * CUDA graph, a graph of 1-5 operations replayed three times, SIGNAL sets a
  * word to 1, a WAIT passes on 1 and its reset is an action of its own that
@@ -2149,9 +2157,30 @@ static int testTwoShot(void) {
  * caught.
  */
 #define TS_N 6
+#define TS_LINES (1 << 15) /* a line slot: stagell's line form up to a few KB */
 #define TS_G 5
 #define TS_OPS (3 * TS_G)
 #define TS_BYTES 6000
+
+static long tsLineCopies; /* stagell's line form did run */
+
+/* stagell's REDUCE waits until its line sources are all there. */
+typedef struct {
+  unsigned char (*lines)[2][TS_LINES];
+  const int *gslot;
+  const sqRank *q;
+} tsLineCtx;
+static int tsLinesMissing(const planSchedule *s, const planStep *st, int r, void *ctx) {
+  const tsLineCtx *c = ctx;
+  for (int j = 0; st->kind == PLAN_STEP_REDUCE && j < st->nsrc; j++) {
+    planLoc o = s->srcs[st->src0 + j];
+    if (o.buf == PLAN_BUF_LINES &&
+        (o.off + planLinesBytes(st->bytes) > TS_LINES ||
+         !linesReady(c->lines[r][c->gslot[c->q[r].cur]] + o.off, st->bytes)))
+      return 1;
+  }
+  return 0;
+}
 
 /* 0 ok, 1 a failure (why says which). control: 1 no EXIT waits, 2 no ENTRY;
  * 3 ranks disagree about some twoshot operations and run their handshakes
@@ -2162,7 +2191,9 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
   static planSchedule S[TS_N][TS_OPS];
   static sqFlags flag;
   static sqRank q[TS_N];
-  const planAlgo algos[] = {PLAN_ALGO_TWOSHOT, PLAN_ALGO_STAGESM, PLAN_ALGO_STAGE, PLAN_ALGO_PULL1};
+  static unsigned char lines[TS_N][2][TS_LINES];
+  const planAlgo algos[] = {PLAN_ALGO_TWOSHOT, PLAN_ALGO_STAGESM, PLAN_ALGO_STAGE, PLAN_ALGO_PULL1,
+                            PLAN_ALGO_STAGELL};
   uint32_t x = seed | 1;
   int n = 2 + (int)(stageRand(&x) % (TS_N - 1)), rc = 0, nops = graph ? 0 : TS_OPS;
   int gops = 1 + (int)(stageRand(&x) % TS_G);
@@ -2179,7 +2210,7 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
     uint32_t c = stageRand(&x) % 3;
     bytes[k] = src >= 0 ? bytes[src] : c == 0 ? stageRand(&x) % 600 : stageRand(&x) % TS_BYTES;
     inPlace[k] = src >= 0 ? inPlace[src] : (int)(stageRand(&x) & 1);
-    planAlgo al = src >= 0 ? S[0][src].algo : algos[stageRand(&x) % 4];
+    planAlgo al = src >= 0 ? S[0][src].algo : algos[stageRand(&x) % 5];
     if (control && src < 0 && stageRand(&x) % 2) al = PLAN_ALGO_TWOSHOT;
     /* 3, 4: ranks that disagree about a twoshot operation */
     dis[k] =
@@ -2199,7 +2230,8 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
                     .stageIndex = idx,
                     .stageEntry = graph && idx == 1 && control != 2,
                     .scratchBytes = sizeof(scratch[0]),
-                    .pieceMin = 256};
+                    .pieceMin = 256,
+                    .lineBytes = TS_LINES};
       if (planBuild(&a, al, &S[r][k])) rc = snprintf(why, len, "planBuild failed") > 0;
       planSchedule *q = &S[r][k];
       int m = 0;
@@ -2219,6 +2251,8 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
   memset(flag, 0, sizeof(flag));
   memset(q, 0, sizeof(q));
   memset(owed, 0xff, sizeof(owed));
+  memset(lines, 0, sizeof(lines));
+  tsLineCtx lctx = {lines, gslot, q};
   for (int r = 0; r < n; r++) {
     memset(recv[r], POISON, TS_BYTES);
     memcpy(inPlace[0] ? recv[r] : send[r], data[0][r], bytes[0]);
@@ -2230,7 +2264,7 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
       int k = q[r].cur;
       left += k < nops;
       nc += sqActions(k < nops ? &S[r][k] : NULL, &q[r], r, graph, k < nops ? gslot[k] : 0, flag,
-                      cand + nc);
+                      tsLinesMissing, &lctx, cand + nc);
     }
     if (!left && !nc) break;
     if (!nc) return snprintf(why, len, "deadlock (n=%d)", n) > 0;
@@ -2282,14 +2316,17 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
       int p = o.rank, inpl = inPlace[k] && o.buf == PLAN_BUF_SEND;
       size_t cap = o.buf == PLAN_BUF_STAGE     ? sizeof(stage[0][0])
                    : o.buf == PLAN_BUF_SCRATCH ? sizeof(scratch[0])
+                   : o.buf == PLAN_BUF_LINES   ? TS_LINES
                                                : TS_BYTES;
-      if (o.off + st->bytes > cap) return snprintf(why, len, "a step outside its buffer") > 0;
+      size_t span = o.buf == PLAN_BUF_LINES ? planLinesBytes(st->bytes) : st->bytes;
+      if (o.off + span > cap) return snprintf(why, len, "a step outside its buffer") > 0;
       if ((o.buf == PLAN_BUF_RECV || o.buf == PLAN_BUF_SEND) && p != r && q[p].cur != k)
         return snprintf(why, len,
                         "n=%d op %d (%s): rank %d touches rank %d's user buffer, which is at "
                         "operation %d",
                         n, k, planAlgoName(s->algo), r, p, q[p].cur) > 0;
       at[i] = o.buf == PLAN_BUF_STAGE          ? stage[p][gslot[k]] + o.off
+              : o.buf == PLAN_BUF_LINES        ? lines[p][gslot[k]] + o.off
               : o.buf == PLAN_BUF_SCRATCH      ? scratch[r] + o.off
               : o.buf == PLAN_BUF_RECV || inpl ? recv[p] + o.off
                                                : send[p] + o.off;
@@ -2304,9 +2341,23 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
                         n, k, r, dst.rank, gslot[k], *o) > 0;
       *o = k;
     }
-    if (st->kind == PLAN_STEP_COPY) {
+    if (st->kind == PLAN_STEP_COPY && dst.buf == PLAN_BUF_LINES) {
+      for (size_t i = 0; i < planLinesBytes(st->bytes); i++)
+        if (at[1][i]) /* a line its owner has not read yet */
+          return snprintf(why, len,
+                          "n=%d op %d: rank %d writes lines over unread ones in rank %d's slot %d",
+                          n, k, r, dst.rank, gslot[k]) > 0;
+      putLines(at[1], at[0], st->bytes);
+      tsLineCopies++;
+    } else if (st->kind == PLAN_STEP_COPY) {
       memmove(at[nl - 1], at[0], st->bytes);
     } else {
+      static unsigned char taken[TS_N][TS_BYTES];
+      for (int j = 0; j < st->nsrc; j++)
+        if (s->srcs[st->src0 + j].buf == PLAN_BUF_LINES) { /* read and cleared */
+          takeLines(taken[j], at[j], st->bytes);
+          at[j] = taken[j];
+        }
       for (size_t i = 0; i < st->bytes; i++) {
         unsigned sum = 0;
         for (int j = 0; j < st->nsrc; j++) sum += at[j][i];
@@ -2316,6 +2367,8 @@ static int twoShotRun(uint32_t seed, int graph, int control, char *why, size_t l
         if (s->srcs[st->src0 + j].buf == PLAN_BUF_STAGE) owed[r][gslot[k]] = -1;
     }
   }
+  for (size_t i = 0; i < sizeof(lines); i++) /* every line read */
+    if (((unsigned char *)lines)[i]) return snprintf(why, len, "n=%d: lines left in a slot", n) > 0;
   for (int r = 0; r < n; r++)
     for (int k = 0; k < TS_OPS; k++) planScheduleFree(&S[r][k]);
   return rc;
@@ -2345,9 +2398,11 @@ static int testTwoShotSequences(void) {
       TEST_FAIL("control (%s) was never caught", controls[k]);
       return 1;
     }
-  printf("  %d AllReduce sequences (twoshot, stagesm, stage, pull1) with epochs and graph flags,\n"
-         "  some with ranks that disagree about a twoshot (its handshakes alone)\n",
-         runs);
+  ASSERT_TRUE(tsLineCopies > 0);
+  printf("  %d AllReduce sequences (twoshot, stagesm, stage, pull1, stagell: %ld line copies)\n"
+         "  with epochs and graph flags, some with ranks that disagree about a twoshot (its\n"
+         "  handshakes alone)\n",
+         runs, tsLineCopies);
   for (int k = 0; k < 3; k++) printf("  control, %s: %s\n", controls[k], caught[k]);
   return 0;
 }
