@@ -711,14 +711,18 @@ out:
  * A run of inKernel steps and the REDUCE after them: one kernel launch.
  * Its SIGNALs and WAITs are of one phase: DATA, or EXIT (twoshot's second
  * kernel, whose REDUCE is empty). WAITs (staged.c, kernelWait and
- * stagesm): the kernel polls the words of that phase they name (eager: until they reach the epoch;
- * graph: until 1, then resets them to 0, as the memop batch would) before it reduces; after a
- * polled JOIN, also the rank's own DATA word, which the JOIN's lane wrote (no peer signals it). A
- * peer of this process on this GPU signals by event: that wait stays a stream wait before the
- * kernel (its record was issued in an earlier round). COPYs and SIGNALs (stagesm): the kernel
- * stores the bytes into the peers' slots and then writes their DATA words (graph: 1; eager: the
- * epoch), as issueSync's memops would; a kernel cannot record an event, so a peer on this GPU is
- * refused (the core runs stage there). Returns the index after the REDUCE.
+ * stagesm): the kernel polls the words of that phase they name (eager:
+ * until they reach the epoch; graph: until 1, then resets them to 0, as
+ * the memop batch would) before it reduces; after a polled JOIN, also the
+ * rank's own DATA word, which the JOIN's lane wrote (no peer signals it).
+ * A peer of this process on this GPU signals by event: that wait stays a
+ * stream wait before the kernel (its record was issued in an earlier
+ * round). COPYs and SIGNALs (stagesm, twoshot): the kernel stores the
+ * bytes into the peers' slots (twoshot's second kernel: their receive
+ * buffers) and then writes their words of the phase (graph: 1; eager: the
+ * epoch), as issueSync's memops would; a kernel cannot record an event, so
+ * a peer on this GPU is refused (the core runs stage there). Returns the
+ * index after the REDUCE.
  */
 static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,

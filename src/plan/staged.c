@@ -137,10 +137,16 @@ static int twoShotFits(const planArgs *a) {
   return 1;
 }
 
+/* twoshot: the bytes between two positions of a slot holding parts of
+ * `part` bytes (every position aligned). */
+static size_t twoShotStride(size_t part) {
+  return (part + 255) / 256 * 256;
+}
+
 size_t planStagePosition(const planArgs *a, planAlgo algo, int t) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (algo != PLAN_ALGO_TWOSHOT || !twoShotFits(a)) return ci->target(a, t, 1).bytes;
-  return (ci->target(a, t, 0).bytes + 255) / 256 * 256;
+  return twoShotStride(ci->target(a, t, 0).bytes);
 }
 
 /* stagell's line form: every rank reduces something (so every rank's kernel
@@ -163,8 +169,7 @@ static planBlock stagedBlock(const planArgs *a, int from, int to, int two) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!ci->reduces) return ci->block(a, from, to);
   planBlock t = ci->target(a, to, !two);
-  size_t pos = two ? planStagePosition(a, PLAN_ALGO_TWOSHOT, to) : t.bytes;
-  return (planBlock){t.srcOff, (size_t)from * pos, t.bytes};
+  return (planBlock){t.srcOff, (size_t)from * (two ? twoShotStride(t.bytes) : t.bytes), t.bytes};
 }
 
 /* The out copies of a movement collective: the filled ranges of my slot,
