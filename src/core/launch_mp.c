@@ -3,9 +3,10 @@
  * on its segment of the shared board and launches its own part inside the
  * call: a staged operation at once (it touches no peer buffer), a direct one
  * and twoshot (it stores into the peers' receive buffers) once every peer
- * has published the same sequence number (their buffers are then known). So a call returns once its
- * commands are queued, and nothing is queued on the caller's stream before the work it waits for
- * (docs/architecture.md, queue safety). Launches of one rank happen in
+ * has published the same sequence number (their buffers are then known).
+ * So a call returns once its commands are queued, and nothing is queued on
+ * the caller's stream before the work it waits for (docs/architecture.md,
+ * queue safety). Launches of one rank happen in
  * sequence order under the set's lock.
  *
  * Flow control: a rank may publish sequence number s only when every peer has
@@ -122,13 +123,13 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
   const size_t *vecs[CORE_MAX_RANKS];
-  int staged = atOnce(op->algo);
+  int early = atOnce(op->algo); /* launched before the peers call */
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
   memset(vecs, 0, sizeof(void *) * (size_t)n);
   /* A staged operation reads only its own arrays (the same on every rank). */
   for (int r = 0; r < n; r++)
-    if (r == me || !staged) vecs[r] = (const size_t *)coreBoardVec(c, r, slot);
+    if (r == me || !early) vecs[r] = (const size_t *)coreBoardVec(c, r, slot);
   coreLaunch l = {.comm = comm,
                   .op = op,
                   .bufs = {send, recv, NULL, NULL},
@@ -138,8 +139,8 @@ static void launchOne(coreClique *c, uint64_t seq) {
   /* A staged operation touches no peer buffer and may run before the peers
    * have called: it is compared with their calls later (checkStaged). */
   char why[384], proto[384];
-  int argsDiffer = !staged && findDisagreement(c, slot, why, sizeof(why)) >= 0;
-  if (!staged && protoDisagreement(c, slot, proto, sizeof(proto)) >= 0) {
+  int argsDiffer = !early && findDisagreement(c, slot, why, sizeof(why)) >= 0;
+  if (!early && protoDisagreement(c, slot, proto, sizeof(proto)) >= 0) {
     /* a staged peer may already wait for this rank */
     breakProtocols(c, seq, argsDiffer ? why : proto);
     l.empty = 1;
@@ -161,7 +162,7 @@ static void launchOne(coreClique *c, uint64_t seq) {
     } else {
       l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
     }
-  } else if (!staged) {
+  } else if (!early) {
     for (int r = 0; r < n && !l.handshakesOnly; r++) {
       if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];

@@ -11,8 +11,10 @@
  *
  * relay (relay.c) cuts the block in parts instead; on 4 H200s it reached
  * 218 GB/s at 1 GB, as its non-roots pull from the root all at once
- * (docs/algorithms.md). Not yet run on a GPU; predicted on 4 GPUs at 256
- * MB-1 GB: 0.85-0.9x NCCL's rate with 8 groups (the fill is n-2 groups).
+ * (docs/algorithms.md). Predicted on 4 GPUs at 256 MB-1 GB: 0.85-0.9x
+ * NCCL's rate with 8 groups (the fill is n-2 groups); measured on 4 H200s
+ * 0.87x and 0.90x (301 and 323 GB/s; docs/results/x4-h200/), the
+ * Broadcast default from 4 MB on 3 ranks or more.
  *
  * Groups: planGroups of the block (a quarter, 2-16 MB, at most
  * PLAN_PIECE_GROUPS). Non-root rank r at position i = (r - root - 1) mod n
