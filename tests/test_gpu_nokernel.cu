@@ -10,8 +10,19 @@
  * only the reduction kernel (a name containing dmacclReduce). The table's
  * sendrecv row (a ring of Send/Recv, Broadcast's algorithm) is movement: its
  * channels are made by one untraced run first, then a traced one is counted.
+ *
+ * CUPTI records a device-local copy as a copy, but the driver runs it as
+ * thread blocks (bench/probes/smuse.cu: every form of a same-GPU copy or
+ * memset waits for free SM slots). So a last set checks the zero-SM promise
+ * itself: while a "hog" kernel holds every SM thread slot of every GPU, each
+ * movement collective runs with each algorithm it takes. Those with no
+ * device-local copy (the direct algorithms, relay and chain in place, and
+ * Send/Recv) must finish while the hog still holds the SMs; the others (out
+ * of place: the own block; the staged ones: their out copies) are reported,
+ * not asserted.
  */
 #include <cupti.h>
+#include <time.h>
 
 #include "collcheck.h"
 #include "gpu_common.h"
@@ -196,6 +207,164 @@ static int runColls(int n, const int *devs, int shared) {
   return 0;
 }
 
+/* Holds every SM thread slot it can until *release (host-mapped), or limitNs
+ * at most; each block says it runs in started[blockIdx.x] (host-mapped). */
+__global__ void hogSms(volatile int *release, volatile int *started, unsigned long long limitNs) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  if (threadIdx.x == 0) started[blockIdx.x] = 1;
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (!*release && t - t0 < limitNs);
+}
+
+enum { HOG_MAX_BLOCKS = 4096 };
+
+static double nowSeconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Whether coll with algo runs without any device-local copy: no SM needed. */
+static int noLocalCopy(collId coll, const char *algo, int inPlace) {
+  if (!strcmp(algo, "auto") || !strncmp(algo, "stage", 5)) return 0; /* staged: out copies */
+  return inPlace || coll == COLL_SENDRECV;
+}
+
+/* The zero-SM set (see the header): n ranks on GPUs of their own. */
+static int runNoSm(int n, const int *devs) {
+  int blocks[CC_MAXR];
+  cudaStream_t hogStream[CC_MAXR];
+  volatile int *release = NULL, *started[CC_MAXR];
+  ASSERT_EQ_INT(
+      cudaHostAlloc((void **)&release, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+      cudaSuccess);
+  for (int r = 0; r < n; r++) {
+    cudaDeviceProp p;
+    int perSm = 0;
+    ASSERT_EQ_INT(cudaSetDevice(devs[r]), cudaSuccess);
+    ASSERT_EQ_INT(cudaGetDeviceProperties(&p, devs[r]), cudaSuccess);
+    ASSERT_EQ_INT(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, hogSms, 1024, 0),
+                  cudaSuccess);
+    if (perSm * 1024 < p.maxThreadsPerMultiProcessor) {
+      printf("zero SMs: SKIPPED: 1024-thread blocks cannot fill the SMs of GPU %d\n", devs[r]);
+      return 0;
+    }
+    blocks[r] = perSm * p.multiProcessorCount;
+    ASSERT_TRUE(blocks[r] <= HOG_MAX_BLOCKS);
+    ASSERT_EQ_INT(cudaHostAlloc((void **)&started[r], HOG_MAX_BLOCKS * sizeof(int),
+                                cudaHostAllocMapped | cudaHostAllocPortable),
+                  cudaSuccess);
+    ASSERT_EQ_INT(cudaStreamCreateWithFlags(&hogStream[r], cudaStreamNonBlocking), cudaSuccess);
+  }
+  int asserted = 0;
+  for (int a = 0; a <= CC_NALGOS; a++) {
+    const char *algo = a < CC_NALGOS ? ccAlgos[a] : "auto";
+    char sel[512];
+    ccAlgoTable(algo, sel, sizeof(sel));
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorCuda;
+    cfg.algorithm = a < CC_NALGOS ? sel : NULL;
+    dmacclComm_t comms[CC_MAXR];
+    ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
+    ccEnv env;
+    ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, n), 0);
+    for (int c = 0; c < COLL_NUM; c++) {
+      if (collTable[c].flags & COLL_REDUCES) continue; /* the reduction kernel's SMs */
+      if (a < CC_NALGOS && !ccAlgoTakes((collId)c, algo)) continue;
+      ccCase cs;
+      memset(&cs, 0, sizeof(cs));
+      cs.coll = (collId)c;
+      cs.type = dmacclFloat32;
+      cs.count = 1 << 16;
+      cs.root = n - 1;
+      cs.inPlace = (collTable[c].flags & COLL_IN_PLACE) != 0;
+      cs.seed = 90u + (uint64_t)c;
+      ccOp *op = ccOpNew(&env, n, &cs);
+      ASSERT_TRUE(op != NULL);
+      /* once unhindered: first-use work (Send/Recv channels) and the check */
+      ASSERT_EQ_INT(ccOpFill(op, cs.seed + 1), 0);
+      ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+      for (int r = 0; r < n; r++) ASSERT_EQ_INT(ccOpIssue(op, comms, r), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+      ASSERT_EQ_INT(ccWait(&env, comms, n), dmacclSuccess);
+      ASSERT_EQ_INT(ccOpCheck(op), 0);
+      ASSERT_EQ_INT(ccOpFill(op, cs.seed), 0);
+      for (int r = 0; r < n; r++) {
+        ASSERT_EQ_INT(cudaSetDevice(devs[r]), cudaSuccess);
+        ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      /* every SM thread slot of every GPU taken, then the collective */
+      *release = 0;
+      for (int r = 0; r < n; r++) {
+        memset((void *)started[r], 0, HOG_MAX_BLOCKS * sizeof(int));
+        ASSERT_EQ_INT(cudaSetDevice(devs[r]), cudaSuccess);
+        hogSms<<<blocks[r], 1024, 0, hogStream[r]>>>(release, started[r], 30000000000ull);
+        ASSERT_EQ_INT(cudaGetLastError(), cudaSuccess);
+      }
+      for (int r = 0; r < n; r++) {
+        double until = nowSeconds() + 10.0;
+        int running = 0;
+        while (running < blocks[r] && nowSeconds() < until) {
+          running = 0;
+          for (int b = 0; b < blocks[r]; b++) running += started[r][b];
+        }
+        ASSERT_EQ_INT(running, blocks[r]);
+      }
+      ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+      for (int r = 0; r < n; r++) ASSERT_EQ_INT(ccOpIssue(op, comms, r), dmacclSuccess);
+      ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+      int expect = noLocalCopy((collId)c, algo, cs.inPlace), done = 0;
+      /* seconds, not a timing threshold: a collective that needs an SM cannot
+       * finish before the release, however long it is given */
+      double until = nowSeconds() + (expect ? 10.0 : 0.2);
+      while (!done && nowSeconds() < until) {
+        done = 1;
+        for (int r = 0; r < n; r++) {
+          ASSERT_EQ_INT(cudaSetDevice(devs[r]), cudaSuccess);
+          cudaError_t q = cudaStreamQuery(env.stream[r]);
+          if (q == cudaErrorNotReady)
+            done = 0;
+          else
+            ASSERT_EQ_INT(q, cudaSuccess);
+        }
+      }
+      int hogsStillRunning = 1;
+      for (int r = 0; r < n; r++)
+        if (cudaStreamQuery(hogStream[r]) != cudaErrorNotReady) hogsStillRunning = 0;
+      *release = 1;
+      ASSERT_EQ_INT(ccWait(&env, comms, n), dmacclSuccess);
+      for (int r = 0; r < n; r++) {
+        ASSERT_EQ_INT(cudaSetDevice(devs[r]), cudaSuccess);
+        ASSERT_EQ_INT(cudaStreamSynchronize(hogStream[r]), cudaSuccess);
+      }
+      ASSERT_TRUE(hogsStillRunning); /* the 30 s limit never ended a hog early */
+      printf("zero SMs: %-7s %-14s %s on %d ranks: %s%s\n", algo, collTable[c].name,
+             cs.inPlace ? "in place" : "out of place", n,
+             done ? "finished while every SM slot was held"
+                  : "waited for SM slots (a device-local copy)",
+             expect ? " (asserted)" : "");
+      if (expect) {
+        ASSERT_TRUE(done);
+        asserted++;
+      }
+      ASSERT_EQ_INT(ccOpCheck(op), 0);
+      ccOpFree(op);
+    }
+    ccEnvFini(&env, n);
+    for (int r = 0; r < n; r++) dmacclCommDestroy(comms[r]);
+  }
+  ASSERT_TRUE(asserted > 0);
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(devs[r]);
+    cudaStreamDestroy(hogStream[r]);
+    cudaFreeHost((void *)started[r]);
+  }
+  cudaFreeHost((void *)release);
+  return 0;
+}
+
 int main(void) {
   int ndev = gpuCountOrSkip(1, "test_gpu_nokernel");
   CUPTI_OK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
@@ -222,5 +391,6 @@ int main(void) {
   int three[3] = {0, 1 % ndev, 2 % ndev}, same3[3] = {0, 0, 0};
   if (ndev >= 2 && runColls(ndev < 3 ? 2 : 3, three, 0)) return 1;
   if (runColls(3, same3, 1)) return 1;
+  if (ndev >= 2 && runNoSm(ndev < 4 ? ndev : 4, own)) return 1;
   TEST_EXIT();
 }

@@ -22,6 +22,8 @@
 //          flag that a 1-thread kernel after the spin writes, then the copy and
 //          the peer's flag; a polling kernel on lane 0 (copy not behind a kernel)
 //   cp     one copy from the peer (pull: the local engine reads remote memory)
+//   cpa    c issued as cudaMemcpyPeerAsync (explicit devices) instead; CUDA 13.0
+//          refuses it in a capture, so it runs in the eager list only
 //   mw     memop ENTRY handshake: write the peer's flag, wait for the own one and reset it
 //   mwp    mw, then the pull copy
 //   kk     no copy engine: one kernel stores the chunk into the peer, fences,
@@ -249,6 +251,8 @@ static void op(const char *m, int d, int i, size_t chunk) {
     CK(cudaMemcpyAsync(a.recv, b.send, chunk, cudaMemcpyDeviceToDevice, a.s));
   else if (!strcmp(m, "cl"))
     CK(cudaMemcpyAsync(a.recv, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
+  else if (!strcmp(m, "cpa"))
+    CK(cudaMemcpyPeerAsync(b.recv + d * chunk, 1 - d, a.send, d, chunk, a.s));
   else if (!strcmp(m, "c2")) {
     CK(cudaMemcpyAsync(b.recv + d * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));
     CK(cudaMemcpyAsync(b.recv + (2 + d) * chunk, a.send, chunk, cudaMemcpyDeviceToDevice, a.s));

@@ -1,6 +1,9 @@
 /*
- * CUDA executor: runs schedules on the GPUs' copy engines and launches no
- * kernel.
+ * CUDA executor: runs schedules on the GPUs' copy engines; the only kernel
+ * it launches is the reduction kernel of reducing steps (cuda_reduce.cu).
+ * A copy between GPUs runs on a copy engine; a copy within one GPU runs as
+ * the driver's thread blocks, in every form CUDA offers (docs/overlap.md,
+ * finding 7).
  *
  * Streams. An operation is launched once every rank has called it, before
  * its call returns. Lane 0 is the caller's stream itself, so the operation
@@ -1033,8 +1036,9 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
   }
 }
 
-/* One rank: one cudaMemcpyAsync on the caller's stream (a copy engine; no
- * lanes, flags or events but one). Calls on another stream than the last
+/* One rank: one cudaMemcpyAsync on the caller's stream (no lanes, flags or
+ * events but one; the driver runs a copy within one GPU as thread blocks:
+ * bench/probes/smuse.cu). Calls on another stream than the last
  * eager one's wait for it, so that a rank's calls run in order; a capture
  * neither waits for work outside it nor records the tail Synchronize reads. */
 static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,

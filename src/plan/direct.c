@@ -28,7 +28,8 @@
  *
  * In the *1 and *b forms a self copy of PLAN_SIDE_LANE_BYTES or more goes on
  * a lane of its own (lane 1), joined from lane 0 at the start and back at the
- * end: it moves HBM to HBM and needs no peer, so on its own lane it overlaps
+ * end: it moves HBM to HBM and needs no peer (the driver runs it as thread
+ * blocks, not on a copy engine), so on its own lane it overlaps
  * the NVLink copies instead of delaying them (at 1 GB AllGather on 4 H200s it
  * was 256 MB in front of 768 MB of peer copies). Below that size the extra
  * lane's fork and join cost more host time than the overlap saves.
