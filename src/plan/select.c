@@ -43,9 +43,12 @@ const char planDefaultTune[] =
      * at 1 MB itself 26.5 against stagell's 24.6 (the crossover, between
      * the two sizes measured, put at 1152 KB). What does not fit a slot
      * (twoshot over 8 MB) runs pull1, within 3% of every other algorithm
-     * there. Reduce keeps stage until measured. */
+     * there. ReduceScatter up to 16 MB: at 8 MB in a graph 38.6 us
+     * against pull1's 87.4 (NCCL 38.6); at 16 MB the one shot needs 12 MB
+     * of a slot on 4 ranks and runs pull1 (129.6, NCCL 57.3). ReduceScatterV
+     * keeps 8 MB (not measured above). Reduce keeps stage until measured. */
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
-    "* reducescatter:0-8M:stagell,8M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
+    "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-1M:stage,1M-inf:pull1\n"
     /* In CUDA graphs (2 ranks, 2x H100, dmaccl-perf -p 2 -G 5): staged
      * AllGather and AlltoAll beat push1 up to 1 MB (15-21 us against 23-25)
