@@ -15,6 +15,7 @@
 #define DMACCL_H_
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
@@ -391,6 +392,35 @@ dmacclResult_t dmacclScatter(const void *sendbuff, void *recvbuff, size_t count,
 dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size_t counts[],
                                 const size_t displs[], dmacclDataType_t datatype, dmacclComm_t comm,
                                 cudaStream_t stream);
+
+/*
+ * AllGather and AllGatherV with arrival words, for consumers that start on
+ * the blocks that have landed while the others are still moving (a GEMM
+ * over the gathered rows in tiles, as asynchronous tensor parallelism does).
+ * `arrived` is an array of nranks 32-bit words, 4-byte aligned, in the
+ * memory the buffers are in (CUDA executor: device memory of the
+ * communicator's GPU), not overlapping sendbuff or recvbuff. Besides what
+ * dmacclAllGather(V) does, the operation stores `value` into arrived[p] once
+ * rank p's block of recvbuff holds its data, for every rank p (the own
+ * block and empty blocks too). CUDA executor: the store is a stream memory
+ * operation on one of the operation's streams, ordered after the copies and
+ * signals that complete the block, so work on another stream may wait for
+ * it (cuStreamWaitValue32 with CU_STREAM_WAIT_VALUE_EQ) or a kernel may
+ * poll it (a volatile or acquire load) and then read the block. When the
+ * operation completes on `stream`, every word holds `value`. The words are
+ * only written, never reset or read: give each call a new value (e.g. a
+ * step counter), or, in a CUDA graph whose replays store the same value,
+ * set the words back before the next replay. Host executor: host memory,
+ * the stores are release stores made while the operation runs. Not in
+ * persistent (Init) form.
+ */
+dmacclResult_t dmacclAllGatherNotify(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                     dmacclDataType_t datatype, uint32_t *arrived, uint32_t value,
+                                     dmacclComm_t comm, cudaStream_t stream);
+dmacclResult_t dmacclAllGatherVNotify(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                      const size_t displs[], dmacclDataType_t datatype,
+                                      uint32_t *arrived, uint32_t value, dmacclComm_t comm,
+                                      cudaStream_t stream);
 
 /*
  * ReduceScatterV: rank r's recvbuff (counts[r] elements) receives the

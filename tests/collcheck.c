@@ -145,6 +145,8 @@ typedef struct {
   unsigned char *wantMain, *wantAux, *got; /* host: expected contents, a download */
   unsigned char *hostSend;                 /* this rank's input, sendElems elements */
   dmacclRequest_t req[COLL_MAX_REQUESTS];  /* persistent: collRequests(coll) of them */
+  /* notify: nranks arrival words between two guard words (device or host) */
+  uint32_t *arrived, arrivedWant[CC_MAXR + 2];
 } ccRank;
 
 struct ccOp {
@@ -155,8 +157,14 @@ struct ccOp {
   collVArrays v;
   size_t ts;
   unsigned char poison;
+  uint32_t arrivedValue; /* notify: what the words must hold */
   ccRank r[CC_MAXR];
 };
+
+/* The ...Notify call applies: AllGather(V), eager. */
+static int notifies(const ccCase *c) {
+  return c->notify && !c->persistent && (c->coll == COLL_ALLGATHER || c->coll == COLL_ALLGATHERV);
+}
 
 const ccCase *ccOpCase(const ccOp *o) {
   return &o->c;
@@ -168,8 +176,10 @@ void ccDescribe(const ccCase *c, int n, char *buf, size_t len) {
            collTypeName(c->type), f & COLL_REDUCES ? " " : "",
            f & COLL_REDUCES ? collOpName(c->op) : "", c->count,
            f & COLL_VECTOR ? " (max block)" : "", n, c->inPlace ? " in place" : " out of place",
-           c->persistent ? " persistent" : " eager", c->nullUnused ? " NULL-unused" : "",
-           (unsigned long long)c->seed);
+           c->persistent ? " persistent"
+           : notifies(c) ? " eager with arrival words"
+                         : " eager",
+           c->nullUnused ? " NULL-unused" : "", (unsigned long long)c->seed);
   if (f & COLL_ROOTED) {
     size_t at = strlen(buf);
     snprintf(buf + at, len - at, " root %d", c->root);
@@ -202,6 +212,7 @@ void ccOpFree(ccOp *o) {
     collFree(o->c.coll, k->req);
     devFree(o->env, r, k->main);
     devFree(o->env, r, k->aux);
+    devFree(o->env, r, k->arrived);
     free(k->wantMain), free(k->wantAux), free(k->got), free(k->hostSend);
   }
   free(o);
@@ -258,6 +269,10 @@ ccOp *ccOpNew(ccEnv *env, int n, const ccCase *c) {
       k->auxBytes = k->sendNull ? 0 : 2 * G + se * ts;
     }
     k->main = devAlloc(env, r, k->mainBytes);
+    if (notifies(c) && !(k->arrived = devAlloc(env, r, (size_t)(n + 2) * sizeof(uint32_t)))) {
+      ccOpFree(o);
+      return NULL;
+    }
     k->wantMain = malloc(k->mainBytes);
     k->got = malloc(k->mainBytes > k->auxBytes ? k->mainBytes : k->auxBytes);
     k->hostSend = malloc(k->sendElems * ts + 1);
@@ -294,6 +309,13 @@ int ccOpFill(ccOp *o, uint64_t seed) {
     }
     if (upload(o->env, r, k->main, k->wantMain, k->mainBytes)) return -1;
     if (k->auxBytes && upload(o->env, r, k->aux, k->wantAux, k->auxBytes)) return -1;
+    if (k->arrived) { /* poisoned words; the guards must stay so */
+      o->arrivedValue = (uint32_t)(seed * 2654435761u) | 1u;
+      for (int i = 0; i < o->n + 2; i++) k->arrivedWant[i] = 0xA5A5A5A5u ^ (uint32_t)i;
+      if (upload(o->env, r, k->arrived, k->arrivedWant, (size_t)(o->n + 2) * sizeof(uint32_t)))
+        return -1;
+      for (int i = 1; i <= o->n; i++) k->arrivedWant[i] = o->arrivedValue;
+    }
   }
   for (int r = 0; r < o->n; r++) {
     ccRank *k = &o->r[r];
@@ -323,8 +345,13 @@ static dmacclResult_t issueCall(ccOp *o, dmacclComm_t *comms, int r, int init) {
   s.counts = tmp->counts, s.displs = tmp->displs;
   s.sendcounts = tmp->sendcounts, s.sdispls = tmp->sdispls;
   s.recvcounts = tmp->recvcounts, s.rdispls = tmp->rdispls;
-  dmacclResult_t rc =
-      collIssue(c->coll, &s, r, send, recv, c->type, c->op, comms[r], st, init ? k->req : NULL);
+  dmacclResult_t rc = !k->arrived || init ? collIssue(c->coll, &s, r, send, recv, c->type, c->op,
+                                                      comms[r], st, init ? k->req : NULL)
+                      : c->coll == COLL_ALLGATHER
+                          ? dmacclAllGatherNotify(send, recv, c->count, c->type, k->arrived + 1,
+                                                  o->arrivedValue, comms[r], st)
+                          : dmacclAllGatherVNotify(send, recv, s.counts, s.displs, c->type,
+                                                   k->arrived + 1, o->arrivedValue, comms[r], st);
   memset(tmp, 0xEE, sizeof(*tmp));
   free(tmp);
   if (rc != dmacclSuccess) {
@@ -382,6 +409,12 @@ long long ccOpCheck(ccOp *o) {
       if (download(o->env, r, k->got, k->aux, k->auxBytes)) return -1;
       wrong += compare(o, r, k->got, k->wantAux, k->auxBytes, k->sendOff,
                        "sendbuff (must be unchanged)");
+    }
+    if (k->arrived) {
+      size_t ab = (size_t)(o->n + 2) * sizeof(uint32_t);
+      if (download(o->env, r, k->got, k->arrived, ab)) return -1;
+      wrong += compare(o, r, k->got, (const unsigned char *)k->arrivedWant, ab, sizeof(uint32_t),
+                       "arrival words (with guards)");
     }
   }
   return wrong;

@@ -42,6 +42,7 @@ typedef struct {
   int nullUnused;            /* NULL for the buffers a rank does not use (else poisoned ones) */
   uint64_t seed;             /* the V layout (fixed for the op's life) and the first data */
   const collVArrays *arrays; /* V forms: these arrays instead of random ones from seed */
+  int notify; /* AllGather(V), eager: the ...Notify call, its arrival words checked */
 } ccCase;
 
 /* A collective's buffers on every rank (ccOpNew), their contents

@@ -47,11 +47,11 @@ static int untouchedAndUsable(void) {
     ASSERT_TRUE(memcmp(check, sendb[r], sizeof(check)) == 0);
   }
   const ccCase cases[] = {
-      {COLL_ALLREDUCE, dmacclFloat32, dmacclSum, 1001, 0, 0, 0, 0, 31337, NULL},
-      {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 100, 0, 0, 0, 0, 31338, NULL},
-      {COLL_REDUCE, dmacclBfloat16, dmacclMax, 77, 3, 1, 0, 0, 31339, NULL},
-      {COLL_REDUCESCATTERV, dmacclInt8, dmacclProd, 50, 0, 0, 0, 0, 31340, NULL},
-      {COLL_SENDRECV, dmacclFloat64, dmacclSum, 93, 0, 0, 1, 0, 31341, NULL},
+      {COLL_ALLREDUCE, dmacclFloat32, dmacclSum, 1001, 0, 0, 0, 0, 31337, NULL, 0},
+      {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 100, 0, 0, 0, 0, 31338, NULL, 0},
+      {COLL_REDUCE, dmacclBfloat16, dmacclMax, 77, 3, 1, 0, 0, 31339, NULL, 0},
+      {COLL_REDUCESCATTERV, dmacclInt8, dmacclProd, 50, 0, 0, 0, 0, 31340, NULL, 0},
+      {COLL_SENDRECV, dmacclFloat64, dmacclSum, 93, 0, 0, 1, 0, 31341, NULL, 0},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     ASSERT_EQ_INT(ccRunCase(&env, comms, N, &cases[i]), 0);
@@ -334,7 +334,7 @@ static int testAlltoallvDisagree(void) {
 /* A call that fails inside a group is not recorded; the group still issues
  * the others, which run correctly. */
 static int testFailInGroup(void) {
-  ccCase cs = {COLL_ALLREDUCE, dmacclFloat16, dmacclAvg, 501, 0, 0, 0, 0, 808, NULL};
+  ccCase cs = {COLL_ALLREDUCE, dmacclFloat16, dmacclAvg, 501, 0, 0, 0, 0, 808, NULL, 0};
   ccOp *op = ccOpNew(&env, N, &cs);
   ASSERT_TRUE(op != NULL);
   ASSERT_EQ_INT(ccOpFill(op, 808), 0);
@@ -413,6 +413,33 @@ static int testAlgorithmRefused(void) {
   return 0;
 }
 
+/* The ...Notify calls' arrival words: NULL, misaligned, overlapping either
+ * buffer; no word and no byte is written, and the communicator works. */
+static int testArrivalWords(void) {
+  poison();
+  evenLayout();
+  dmacclComm_t c = comms[1];
+  float *s = (float *)sendb[1], *d = (float *)recvb[1];
+  uint32_t words[N + 2];
+  for (int i = 0; i < N + 2; i++) words[i] = 0xC0FFEE00u + (uint32_t)i;
+  EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, dmacclFloat32, NULL, 7, c, NULL), dmacclInvalidArgument,
+             c, "dmacclAllGatherNotify: arrived is NULL (it needs 4");
+  EXPECT_ERR(dmacclAllGatherVNotify(s, d, counts, displs, dmacclFloat32, NULL, 7, c, NULL),
+             dmacclInvalidArgument, c, "dmacclAllGatherVNotify: arrived is NULL");
+  EXPECT_ERR(
+      dmacclAllGatherNotify(s, d, 4, dmacclFloat32, (uint32_t *)((char *)words + 2), 7, c, NULL),
+      dmacclInvalidArgument, c, "is not 4-byte aligned");
+  EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, dmacclFloat32, (uint32_t *)(d + 8), 7, c, NULL),
+             dmacclInvalidArgument, c, "overlaps recvbuff");
+  EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, dmacclFloat32, (uint32_t *)s, 7, c, NULL),
+             dmacclInvalidArgument, c, "overlaps sendbuff");
+  /* the other checks still come first: a bad datatype is named as such */
+  EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, (dmacclDataType_t)99, words + 1, 7, c, NULL),
+             dmacclInvalidArgument, c, "datatype 99");
+  for (int i = 0; i < N + 2; i++) ASSERT_EQ_INT(words[i], 0xC0FFEE00u + (uint32_t)i);
+  return untouchedAndUsable();
+}
+
 int main(void) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = dmacclExecutorHost;
@@ -437,6 +464,7 @@ int main(void) {
   RUN(testFailInGroup);
   RUN(testSendRecvRefused);
   RUN(testAlgorithmRefused);
+  RUN(testArrivalWords);
   for (int r = 0; r < N; r++) {
     free(sendb[r]);
     free(recvb[r]);

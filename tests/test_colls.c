@@ -11,7 +11,9 @@
  * several collectives of different kinds in one group, every algorithm
  * forced through dmacclConfig_t.algorithm (with small scratch and staging
  * buffers too, so reductions run in many pieces), and layouts the header
- * allows that random ones rarely make. Arg: a test name fragment.
+ * allows that random ones rarely make. AllGather and AllGatherV also run as
+ * their ...Notify calls in about half the eager cases, every arrival word
+ * (and a guard word on each side) checked. Arg: a test name fragment.
  */
 #include "collcheck.h"
 #include "harness.h"
@@ -363,7 +365,8 @@ static int testMatrix(void) {
                              .inPlace = ip,
                              .persistent = (x >> 1 & 3) == 0,
                              .nullUnused = (x >> 3 & 1),
-                             .seed = seed++};
+                             .seed = seed++,
+                             .notify = (int)(x >> 4 & 1)}; /* AllGather(V)Notify */
                 int rc = runCases(comms, n, "auto", &cs, 1);
                 if (rc < 0) return 1;
                 bad += rc;
@@ -388,20 +391,20 @@ static int testMixedGroup(void) {
       uint64_t s = 5000u + 100u * (uint64_t)n + 50u * (uint64_t)rep;
       int last = n - 1;
       const ccCase cases[] = {
-          {COLL_ALLREDUCE, dmacclFloat32, dmacclSum, 1001, 0, 1, 0, 0, s + 1, NULL},
-          {COLL_BROADCAST, dmacclBfloat16, dmacclSum, 333, 1, 0, 0, 1, s + 2, NULL},
-          {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 77, 0, 0, 0, 0, s + 3, NULL},
-          {COLL_REDUCESCATTERV, dmacclFloat16, dmacclMax, 99, 0, 0, 1, 0, s + 4, NULL},
-          {COLL_GATHER, dmacclUint8, dmacclSum, 513, last, 0, 0, 1, s + 5, NULL},
-          {COLL_ALLGATHER, dmacclFloat64, dmacclSum, 65, 0, 1, 0, 0, s + 6, NULL},
-          {COLL_REDUCE, dmacclFloat8e5m2, dmacclAvg, 300, 0, 0, 1, 0, s + 7, NULL},
-          {COLL_SCATTER, dmacclInt64, dmacclSum, 31, last, 1, 0, 0, s + 8, NULL},
-          {COLL_ALLTOALL, dmacclFloat8e4m3, dmacclSum, 129, 0, 0, 0, 0, s + 9, NULL},
-          {COLL_REDUCESCATTER, dmacclInt8, dmacclProd, 250, 0, 1, 0, 0, s + 10, NULL},
-          {COLL_ALLGATHERV, dmacclUint64, dmacclSum, 40, 0, 0, 1, 0, s + 11, NULL},
-          {COLL_ALLREDUCE, dmacclUint32, dmacclMin, 7, 0, 0, 1, 0, s + 12, NULL},
-          {COLL_SENDRECV, dmacclFloat16, dmacclSum, 777, 0, 0, 0, 0, s + 13, NULL},
-          {COLL_SENDRECV, dmacclUint8, dmacclSum, 4097, 0, 0, 1, 1, s + 14, NULL},
+          {COLL_ALLREDUCE, dmacclFloat32, dmacclSum, 1001, 0, 1, 0, 0, s + 1, NULL, 0},
+          {COLL_BROADCAST, dmacclBfloat16, dmacclSum, 333, 1, 0, 0, 1, s + 2, NULL, 0},
+          {COLL_ALLTOALLV, dmacclInt32, dmacclSum, 77, 0, 0, 0, 0, s + 3, NULL, 0},
+          {COLL_REDUCESCATTERV, dmacclFloat16, dmacclMax, 99, 0, 0, 1, 0, s + 4, NULL, 0},
+          {COLL_GATHER, dmacclUint8, dmacclSum, 513, last, 0, 0, 1, s + 5, NULL, 0},
+          {COLL_ALLGATHER, dmacclFloat64, dmacclSum, 65, 0, 1, 0, 0, s + 6, NULL, 0},
+          {COLL_REDUCE, dmacclFloat8e5m2, dmacclAvg, 300, 0, 0, 1, 0, s + 7, NULL, 0},
+          {COLL_SCATTER, dmacclInt64, dmacclSum, 31, last, 1, 0, 0, s + 8, NULL, 0},
+          {COLL_ALLTOALL, dmacclFloat8e4m3, dmacclSum, 129, 0, 0, 0, 0, s + 9, NULL, 0},
+          {COLL_REDUCESCATTER, dmacclInt8, dmacclProd, 250, 0, 1, 0, 0, s + 10, NULL, 0},
+          {COLL_ALLGATHERV, dmacclUint64, dmacclSum, 40, 0, 0, 1, 0, s + 11, NULL, 0},
+          {COLL_ALLREDUCE, dmacclUint32, dmacclMin, 7, 0, 0, 1, 0, s + 12, NULL, 0},
+          {COLL_SENDRECV, dmacclFloat16, dmacclSum, 777, 0, 0, 0, 0, s + 13, NULL, 0},
+          {COLL_SENDRECV, dmacclUint8, dmacclSum, 4097, 0, 0, 1, 1, s + 14, NULL, 0},
       };
       int rc = runCases(comms, n, "auto", cases, (int)(sizeof(cases) / sizeof(cases[0])));
       if (rc < 0) return 1;
@@ -438,7 +441,8 @@ static int runAlgo(const char *algo, const char *label, const size_t *counts, in
                          .root = (k + ip) % 2 ? n - 1 : 0,
                          .inPlace = ip,
                          .persistent = (k + c) % 3 == 0,
-                         .seed = seed++};
+                         .seed = seed++,
+                         .notify = (k + ip + n) % 2}; /* AllGather(V)Notify */
             int rc = runCases(comms, n, algo, &cs, 1);
             if (rc < 0) return 1;
             bad += rc;
@@ -483,9 +487,10 @@ static int testLayouts(void) {
   for (int r = 0, at = 0; r < N; at += (int)sizes[r], r++)
     v.counts[r] = sizes[r], v.displs[r] = (size_t)at;
   for (int ip = 0; ip < 2; ip++) {
-    ccCase ag = {COLL_ALLGATHERV, dmacclBfloat16, dmacclSum, 9, 0, ip, 0, 0, 31 + (uint64_t)ip, &v};
+    ccCase ag = {
+        COLL_ALLGATHERV, dmacclBfloat16, dmacclSum, 9, 0, ip, 0, 0, 31 + (uint64_t)ip, &v, 0};
     ccCase rs = {
-        COLL_REDUCESCATTERV, dmacclFloat32, dmacclSum, 9, 0, ip, 1, 0, 41 + (uint64_t)ip, &v};
+        COLL_REDUCESCATTERV, dmacclFloat32, dmacclSum, 9, 0, ip, 1, 0, 41 + (uint64_t)ip, &v, 0};
     bad += runCases(comms, N, "auto", &ag, 1) != 0;
     bad += runCases(comms, N, "auto", &rs, 1) != 0;
   }
@@ -493,7 +498,7 @@ static int testLayouts(void) {
   memset(&v, 0, sizeof(v));
   for (int k = 0; k < 3; k++) {
     const collId cs[] = {COLL_ALLGATHERV, COLL_REDUCESCATTERV, COLL_ALLTOALLV};
-    ccCase c = {cs[k], dmacclInt32, dmacclSum, 0, 0, 0, 0, 1, 50 + (uint64_t)k, &v};
+    ccCase c = {cs[k], dmacclInt32, dmacclSum, 0, 0, 0, 0, 1, 50 + (uint64_t)k, &v, 0};
     bad += runCases(comms, N, "auto", &c, 1) != 0;
   }
   /* AlltoAllv: every rank sends one rank only, blocks in reverse order */
@@ -505,7 +510,7 @@ static int testLayouts(void) {
     v.sdispls[i * N + j] = 3;
     v.rdispls[j * N + i] = 5;
   }
-  ccCase a2av = {COLL_ALLTOALLV, dmacclFloat64, dmacclSum, 0, 0, 0, 1, 0, 60, &v};
+  ccCase a2av = {COLL_ALLTOALLV, dmacclFloat64, dmacclSum, 0, 0, 0, 1, 0, 60, &v, 0};
   bad += runCases(comms, N, "auto", &a2av, 1) != 0;
   closeComms(comms, N, 0);
   return bad ? 1 : 0;
@@ -525,7 +530,7 @@ static int testAlltoallvSharedSendBlock(void) {
       v.sdispls[i * N + j] = 2;
       v.rdispls[i * N + j] = 6 * (size_t)j;
     }
-  ccCase c = {COLL_ALLTOALLV, dmacclUint8, dmacclSum, 0, 0, 0, 0, 0, 70, &v};
+  ccCase c = {COLL_ALLTOALLV, dmacclUint8, dmacclSum, 0, 0, 0, 0, 0, 70, &v, 0};
   int bad = runCases(comms, N, "auto", &c, 1) != 0;
   closeComms(comms, N, 0);
   return bad;

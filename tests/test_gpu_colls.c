@@ -7,8 +7,15 @@
  * direct algorithms forced (Broadcast: relay), and captured into one
  * CUDA graph then replayed twice on new data; random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
+ * AllGather and AllGatherV run as their ...Notify calls: eager, a consumer
+ * stream per rank waits for each block's arrival word (a stream memory wait)
+ * and copies that block out at once, and the copies must hold the block's
+ * final bytes; in the graph, every word must hold the value after each
+ * replay (the test resets them before it).
  * Arg: a collective name to run only that one.
  */
+#include <cuda.h> /* the stream memory wait's types (the entry point via the runtime) */
+
 #include "gpu_common.h"
 #include "common/colls.h"
 #include "dmaccl.h"
@@ -49,8 +56,13 @@ typedef struct {
 } caseT;
 
 static dmacclComm_t hostComms[MAXN], gpuComms[2][MAXN];
-static cudaStream_t streams[MAXN];
+static cudaStream_t streams[MAXN], consumers[MAXN];
 static int ngpu;
+static CUresult (*waitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+/* The ...Notify calls' arrival words of the case being issued (NULL: the
+ * plain calls) and their value. */
+static uint32_t *arrivedOf[MAXN], arrivedValue;
 
 /* Uneven arrays: rank i's count is count*(i+1)/n, some zero, gaps of 3. */
 static void setup(caseT *c) {
@@ -107,6 +119,10 @@ static dmacclResult_t issue(const caseT *c, int r, const void *s, void *d, dmacc
                             cudaStream_t st) {
   const size_t *v = c->vec[r];
   int n = c->n;
+  if (arrivedOf[r] && c->coll == PLAN_COLL_ALLGATHER)
+    return dmacclAllGatherNotify(s, d, c->count, c->type, arrivedOf[r], arrivedValue, comm, st);
+  if (arrivedOf[r] && c->coll == PLAN_COLL_ALLGATHERV)
+    return dmacclAllGatherVNotify(s, d, v, v + n, c->type, arrivedOf[r], arrivedValue, comm, st);
   switch (c->coll) {
   case PLAN_COLL_ALLGATHER: return dmacclAllGather(s, d, c->count, c->type, comm, st);
   case PLAN_COLL_ALLTOALL: return dmacclAlltoAll(s, d, c->count, c->type, comm, st);
@@ -189,30 +205,112 @@ static int compare(const caseT *c, unsigned char **want, unsigned char **db, con
   return 0;
 }
 
+/* Arrival words (n, between two guard words) of every rank: 0, or check
+ * that they hold arrivedValue and the guards 0. */
+static int arrivalWords(const caseT *c, uint32_t **words, int check, const char *how) {
+  for (int r = 0; r < c->n; r++) {
+    uint32_t w[MAXN + 2];
+    size_t bytes = (size_t)(c->n + 2) * sizeof(uint32_t);
+    CK(cudaSetDevice(r % ngpu));
+    if (!check) {
+      CK(cudaMemset(words[r], 0, bytes));
+      continue;
+    }
+    CK(cudaMemcpy(w, words[r], bytes, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < c->n + 2; i++)
+      if (w[i] != (i == 0 || i == c->n + 1 ? 0 : arrivedValue)) {
+        TEST_FAIL("%s %s n=%d count=%zu inPlace %d: rank %d's arrival word %d is %u, expected %u",
+                  planCollName(c->coll), how, c->n, c->count, c->inPlace, r, i - 1, w[i],
+                  i == 0 || i == c->n + 1 ? 0 : arrivedValue);
+        return 1;
+      }
+  }
+  return 0;
+}
+
+/* Each rank's consumer: for every block, wait for its arrival word, then
+ * copy the block into chk at the same place. */
+static int consume(const caseT *c, uint32_t **words, unsigned char **db, void **d,
+                   unsigned char **chk) {
+  for (int r = 0; r < c->n; r++) {
+    CK(cudaSetDevice(r % ngpu));
+    for (int p = 0; p < c->n; p++) {
+      planBlock b = planCollOf(c->coll)->block(&c->a[p], p, r);
+      if (waitValue32((CUstream)consumers[r], (CUdeviceptr)(uintptr_t)(words[r] + 1 + p),
+                      arrivedValue, CU_STREAM_WAIT_VALUE_EQ) != CUDA_SUCCESS) {
+        TEST_FAIL("cuStreamWaitValue32 failed");
+        return 1;
+      }
+      size_t at = (size_t)((unsigned char *)d[r] - db[r]) + b.dstOff;
+      if (b.bytes)
+        CK(cudaMemcpyAsync(chk[r] + at, db[r] + at, b.bytes, cudaMemcpyDeviceToDevice,
+                           consumers[r]));
+    }
+  }
+  return 0;
+}
+
+/* The consumer's copies against the host executor's blocks. */
+static int compareBlocks(const caseT *c, unsigned char **want, unsigned char **chk, void **d,
+                         unsigned char **db) {
+  for (int r = 0; r < c->n; r++) {
+    CK(cudaSetDevice(r % ngpu));
+    CK(cudaStreamSynchronize(consumers[r]));
+    for (int p = 0; p < c->n; p++) {
+      planBlock b = planCollOf(c->coll)->block(&c->a[p], p, r);
+      size_t at = (size_t)((unsigned char *)d[r] - db[r]) + b.dstOff;
+      unsigned char *got = malloc(b.bytes + 1);
+      CK(cudaMemcpy(got, chk[r] + at, b.bytes, cudaMemcpyDeviceToHost));
+      long long x = testFirstDiff(got, want[r] + at, b.bytes);
+      free(got);
+      if (x >= 0) {
+        TEST_FAIL("%s n=%d count=%zu inPlace %d: rank %d's consumer copied block %d after its "
+                  "arrival word, and its byte %lld differs from the final result",
+                  planCollName(c->coll), c->n, c->count, c->inPlace, r, p, x);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 static int runCase(caseT *c, uint64_t seed) {
   setup(c);
   int n = c->n, rc = 0;
-  unsigned char *hb[MAXN], *db[MAXN];
+  int notify = c->coll == PLAN_COLL_ALLGATHER || c->coll == PLAN_COLL_ALLGATHERV;
+  unsigned char *hb[MAXN], *db[MAXN], *chk[MAXN];
+  uint32_t *words[MAXN];
   void *s[MAXN], *d[MAXN];
   for (int r = 0; r < n; r++) {
     hb[r] = malloc(c->span[r]);
     CK(cudaSetDevice(r % ngpu));
     CK(cudaMalloc((void **)&db[r], c->span[r]));
+    words[r] = NULL, chk[r] = NULL;
+    if (notify) {
+      CK(cudaMalloc((void **)&words[r], (size_t)(n + 2) * sizeof(uint32_t)));
+      CK(cudaMalloc((void **)&chk[r], c->span[r]));
+    }
     place(c, r, db[r], &s[r], &d[r]);
   }
   /* Eager, built-in selection (k=0) and the direct forms forced (k=1). */
   for (int k = 0; k < 2 && !rc; k++) {
     if ((rc = runHost(c, hb, seed + (uint64_t)k)) || (rc = upload(c, db, seed + (uint64_t)k)))
       break;
+    arrivedValue = (uint32_t)(seed * 2654435761u + (uint64_t)k) | 1u;
+    if (notify && (rc = arrivalWords(c, words, 0, "")) != 0) break;
+    for (int r = 0; r < n; r++) arrivedOf[r] = notify ? words[r] + 1 : NULL;
     DK(dmacclGroupStart());
     for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[k][r], streams[r]));
     DK(dmacclGroupEnd());
+    if (notify && (rc = consume(c, words, db, d, chk)) != 0) break;
     for (int r = 0; r < n; r++) {
       CK(cudaSetDevice(r % ngpu));
       CK(cudaStreamSynchronize(streams[r]));
       DK(dmacclCommSynchronize(gpuComms[k][r]));
     }
     rc = compare(c, hb, db, k ? "eager, direct forms" : "eager");
+    if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db);
+    if (!rc && notify) rc = arrivalWords(c, words, 1, k ? "eager, direct forms" : "eager");
   }
   /* One graph for every rank: streams forked from rank 0's capture. */
   if (!rc) {
@@ -239,10 +337,12 @@ static int runCase(caseT *c, uint64_t seed) {
     for (int rep = 0; rep < 2 && !rc; rep++) {
       uint64_t sd = seed + 100 + (uint64_t)rep;
       if ((rc = runHost(c, hb, sd)) || (rc = upload(c, db, sd))) break;
+      if (notify && (rc = arrivalWords(c, words, 0, "")) != 0) break; /* the replay stores again */
       CK(cudaSetDevice(0));
       CK(cudaGraphLaunch(ge, streams[0]));
       CK(cudaStreamSynchronize(streams[0]));
       rc = compare(c, hb, db, "graph replay");
+      if (!rc && notify) rc = arrivalWords(c, words, 1, "graph replay");
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
@@ -252,6 +352,9 @@ static int runCase(caseT *c, uint64_t seed) {
   for (int r = 0; r < n; r++) {
     free(hb[r]);
     cudaFree(db[r]);
+    cudaFree(words[r]);
+    cudaFree(chk[r]);
+    arrivedOf[r] = NULL;
   }
   return rc;
 }
@@ -259,6 +362,13 @@ static int runCase(caseT *c, uint64_t seed) {
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&waitValue32, 12000,
+                                       cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    TEST_FAIL("cuStreamWaitValue32 is not available");
+    return 1;
+  }
   static const char *direct =
       "allgather:push1;alltoall:pushn;broadcast:relay;gather:pushb;scatter:pulln;"
       "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"
@@ -286,6 +396,7 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n; r++) {
       CK(cudaSetDevice(devs[r]));
       CK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+      CK(cudaStreamCreateWithFlags(&consumers[r], cudaStreamNonBlocking));
     }
     for (int coll = 0; coll < PLAN_NUM_COLLS && !rc; coll++) {
       if (only && strcmp(only, planCollName((planColl)coll))) continue;
@@ -311,6 +422,7 @@ int main(int argc, char **argv) {
       dmacclCommDestroy(gpuComms[0][r]);
       dmacclCommDestroy(gpuComms[1][r]);
       cudaStreamDestroy(streams[r]);
+      cudaStreamDestroy(consumers[r]);
     }
   }
   printf("  %d cases (x2 eager, x2 graph replays) match the host executor on %d GPU(s)\n", cases,

@@ -11,6 +11,8 @@
  * row (each rank sends to the next and receives from the previous, one group
  * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
  * (direct: pushb), and is skipped on one rank (a Send to oneself is refused).
+ * AllGather and AllGatherV run as their ...Notify calls on odd seeds, every
+ * arrival word checked.
  * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
  */
 #include "harness.h"
@@ -88,8 +90,28 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
   } else {
     memcpy(dev, host, span);
   }
-  dmacclResult_t rc = collIssue(c, s, rank, sc ? dev + sendOff : NULL, rcn ? dev + recvOff : NULL,
-                                t, op, comm, a->gpu ? st : NULL, NULL);
+  /* AllGather(V) on odd seeds: the ...Notify call, its arrival words (and a
+   * guard on each side) at the end of the allocation, apart from the buffers */
+  int notify = (c == COLL_ALLGATHER || c == COLL_ALLGATHERV) && (seed & 1);
+  uint32_t words[MAXN + 2], value = (uint32_t)(seed * 2654435761u) | 1u;
+  size_t wordsOff = devBytes - sizeof(words);
+  if (notify) {
+    RANK_CHECK(span <= wordsOff);
+    for (int i = 0; i < n + 2; i++) words[i] = 0x5A5A0000u + (uint32_t)i;
+    if (a->gpu)
+      RANK_CHECK(cudaMemcpy(dev + wordsOff, words, sizeof(words), cudaMemcpyHostToDevice) ==
+                 cudaSuccess);
+    else
+      memcpy(dev + wordsOff, words, sizeof(words));
+  }
+  uint32_t *arrived = (uint32_t *)(void *)(dev + wordsOff) + 1;
+  char *sp = sc ? dev + sendOff : NULL, *rp = rcn ? dev + recvOff : NULL;
+  dmacclResult_t rc =
+      !notify ? collIssue(c, s, rank, sp, rp, t, op, comm, a->gpu ? st : NULL, NULL)
+      : c == COLL_ALLGATHER
+          ? dmacclAllGatherNotify(sp, rp, s->count, t, arrived, value, comm, a->gpu ? st : NULL)
+          : dmacclAllGatherVNotify(sp, rp, s->counts, s->displs, t, arrived, value, comm,
+                                   a->gpu ? st : NULL);
   if (rc != dmacclSuccess)
     fprintf(stderr, "rank %d: %s: %s\n", rank, collTable[c].call, dmacclCommGetLastError(comm));
   RANK_CHECK(rc == dmacclSuccess);
@@ -99,6 +121,21 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
     RANK_CHECK(cudaMemcpy(host, dev, span, cudaMemcpyDeviceToHost) == cudaSuccess);
   else
     memcpy(host, dev, span);
+  if (notify) {
+    uint32_t got[MAXN + 2];
+    if (a->gpu)
+      RANK_CHECK(cudaMemcpy(got, dev + wordsOff, sizeof(got), cudaMemcpyDeviceToHost) ==
+                 cudaSuccess);
+    else
+      memcpy(got, dev + wordsOff, sizeof(got));
+    for (int i = 0; i < n + 2; i++) {
+      uint32_t w = i == 0 || i == n + 1 ? words[i] : value;
+      if (got[i] != w)
+        fprintf(stderr, "rank %d of %d (%s): %s count %zu: arrival word %d is %u, expected %u\n",
+                rank, n, a->gpu ? "cuda" : "host", collTable[c].name, s->count, i - 1, got[i], w);
+      RANK_CHECK(got[i] == w);
+    }
+  }
   long long d = testFirstDiff(host, want, span);
   if (d >= 0)
     fprintf(stderr,

@@ -1019,6 +1019,11 @@ static void takeLines(unsigned char *dst, unsigned char *l, size_t bytes) {
 #define GUARD 16
 #define POISON 0xA5
 
+/* Arrival words (planAddArrivals): NOTIFY steps replayed, and the control
+ * that moves one of rank 0's peer-block NOTIFYs to the front. */
+static long notifiesChecked;
+static int notifyEarlyControl;
+
 static int replayColl(planColl coll, int n, size_t count, int root, int inPlace, planAlgo algo,
                       const vecStore *v, size_t scratchBytes, size_t pieceMin, uint32_t seed) {
   const planCollInfo *ci = planCollOf(coll);
@@ -1043,7 +1048,12 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r].kernelWait = (int)((seed >> 2) & 1);    /* reductions: the kernel polls */
     /* stagell: line slots that hold the operation, or too small ones */
     a[r].lineBytes = (seed >> 3) & 1 ? 256 : (size_t)1 << 20;
+    /* AllGather(V): arrival NOTIFYs in half the runs */
+    a[r].notify = (coll == PLAN_COLL_ALLGATHER || coll == PLAN_COLL_ALLGATHERV) &&
+                  (((seed >> 4) & 1) || notifyEarlyControl);
   }
+  int notified[MAXR][MAXR];
+  memset(notified, 0, sizeof(notified));
   size_t stageNeed = staged ? planStageNeed(&a[0], algo) : 0;
   int linesUsed = 0;
   for (int r = 0; r < n && !rc; r++) {
@@ -1051,6 +1061,17 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       TEST_FAIL("%s %s n=%d count=%zu: planBuild failed", ci->name, planAlgoName(algo), n, count);
       rc = 1;
     }
+  }
+  for (int i = 0; notifyEarlyControl && !rc && i < s[0].nsteps; i++) {
+    planStep *st = &s[0].steps[i];
+    if (st->kind != PLAN_STEP_NOTIFY || st->peer == 0 ||
+        !ci->block(&a[st->peer], st->peer, 0).bytes)
+      continue;
+    planStep moved = *st; /* to the front of lane 0: before its block can have arrived */
+    memmove(&s[0].steps[1], &s[0].steps[0], (size_t)i * sizeof(*st));
+    moved.lane = 0, moved.round = 0;
+    s[0].steps[0] = moved;
+    break;
   }
   if (!rc && planCheck(s, n, why, sizeof(why))) {
     TEST_FAIL("%s %s n=%d count=%zu: %s", ci->name, planAlgoName(algo), n, count, why);
@@ -1148,6 +1169,20 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
                                  : m.scratch[r] + (loc).off)
     if (st->kind == PLAN_STEP_SIGNAL) {
       flags[st->peer][st->phase][r] = 1;
+    } else if (st->kind == PLAN_STEP_NOTIFY) {
+      /* the block rank peer sends here must hold its bytes already */
+      planBlock b = ci->block(&a[st->peer], st->peer, r);
+      if (b.bytes && memcmp(m.recv[r] + b.dstOff, WANT(r) + b.dstOff, b.bytes)) {
+        if (notifyEarlyControl)
+          printf("  control, %s: rank %d's NOTIFY of block %d before its bytes arrived\n",
+                 planAlgoName(algo), r, st->peer);
+        else
+          TEST_FAIL("%s %s n=%d count=%zu: rank %d's NOTIFY of block %d before its bytes arrived",
+                    ci->name, planAlgoName(algo), n, count, r, st->peer);
+        rc = 1;
+      }
+      notified[r][st->peer]++;
+      notifiesChecked++;
     } else if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES) {
       planLoc q = st->dst;
       if (q.off > a[q.rank].lineBytes || a[q.rank].lineBytes - q.off < planLinesBytes(st->bytes)) {
@@ -1212,6 +1247,14 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     }
   }
 #undef WANT
+  /* one NOTIFY per block of every rank that asked for them */
+  for (int r = 0; r < n && !rc; r++)
+    for (int p = 0; p < n && a[r].notify && !rc; p++)
+      if (notified[r][p] != 1) {
+        TEST_FAIL("%s %s n=%d count=%zu: rank %d notified block %d %d times", ci->name,
+                  planAlgoName(algo), n, count, r, p, notified[r][p]);
+        rc = 1;
+      }
   /* Every line read is 0 again: the next operation's flags are its own. */
   for (int r = 0; r < n && !rc; r++)
     for (size_t i = 0; i < a[r].lineBytes && !rc; i++)
@@ -1809,7 +1852,27 @@ static int testEveryCollective(void) {
                         (size_t)1 << 20, 256, stageRand(&rnd));
         runs++;
       }
-  printf("  %d collective schedules replayed byte for byte\n", runs);
+  printf("  %d collective schedules replayed byte for byte (%ld arrival NOTIFYs checked)\n", runs,
+         notifiesChecked);
+  /* Control: a NOTIFY moved before its block can have arrived is caught
+   * (each algorithm AllGather takes, 3 ranks, out of place). */
+  for (int algo = 0; algo < PLAN_NUM_ALGOS && !rc; algo++) {
+    if (!(planCollOf(PLAN_COLL_ALLGATHER)->algos & PLAN_ALGO_BIT(algo))) continue;
+    vecStore v;
+    makeVec(PLAN_COLL_ALLGATHER, 3, 1000, &rnd, &v);
+    int before = testFailures;
+    notifyEarlyControl = 1;
+    int caught = replayColl(PLAN_COLL_ALLGATHER, 3, 1000, 0, 0, (planAlgo)algo, &v, (size_t)1 << 20,
+                            0, stageRand(&rnd));
+    notifyEarlyControl = 0;
+    testFailures = before;
+    if (!caught) {
+      TEST_FAIL("control: %s's NOTIFY moved to the front was not caught",
+                planAlgoName((planAlgo)algo));
+      rc = 1;
+    }
+  }
+  if (!rc) printf("  control: a NOTIFY before its block's bytes is caught for every algorithm\n");
   return rc;
 }
 

@@ -171,5 +171,23 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
                        ci->rooted ? " on this rank" : "");
     }
   }
+  if (op->notify) { /* nranks arrival words of the caller's, apart from the buffers */
+    size_t ab = (size_t)n * sizeof(uint32_t);
+    if (!op->arrived)
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: arrived is NULL (it needs %d 32-bit words, one per rank)", call, n);
+    if ((uintptr_t)op->arrived % sizeof(uint32_t))
+      return coreError(comm, dmacclInvalidArgument, "%s: arrived %p is not 4-byte aligned", call,
+                       (void *)op->arrived);
+    if ((rc = checkBuf(comm, op->arrived, ab, call, "arrived")) != dmacclSuccess) return rc;
+    const char *hit = overlaps(op->arrived, ab, op->sendbuff, op->sendBytes)   ? "sendbuff"
+                      : overlaps(op->arrived, ab, op->recvbuff, op->recvBytes) ? "recvbuff"
+                                                                               : NULL;
+    if (hit)
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: arrived [%p, +%zu) overlaps %s; the words must lie apart from the "
+                       "buffers",
+                       call, (void *)op->arrived, ab, hit);
+  }
   return dmacclSuccess;
 }

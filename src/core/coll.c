@@ -9,7 +9,7 @@
  * call only: packed on the stack. */
 static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const char *const *names,
                                   int k) {
-  const char *call = planCollOf(op->coll)->call;
+  const char *call = op->call ? op->call : planCollOf(op->coll)->call; /* ...Notify: its own */
   op->call = call;
   dmacclResult_t rc = coreEnter(op->comm, call);
   if (rc != dmacclSuccess) return rc;
@@ -112,6 +112,41 @@ dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size
                .recvbuff = recvbuff,
                .datatype = datatype,
                .stream = stream};
+  const size_t *arrays[] = {counts, displs};
+  return issueArrays(&op, arrays, countsDispls, 2);
+}
+
+dmacclResult_t dmacclAllGatherNotify(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                     dmacclDataType_t datatype, uint32_t *arrived, uint32_t value,
+                                     dmacclComm_t comm, cudaStream_t stream) {
+  coreOp op = {.comm = comm,
+               .coll = PLAN_COLL_ALLGATHER,
+               .sendbuff = sendbuff,
+               .recvbuff = recvbuff,
+               .count = sendcount,
+               .datatype = datatype,
+               .stream = stream,
+               .call = "dmacclAllGatherNotify",
+               .notify = 1,
+               .arrived = arrived,
+               .arrivedValue = value};
+  return issue(&op);
+}
+
+dmacclResult_t dmacclAllGatherVNotify(const void *sendbuff, void *recvbuff, const size_t counts[],
+                                      const size_t displs[], dmacclDataType_t datatype,
+                                      uint32_t *arrived, uint32_t value, dmacclComm_t comm,
+                                      cudaStream_t stream) {
+  coreOp op = {.comm = comm,
+               .coll = PLAN_COLL_ALLGATHERV,
+               .sendbuff = sendbuff,
+               .recvbuff = recvbuff,
+               .datatype = datatype,
+               .stream = stream,
+               .call = "dmacclAllGatherVNotify",
+               .notify = 1,
+               .arrived = arrived,
+               .arrivedValue = value};
   const size_t *arrays[] = {counts, displs};
   return issueArrays(&op, arrays, countsDispls, 2);
 }

@@ -68,6 +68,12 @@ typedef struct coreOp {
    * from the stream when posted and joined back at attach (group.c), instead
    * of in line on the stream after them. */
   int detach;
+  /* AllGather(V)Notify (notify 1): this rank's arrival words (nranks of
+   * them) and the value stored into word p once block p has arrived
+   * (NOTIFY steps); NULL for the other calls. */
+  int notify;
+  uint32_t *arrived;
+  uint32_t arrivedValue;
 } coreOp;
 
 /* Entries of an op's vec (0 for the forms without arrays). */

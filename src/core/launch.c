@@ -79,7 +79,8 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
     if (l->handshakesOnly) { /* the peers are not left waiting */
       int n = 0;
       for (int j = 0; j < s->nsteps; j++)
-        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE) {
+        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE &&
+            s->steps[j].kind != PLAN_STEP_NOTIFY) { /* nothing arrives */
           s->steps[n] = s->steps[j];
           s->steps[n++].inKernel = 0; /* no kernel runs them now */
         }
@@ -157,7 +158,7 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     const coreOp *op = &slot->ops[r];
     ls[r] = (coreLaunch){.comm = c->comms[r],
                          .op = op,
-                         .bufs = {send, recv, NULL, NULL},
+                         .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue},
                          .args = coreOpArgs(op, r, c->nranks, vecs, c->scratchBytes)};
     coreStageArgs(&ls[r].args, ref, stageIndex);
     if (!agree)
@@ -280,11 +281,11 @@ static dmacclResult_t postOneRank(coreOp *op) {
   planArgs a = coreOpArgs(op, 0, 1, vecs, comm->clique->scratchBytes);
   planBlock b = planOneRankBlock(&a);
   op->oneRank = 1;
-  if (!b.bytes) return dmacclSuccess;
   const char *src = (const char *)op->sendbuff + b.srcOff;
   char *dst = (char *)op->recvbuff + b.dstOff;
-  if (src == dst) return dmacclSuccess; /* in place */
-  return comm->exec->oneRank(comm, op, src, dst, b.bytes);
+  /* nothing to copy (empty, in place): only an arrival word to store */
+  if ((!b.bytes || src == dst) && !op->arrived) return dmacclSuccess;
+  return comm->exec->oneRank(comm, op, src, dst, src == dst ? 0 : b.bytes);
 }
 
 dmacclResult_t corePostNoAttach(coreOp *op) {

@@ -132,7 +132,7 @@ static void launchOne(coreClique *c, uint64_t seq) {
     if (r == me || !early) vecs[r] = (const size_t *)coreBoardVec(c, r, slot);
   coreLaunch l = {.comm = comm,
                   .op = op,
-                  .bufs = {send, recv, NULL, NULL},
+                  .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue},
                   .args = coreOpArgs(op, me, n, vecs, c->scratchBytes)};
   send[me] = op->sendbuff;
   recv[me] = op->recvbuff;

@@ -29,7 +29,8 @@ planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const 
                 .root = op->root,
                 .inPlace = op->inPlace,
                 .vec = vecs,
-                .scratchBytes = scratchBytes};
+                .scratchBytes = scratchBytes,
+                .notify = op->notify};
   coreStageArgs(&a, op, op->stageIndex);
   return a;
 }

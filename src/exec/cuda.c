@@ -857,6 +857,13 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   } else if (st->kind == PLAN_STEP_REDUCE) {
     rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;
+  } else if (st->kind == PLAN_STEP_NOTIFY) {
+    /* a stream memory operation: ordered after the lane's earlier copies
+     * and waits, as a SIGNAL is */
+    if (b->arrived)
+      CU_TRY(comm, drv.writeValue32((CUstream)lane, (CUdeviceptr)(uintptr_t)(b->arrived + st->peer),
+                                    b->arrivedValue, CU_STREAM_WRITE_VALUE_DEFAULT));
+    j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN) {
     /* One record serves a run of lanes joining the same lane. */
     CUDA_TRY(comm, cudaEventRecord(s->join[st->from], streams[st->from]));
@@ -968,7 +975,8 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     size_t loff = execLineOffset(comm, sch, op->capture);
     for (int r = 0; r < comm->nranks; r++) s->lineSlot[r] = s->peerStage[r] + loff;
   }
-  execBuffers bb = {b->send, b->recv, s->stageSlot, s->scratch, s->lineSlot};
+  execBuffers bb = {b->send,     b->recv,    s->stageSlot,   s->scratch,
+                    s->lineSlot, b->arrived, b->arrivedValue};
   int prev = cudaEnterDevice(s->device);
   if (from == 0) {
     /* The last eager operation's tail; a graph capture must not wait for
@@ -1050,7 +1058,11 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
   int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;
   if (!op->capture && s->oneSeen && moved)
     CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->oneTail, 0));
-  CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, op->stream));
+  if (bytes && src != dst)
+    CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, op->stream));
+  if (op->arrived) /* the one block has arrived */
+    CU_TRY(comm, drv.writeValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)op->arrived,
+                                  op->arrivedValue, CU_STREAM_WRITE_VALUE_DEFAULT));
   if (!op->capture) {
     CUDA_TRY(comm, cudaEventRecord(s->oneTail, op->stream));
     s->oneSeen = 1;

@@ -16,6 +16,8 @@ typedef struct {
   void *const *stage;      /* [nranks]: this operation's staging slot of every rank */
   void *scratch;           /* this rank's scratch buffer (reductions) */
   void *const *lines;      /* [nranks]: this operation's line slot of every rank (stagell) */
+  uint32_t *arrived;       /* this rank's arrival words (NOTIFY steps), or NULL */
+  uint32_t arrivedValue;   /* ... and the value NOTIFY stores */
 } execBuffers;
 
 /* The address a schedule location names (SCRATCH: always this rank's). */
@@ -120,9 +122,10 @@ typedef struct execOps {
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
   /* A communicator of one rank, on the caller's thread at the call (or at
    * the group's end): op is the copy of bytes from src to dst (distinct,
-   * bytes > 0), issued on op's stream in the order of the rank's calls; no
-   * sequence number, board or schedule (planOneRankBlock). sync waits for
-   * it too. */
+   * bytes > 0; 0 when there is nothing to copy and only op's arrival word
+   * to store), then that store where op has arrival words, issued on op's
+   * stream in the order of the rank's calls; no sequence number, board or
+   * schedule (planOneRankBlock). sync waits for it too. */
   dmacclResult_t (*oneRank)(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                             size_t bytes);
 

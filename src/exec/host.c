@@ -32,8 +32,10 @@ typedef struct {
   planSchedule sched;
   const void **send;
   void **recv;
-  void **stage; /* this operation's staging slot of every rank */
-  void **lines; /* ... and line slot */
+  void **stage;      /* this operation's staging slot of every rank */
+  void **lines;      /* ... and line slot */
+  uint32_t *arrived; /* NOTIFY: the caller's arrival words and value */
+  uint32_t arrivedValue;
   uint32_t epoch;
   uint64_t seq;
 } hostJob;
@@ -153,7 +155,8 @@ static int usesLines(const planSchedule *s) {
  * once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send, j->recv, j->stage, stateOf(comm)->scratch, j->lines};
+  const execBuffers b = {j->send,  j->recv,    j->stage,       stateOf(comm)->scratch,
+                         j->lines, j->arrived, j->arrivedValue};
   int nl = s->nlanes;
   int next[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
@@ -184,6 +187,8 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
           atomic_store_explicit(
               &stateOf(comm)->peerFlags[st->peer][st->phase * comm->nranks + comm->rank], j->epoch,
               memory_order_release);
+        } else if (st->kind == PLAN_STEP_NOTIFY) {
+          if (b.arrived) __atomic_store_n(&b.arrived[st->peer], b.arrivedValue, __ATOMIC_RELEASE);
         } else if (st->kind == PLAN_STEP_REDUCE) {
           int rr = runReduce(s, st, &b, stuckPeer);
           if (rr == -1) break;
@@ -528,6 +533,8 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
     j->stage[r] = h->peerStage[r] ? h->peerStage[r] + off : NULL;
     j->lines[r] = h->peerStage[r] ? h->peerStage[r] + loff : NULL;
   }
+  j->arrived = bufs->arrived;
+  j->arrivedValue = bufs->arrivedValue;
   j->epoch = (uint32_t)op->seq;
   j->seq = op->seq;
 
@@ -564,8 +571,9 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
  * wait for; calls of a one-rank set never reach the worker threads). */
 static dmacclResult_t hostOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                                   size_t bytes) {
-  (void)comm, (void)op;
-  memmove(dst, src, bytes);
+  (void)comm;
+  if (bytes && src != dst) memmove(dst, src, bytes);
+  if (op->arrived) __atomic_store_n(op->arrived, op->arrivedValue, __ATOMIC_RELEASE);
   return dmacclSuccess;
 }
 

@@ -24,8 +24,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 static const char *kindName(planStepKind k) {
-  static const char *const names[] = {"COPY", "SIGNAL", "WAIT", "JOIN", "REDUCE"};
-  return (unsigned)k <= PLAN_STEP_REDUCE ? names[k] : "?";
+  static const char *const names[] = {"COPY", "SIGNAL", "WAIT", "JOIN", "REDUCE", "NOTIFY"};
+  return (unsigned)k <= PLAN_STEP_NOTIFY ? names[k] : "?";
 }
 
 /* One rank alone: lanes, rounds, JOIN structure, rule 2. */
@@ -62,6 +62,10 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
          (unsigned)st->phase >= PLAN_NUM_PHASES)) {
       rc = fail(err, errlen, "rank %d step %d: %s with peer %d, phase %d", r, i, kindName(st->kind),
                 st->peer, (int)st->phase);
+      break;
+    }
+    if (st->kind == PLAN_STEP_NOTIFY && (st->peer < 0 || st->peer >= n || st->inKernel)) {
+      rc = fail(err, errlen, "rank %d step %d: NOTIFY of block %d", r, i, st->peer);
       break;
     }
     if (st->kind == PLAN_STEP_JOIN && (st->from < 0 || st->from >= nl || st->from == L)) {

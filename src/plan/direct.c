@@ -155,9 +155,12 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
       (planCollOf(args->coll)->vector && !args->vec) ||
       (planCollOf(args->coll)->rooted && (args->root < 0 || args->root >= args->nranks)))
     return -1;
-  if (planIsStaged(algo)) return planBuildStaged(args, algo, s);
-  if (algo == PLAN_ALGO_RELAY) return planBuildRelay(args, s);
-  if (algo == PLAN_ALGO_CHAIN) return planBuildChain(args, s);
-  if (planCollOf(args->coll)->reduces) return planBuildReduce(args, s);
-  return planBuildDirect(args, algo, s);
+  if (args->notify && args->coll != PLAN_COLL_ALLGATHER && args->coll != PLAN_COLL_ALLGATHERV)
+    return -1;
+  int rc = planIsStaged(algo)                ? planBuildStaged(args, algo, s)
+           : algo == PLAN_ALGO_RELAY         ? planBuildRelay(args, s)
+           : algo == PLAN_ALGO_CHAIN         ? planBuildChain(args, s)
+           : planCollOf(args->coll)->reduces ? planBuildReduce(args, s)
+                                             : planBuildDirect(args, algo, s);
+  return rc || !args->notify ? rc : planAddArrivals(s, args);
 }

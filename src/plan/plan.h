@@ -103,12 +103,17 @@ typedef enum {
 /* REDUCE: dst = srcs[0] op srcs[1] op ... (the schedule's srcs list, in
  * rank order), `bytes` of the schedule's element type; runs on the lane like
  * a copy (a kernel on the CUDA executor, C on the host executor). */
+/* NOTIFY: block `peer` of the rank's receive buffer (the block rank `peer`
+ * sends it) holds its data from here on the lane: the executor stores the
+ * caller's arrival value into the caller's arrival word `peer` (planArgs.
+ * notify; planAddArrivals). A local store, no peer involved. */
 typedef enum {
   PLAN_STEP_COPY = 0,
   PLAN_STEP_SIGNAL = 1,
   PLAN_STEP_WAIT = 2,
   PLAN_STEP_JOIN = 3,
-  PLAN_STEP_REDUCE = 4
+  PLAN_STEP_REDUCE = 4,
+  PLAN_STEP_NOTIFY = 5
 } planStepKind;
 /* STAGE: the rank's library-owned staging slot of this operation (staged.c),
  * which peers write. SCRATCH: the rank's library-owned scratch buffer, which
@@ -251,6 +256,9 @@ typedef struct {
   /* stagell only: bytes of one line slot of a rank (0: stagell runs as
    * stagesm). The slots rotate as the staging slots do (stageIndex). */
   size_t lineBytes;
+  /* AllGather and AllGatherV only: 1 to add a NOTIFY step per block of the
+   * receive buffer where that block is complete (planAddArrivals). */
+  int notify;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */
@@ -320,6 +328,15 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s);
 void planScheduleFree(planSchedule *s);
 /* Makes s the empty schedule of args (no steps; keeps its memory). */
 void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
+/* Adds to a built schedule one NOTIFY per block of the rank's receive
+ * buffer (AllGather, AllGatherV), on the lane and right after the step that
+ * completes the block: the last of the rank's copies into it (a pull, the
+ * own block, a staged copy out of the slot), or, where only the sender
+ * writes it, the last WAIT for that sender's signal (its EXIT after its
+ * copy); at the start of lane 0 where nothing writes it (an empty block,
+ * the own block in place). -1 where the copies into one block run on more
+ * than one lane, or nothing says a written block is complete. */
+int planAddArrivals(planSchedule *s, const planArgs *a);
 
 /* Checks the schedules of one operation, s[r] being rank r's (n ranks), for
  * the queue-safety rules above, the lane structure (lanes > 0 open with a

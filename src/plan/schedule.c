@@ -108,6 +108,70 @@ int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc
   return 0;
 }
 
+/* Inserts a NOTIFY of block p at index `at`, on `lane`, in `round`. */
+static int insertNotify(planSchedule *s, int at, int lane, int round, int p) {
+  int keep = s->round;
+  s->round = round;
+  planStep *st = push(s); /* grows the array (and nrounds); its place comes next */
+  s->round = keep;
+  if (!st) return -1;
+  memmove(&s->steps[at + 1], &s->steps[at], (size_t)(s->nsteps - 1 - at) * sizeof(*st));
+  st = &s->steps[at];
+  memset(st, 0, sizeof(*st));
+  st->kind = PLAN_STEP_NOTIFY;
+  st->lane = lane;
+  st->round = round;
+  st->peer = p;
+  st->from = -1;
+  return 0;
+}
+
+int planAddArrivals(planSchedule *s, const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank;
+  /* Highest block first: each insertion leaves the indexes found for the
+   * blocks before it (lower places in the list) unchanged only if it is
+   * made at or after them, so find all places first. */
+  int *at = malloc((size_t)n * sizeof(int)), *lane = malloc((size_t)n * sizeof(int));
+  int *round = malloc((size_t)n * sizeof(int)), rc = 0;
+  if (!at || !lane || !round) rc = -1;
+  for (int p = 0; p < n && !rc; p++) {
+    planBlock b = ci->block(a, p, r);
+    int last = -1, wait = -1;
+    for (int i = 0; i < s->nsteps; i++) {
+      const planStep *st = &s->steps[i];
+      if (st->kind == PLAN_STEP_COPY && st->dst.rank == r && st->dst.buf == PLAN_BUF_RECV &&
+          b.bytes && st->dst.off < b.dstOff + b.bytes && b.dstOff < st->dst.off + st->bytes) {
+        if (last >= 0 && s->steps[last].lane != st->lane) rc = -1; /* one lane only */
+        last = i;
+      }
+      if (st->kind == PLAN_STEP_WAIT && st->peer == p) wait = i;
+    }
+    if (last < 0 && b.bytes && p != r) last = wait; /* the sender writes it, then signals */
+    if (last < 0 && b.bytes && p != r) rc = -1;
+    /* after the rest of a batch the copy is issued with (one command) */
+    while (last >= 0 && s->steps[last].kind == PLAN_STEP_COPY && s->steps[last].batch &&
+           last + 1 < s->nsteps && s->steps[last + 1].kind == PLAN_STEP_COPY &&
+           s->steps[last + 1].batch == s->steps[last].batch &&
+           s->steps[last + 1].lane == s->steps[last].lane)
+      last++;
+    at[p] = last < 0 ? 0 : last + 1;
+    lane[p] = last < 0 ? 0 : s->steps[last].lane;
+    round[p] = last < 0 ? 0 : s->steps[last].round;
+  }
+  /* Insert from the latest place back, so that earlier places stay valid;
+   * ties keep block order. */
+  for (int k = 0; k < n && !rc; k++) {
+    int p = -1;
+    for (int q = n - 1; q >= 0; q--)
+      if (at[q] >= 0 && (p < 0 || at[q] > at[p])) p = q;
+    rc = insertNotify(s, at[p], lane[p], round[p], p);
+    at[p] = -1;
+  }
+  free(at), free(lane), free(round);
+  return rc;
+}
+
 size_t planPieceMin(const planArgs *a) {
   size_t m = a->pieceMin ? a->pieceMin : PLAN_PIECE_MIN;
   return m < PLAN_PIECE_ALIGN ? PLAN_PIECE_ALIGN : m;
