@@ -69,6 +69,8 @@ _PROTOS = {
     "dmacclGather": [_p, _p, _sz, _i, _i, _p, _p],
     "dmacclScatter": [_p, _p, _sz, _i, _i, _p, _p],
     "dmacclAllGatherV": [_p, _p, _szp, _szp, _i, _p, _p],
+    "dmacclAllGatherNotify": [_p, _p, _sz, _i, _p, _c.c_uint32, _p, _p],
+    "dmacclAllGatherVNotify": [_p, _p, _szp, _szp, _i, _p, _c.c_uint32, _p, _p],
     "dmacclReduceScatterV": [_p, _p, _szp, _szp, _i, _i, _p, _p],
     "dmacclAlltoAllv": [_p, _szp, _szp, _p, _szp, _szp, _i, _p, _p],
 }

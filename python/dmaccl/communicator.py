@@ -319,7 +319,12 @@ class Communicator:
         self._issue("dmacclAllReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o), stream)
         return out_tensor
 
-    def all_gather(self, output_tensor, input_tensor, stream=None):
+    def all_gather(self, output_tensor, input_tensor, stream=None, arrived=None, value=1):
+        """arrived: None, or world_size 32-bit integers (int32 or uint32) on
+        the communicator's device (host executor: CPU), apart from the two
+        tensors; `value` is stored into arrived[i] once rank i's block of
+        output_tensor has landed, so another stream may wait for it
+        (dmacclAllGatherNotify in include/dmaccl.h)."""
         if self.disabled:
             return None
         what = "all_gather"
@@ -327,11 +332,17 @@ class Communicator:
         r, s, t, k = self._typed(what, False, output_tensor=output_tensor,
                                  input_tensor=input_tensor)
         _numel_is(what, r, s.numel * self.world_size, f"world_size * input_tensor.numel()")
-        self._issue("dmacclAllGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t), stream)
+        if arrived is None:
+            self._issue("dmacclAllGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t), stream)
+        else:
+            w, v = self._arrival(what, arrived, value)
+            self._issue("dmacclAllGatherNotify", s, r,
+                        lambda sp, rp, wp: (sp, rp, s.numel * k, t, wp, v), stream, words=w)
         return output_tensor
 
-    def all_gatherv(self, output_tensor, input_tensor, sizes, stream=None):
-        """sizes[i]: rows (first dimension) that rank i contributes."""
+    def all_gatherv(self, output_tensor, input_tensor, sizes, stream=None, arrived=None, value=1):
+        """sizes[i]: rows (first dimension) that rank i contributes. arrived
+        and value: as all_gather's (dmacclAllGatherVNotify)."""
         if self.disabled:
             return None
         what = "all_gatherv"
@@ -344,8 +355,26 @@ class Communicator:
         counts = [n * row * k for n in sizes]
         displs = _prefix(counts)
         ca, da = _lib.size_array(counts), _lib.size_array(displs)
-        self._issue("dmacclAllGatherV", s, r, lambda sp, rp: (sp, rp, ca, da, t), stream)
+        if arrived is None:
+            self._issue("dmacclAllGatherV", s, r, lambda sp, rp: (sp, rp, ca, da, t), stream)
+        else:
+            w, v = self._arrival(what, arrived, value)
+            self._issue("dmacclAllGatherVNotify", s, r,
+                        lambda sp, rp, wp: (sp, rp, ca, da, t, wp, v), stream, words=w)
         return output_tensor
+
+    def _arrival(self, what, arrived, value):
+        """The arrival words' Buf and the value, checked."""
+        w = B.describe(arrived, "arrived", writable=True)
+        self._check_device([w], what)
+        if w.itemsize != 4 or str(w.dtype).split(".")[-1] not in ("int32", "uint32"):
+            raise TypeError(f"{what}: arrived must hold int32 or uint32 words, not {w.dtype}")
+        if w.numel != self.world_size:
+            raise ValueError(f"{what}: arrived has {w.numel} words, world_size is "
+                             f"{self.world_size} (one per rank)")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+            raise ValueError(f"{what}: value {value!r} is not a 32-bit unsigned int")
+        return w, value
 
     def reduce_scatter(self, output_tensor, input_tensor, op=ReduceOp.SUM, stream=None):
         if self.disabled:
@@ -592,12 +621,15 @@ class Communicator:
                             f"{type(stream).__name__}")
         return handle
 
-    def _issue(self, fn, send, recv, args, stream):
-        """Calls fn(*args(sendptr, recvptr), comm, stream). Host executor
+    def _issue(self, fn, send, recv, args, stream, words=None):
+        """Calls fn(*args(sendptr, recvptr), comm, stream); with words (the
+        arrival words' Buf), args(sendptr, recvptr, wordsptr). Host executor
         across processes: through the shared buffer, complete on return (at
         the group's end inside one)."""
         L = lib()
         st = self._stream(stream)
+        if words is not None:  # one argument more: the words, where the call can reach them
+            plain, args = args, lambda sp, rp, wp=words.ptr: plain(sp, rp, wp)
         if self.executor == "cuda":
             check(getattr(L, fn)(*args(send and send.ptr, recv and recv.ptr), self._comm, st),
                   self._comm)
@@ -626,8 +658,13 @@ class Communicator:
         elif send is not None:
             sp = self._host_take(send.nbytes, fn)
             ctypes.memmove(sp, send.ptr, send.nbytes)
+        wp = None
+        if words is not None:  # the words too: the worker stores into the shared buffer
+            wp = self._host_take(words.nbytes, fn)
+            ctypes.memmove(wp, words.ptr, words.nbytes)
         try:
-            check(getattr(L, fn)(*args(sp, rp), self._comm, None), self._comm)
+            check(getattr(L, fn)(*((args(sp, rp) if wp is None else args(sp, rp, wp))),
+                                 self._comm, None), self._comm)
         except DmacclError:
             self._host_release()
             raise
@@ -643,6 +680,8 @@ class Communicator:
                 check(L.dmacclCommSynchronize(self._comm), self._comm)
                 if recv is not None:
                     ctypes.memmove(recv.ptr, rp, recv.nbytes)
+                if wp is not None:
+                    ctypes.memmove(words.ptr, wp, words.nbytes)
             finally:
                 self._host_used, self._host_pending = 0, False
 

@@ -74,6 +74,17 @@ def collectives_body(uid, rank, n, lib, seed):
     rows = [x[:3 * s].reshape(s, 3) for x, s in zip(xs, sizes)]
     gv = comm.all_gatherv(out((sum(sizes), 3), "float32"), _as(lib, rows[rank].copy()), sizes)
     np.testing.assert_array_equal(_np(gv), np.concatenate(rows))
+    # arrival words: every rank's word holds the value once the call is done
+    arrived = _as(lib, np.zeros(n, np.int32))
+    g = comm.all_gather(out(16 * n, "float32"), _as(lib, xs[rank][:16].copy()), arrived=arrived,
+                        value=123457)
+    np.testing.assert_array_equal(_np(g), np.concatenate([x[:16] for x in xs]))
+    np.testing.assert_array_equal(_np(arrived), np.full(n, 123457, np.int32))
+    arrived = _as(lib, np.zeros(n, np.int32))
+    gv = comm.all_gatherv(out((sum(sizes), 3), "float32"), _as(lib, rows[rank].copy()), sizes,
+                          arrived=arrived, value=99)
+    np.testing.assert_array_equal(_np(gv), np.concatenate(rows))
+    np.testing.assert_array_equal(_np(arrived), np.full(n, 99, np.int32))
     full = [x[:3 * sum(sizes)].reshape(sum(sizes), 3) for x in xs]
     rsv = comm.reduce_scatterv(out((sizes[rank], 3), "float32"), _as(lib, full[rank].copy()), sizes)
     off = sum(sizes[:rank])
@@ -235,6 +246,12 @@ def errors_body(uid, rank, n):
          "root"),
         (lambda: comm.all_to_all_single(y, x, [1] * n, [2] * n), ValueError, "rows"),
         (lambda: comm.all_reduce(x, y, stream=5), ValueError, "stream"),
+        (lambda: comm.all_gather(np.empty(12 * n, np.float32), x,
+                                 arrived=np.zeros(n + 1, np.uint32)), ValueError, "arrived has"),
+        (lambda: comm.all_gather(np.empty(12 * n, np.float32), x,
+                                 arrived=np.zeros(n, np.float32)), TypeError, "int32 or uint32"),
+        (lambda: comm.all_gather(np.empty(12 * n, np.float32), x, arrived=np.zeros(n, np.uint32),
+                                 value=-1), ValueError, "value"),
         (lambda: comm.all_reduce(x, np.frombuffer(y.tobytes(), np.float32)), ValueError,
          "read-only"),
         (lambda: comm.all_gather(np.empty(10 ** 7, np.float32), np.empty(10 ** 7 // n,
