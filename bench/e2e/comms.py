@@ -105,6 +105,15 @@ class NcclCeComm(TorchComm):
     AlltoAll; reductions still run kernels). Each step's buffers get a pool
     of their own, registered once allocated."""
 
+    # Captured, NCCL 2.28.9's first AllGather here failed with "Cuda failure
+    # 'invalid argument'" and its abort took every rank down (2x H100,
+    # docs/results/e2e-2xh100/README.md). Its copy-engine collectives issue
+    # cudaMemcpyBatchAsync (NVIDIA/nccl issue 1840), which CUDA cannot
+    # capture, so its graph rows are skipped and its eager rows run.
+    graphable = False
+    no_graph = ("NCCL's copy-engine collectives cannot be captured (cudaMemcpyBatchAsync has "
+                "no graph form; NCCL 2.28.9 failed inside capture)")
+
     def __init__(self, group, device):
         super().__init__(group)
         self.backend = group._get_backend(device)

@@ -170,7 +170,8 @@ class Rank:
         rec = dict(rec, backend=backend, graph=graph, ranks=self.n, steps=steps)
         why = skip or self.why.get(name)
         if why is None and graph and not self.comms[name].graphable:
-            why = f"{name} cannot be captured in a CUDA graph"
+            why = getattr(self.comms[name], "no_graph", None) or \
+                f"{name} cannot be captured in a CUDA graph"
         if why:
             self.send("row", dict(rec, status=f"skipped: {why}"))
             return None
