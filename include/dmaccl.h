@@ -413,6 +413,19 @@ dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size
  * set the words back before the next replay. Host executor: host memory,
  * the stores are release stores made while the operation runs. Not in
  * persistent (Init) form.
+ *
+ * How early a word comes depends on the algorithm: with the pull forms
+ * (pull1, pulln) and the staged ones (stage, stage2d: the default below
+ * 8 MB) each block's word follows that block's own copy; with the push forms
+ * and pullb (pushb is the default from 8 MB) a peer's word follows that
+ * peer's end-of-operation signal, which it raises after all of its copies
+ * (dmacclConfig_t.algorithm, DMACCL_ALGO: "allgather:pulln" for a
+ * communicator of such calls). Queue a consumer's waits only after the
+ * call has returned, as the library queues its own (a wait queued earlier
+ * can hold a hardware queue the operation needs). A failed operation (ranks
+ * that disagree, an abort) may never store the words; its error comes from
+ * dmacclCommSynchronize or dmacclCommGetAsyncError, so a consumer that can
+ * meet one should not wait without bound.
  */
 dmacclResult_t dmacclAllGatherNotify(const void *sendbuff, void *recvbuff, size_t sendcount,
                                      dmacclDataType_t datatype, uint32_t *arrived, uint32_t value,

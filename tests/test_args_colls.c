@@ -433,6 +433,8 @@ static int testArrivalWords(void) {
              dmacclInvalidArgument, c, "overlaps recvbuff");
   EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, dmacclFloat32, (uint32_t *)s, 7, c, NULL),
              dmacclInvalidArgument, c, "overlaps sendbuff");
+  EXPECT_ERR(dmacclAllGatherVNotify(s, d, NULL, displs, dmacclFloat32, words + 1, 7, c, NULL),
+             dmacclInvalidArgument, c, "dmacclAllGatherVNotify: counts is NULL");
   /* the other checks still come first: a bad datatype is named as such */
   EXPECT_ERR(dmacclAllGatherNotify(s, d, 4, (dmacclDataType_t)99, words + 1, 7, c, NULL),
              dmacclInvalidArgument, c, "datatype 99");

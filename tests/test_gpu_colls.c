@@ -11,7 +11,9 @@
  * stream per rank waits for each block's arrival word (a stream memory wait)
  * and copies that block out at once, and the copies must hold the block's
  * final bytes; in the graph, every word must hold the value after each
- * replay (the test resets them before it).
+ * replay (the test resets them before it). The same consumers also run
+ * against AllGather of 16 MB per rank with each of its eight algorithms
+ * forced (testArrivalAlgorithms); a word never stored fails after 60 s.
  * Arg: a collective name to run only that one.
  */
 #include <cuda.h> /* the stream memory wait's types (the entry point via the runtime) */
@@ -22,6 +24,7 @@
 #include "plan.h"
 
 #include <limits.h>
+#include <unistd.h>
 
 #define MAXN 4
 #define GUARD 256
@@ -250,12 +253,27 @@ static int consume(const caseT *c, uint32_t **words, unsigned char **db, void **
   return 0;
 }
 
-/* The consumer's copies against the host executor's blocks. */
+/* The consumer's copies against the host executor's blocks. A consumer
+ * still waiting after 60 s (a word never stored) is released by storing
+ * the words from the host, and the case fails. */
 static int compareBlocks(const caseT *c, unsigned char **want, unsigned char **chk, void **d,
-                         unsigned char **db) {
+                         unsigned char **db, uint32_t **words) {
   for (int r = 0; r < c->n; r++) {
     CK(cudaSetDevice(r % ngpu));
-    CK(cudaStreamSynchronize(consumers[r]));
+    cudaError_t q = cudaErrorNotReady;
+    for (int ms = 0; ms < 60000 && (q = cudaStreamQuery(consumers[r])) == cudaErrorNotReady; ms++)
+      usleep(1000);
+    if (q == cudaErrorNotReady) {
+      uint32_t v[MAXN];
+      for (int p = 0; p < c->n; p++) v[p] = arrivedValue;
+      CK(cudaMemcpy(words[r] + 1, v, (size_t)c->n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+      CK(cudaStreamSynchronize(consumers[r]));
+      TEST_FAIL("%s n=%d count=%zu inPlace %d: rank %d's consumer still waited for an arrival "
+                "word after 60 s",
+                planCollName(c->coll), c->n, c->count, c->inPlace, r);
+      return 1;
+    }
+    CK(q);
     for (int p = 0; p < c->n; p++) {
       planBlock b = planCollOf(c->coll)->block(&c->a[p], p, r);
       size_t at = (size_t)((unsigned char *)d[r] - db[r]) + b.dstOff;
@@ -309,7 +327,7 @@ static int runCase(caseT *c, uint64_t seed) {
       DK(dmacclCommSynchronize(gpuComms[k][r]));
     }
     rc = compare(c, hb, db, k ? "eager, direct forms" : "eager");
-    if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db);
+    if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db, words);
     if (!rc && notify) rc = arrivalWords(c, words, 1, k ? "eager, direct forms" : "eager");
   }
   /* One graph for every rank: streams forked from rank 0's capture. */
@@ -359,6 +377,72 @@ static int runCase(caseT *c, uint64_t seed) {
   return rc;
 }
 
+/* Arrival words with every algorithm AllGather takes, forced, at 16 MB per
+ * rank (blocks still moving while the consumers queue their waits), in and
+ * out of place: each consumer copy holds its block's final bytes and every
+ * word the value. */
+static int testArrivalAlgorithms(int n, const int *devs) {
+  static const char *const algos[] = {"push1", "pushn", "pushb", "pull1",
+                                      "pulln", "pullb", "stage", "stage2d"};
+  int rc = 0;
+  for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && !rc; a++) {
+    char sel[64];
+    snprintf(sel, sizeof(sel), "allgather:%s", algos[a]);
+    dmacclConfig_t gc = DMACCL_CONFIG_INITIALIZER;
+    gc.executor = dmacclExecutorCuda;
+    gc.algorithm = sel;
+    dmacclComm_t comms[MAXN];
+    DK(dmacclCommInitAll(comms, n, devs, &gc));
+    for (int inPlace = 0; inPlace <= 1 && !rc; inPlace++) {
+      caseT c = {.coll = PLAN_COLL_ALLGATHER,
+                 .n = n,
+                 .inPlace = inPlace,
+                 .count = (size_t)4 << 20,
+                 .type = dmacclFloat32,
+                 .op = dmacclSum};
+      setup(&c);
+      unsigned char *hb[MAXN], *db[MAXN], *chk[MAXN];
+      uint32_t *words[MAXN];
+      void *sp[MAXN], *dp[MAXN];
+      for (int r = 0; r < n; r++) {
+        hb[r] = malloc(c.span[r]);
+        CK(cudaSetDevice(devs[r]));
+        CK(cudaMalloc((void **)&db[r], c.span[r]));
+        CK(cudaMalloc((void **)&chk[r], c.span[r]));
+        CK(cudaMalloc((void **)&words[r], (size_t)(n + 2) * sizeof(uint32_t)));
+        place(&c, r, db[r], &sp[r], &dp[r]);
+        arrivedOf[r] = words[r] + 1;
+      }
+      uint64_t seed = 4242u + 10u * (uint64_t)a + (uint64_t)inPlace;
+      arrivedValue = (uint32_t)(seed * 2654435761u) | 1u;
+      if (!(rc = runHost(&c, hb, seed)) && !(rc = upload(&c, db, seed)) &&
+          !(rc = arrivalWords(&c, words, 0, ""))) {
+        DK(dmacclGroupStart());
+        for (int r = 0; r < n; r++) DK(issue(&c, r, sp[r], dp[r], comms[r], streams[r]));
+        DK(dmacclGroupEnd());
+        rc = consume(&c, words, db, dp, chk);
+        for (int r = 0; r < n && !rc; r++) {
+          CK(cudaSetDevice(devs[r]));
+          CK(cudaStreamSynchronize(streams[r]));
+          DK(dmacclCommSynchronize(comms[r]));
+        }
+        if (!rc) rc = compare(&c, hb, db, algos[a]);
+        if (!rc) rc = compareBlocks(&c, hb, chk, dp, db, words);
+        if (!rc) rc = arrivalWords(&c, words, 1, algos[a]);
+      }
+      for (int r = 0; r < n; r++) {
+        free(hb[r]);
+        cudaFree(db[r]), cudaFree(chk[r]), cudaFree(words[r]);
+        arrivedOf[r] = NULL;
+      }
+    }
+    for (int r = 0; r < n; r++) dmacclCommDestroy(comms[r]);
+    if (!rc)
+      printf("  arrival words with %s: every consumer copy final, every word stored\n", algos[a]);
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
@@ -398,6 +482,7 @@ int main(int argc, char **argv) {
       CK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
       CK(cudaStreamCreateWithFlags(&consumers[r], cudaStreamNonBlocking));
     }
+    if (!only || !strcmp(only, "allgather")) rc = testArrivalAlgorithms(n, devs);
     for (int coll = 0; coll < PLAN_NUM_COLLS && !rc; coll++) {
       if (only && strcmp(only, planCollName((planColl)coll))) continue;
       int reduces = planCollOf((planColl)coll)->reduces;

@@ -2470,9 +2470,51 @@ static int testTwoShotSequences(void) {
   return 0;
 }
 
+/* Arrival words arrive early where the algorithm lets them: on 4 ranks,
+ * the NOTIFY of the first peer's block comes before the last step that
+ * involves the last peer (its wait or its copy) in the pull forms with one
+ * copy per command and in the staged forms (their out copies go block by
+ * block with notify); the push forms and pullb notify after the sender's
+ * EXIT or the whole batch (include/dmaccl.h says so). */
+static int testArrivalEarly(void) {
+  const planAlgo early[] = {PLAN_ALGO_PULL1, PLAN_ALGO_PULLN, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE2D};
+  const int n = 4, r = 1;
+  for (size_t k = 0; k < sizeof(early) / sizeof(early[0]); k++)
+    for (int selfLate = 0; selfLate <= 1; selfLate++) {
+      vecStore v;
+      uint32_t rnd = 99;
+      makeVec(PLAN_COLL_ALLGATHER, n, 1000, &rnd, &v);
+      planArgs a = anyArgs(PLAN_COLL_ALLGATHER, r, n, 1000, 0, 0, &v, (size_t)1 << 20);
+      a.stageSlots = 2, a.stageIndex = 1, a.stageSelfLate = selfLate, a.notify = 1;
+      planSchedule s;
+      memset(&s, 0, sizeof(s));
+      ASSERT_EQ_INT(planBuild(&a, early[k], &s), 0);
+      int first = (r + 1) % n, last = (r + n - 1) % n, notifyFirst = -1, lastStep = -1;
+      for (int i = 0; i < s.nsteps; i++) {
+        const planStep *st = &s.steps[i];
+        if (st->kind == PLAN_STEP_NOTIFY && st->peer == first) notifyFirst = i;
+        if ((st->kind == PLAN_STEP_WAIT && st->peer == last && st->phase != PLAN_PHASE_EXIT) ||
+            (st->kind == PLAN_STEP_COPY && st->src.rank == last))
+          lastStep = i;
+      }
+      if (notifyFirst < 0 || lastStep < 0 || notifyFirst > lastStep) {
+        TEST_FAIL("%s: rank %d's NOTIFY of block %d (step %d) does not come before the last "
+                  "step with rank %d (step %d)",
+                  planAlgoName(early[k]), r, first, notifyFirst, last, lastStep);
+        planScheduleFree(&s);
+        return 1;
+      }
+      planScheduleFree(&s);
+    }
+  printf("  pull1, pulln, stage, stage2d: the first peer's block is notified before the last "
+         "peer's data is waited for or copied\n");
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testEveryCollective);
+  RUN(testArrivalEarly);
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);
   RUN(testKernelWait);

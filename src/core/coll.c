@@ -34,7 +34,7 @@ dmacclResult_t corePackArrays(coreOp *op, const size_t *const *arrays, const cha
   for (int i = 0; i < k; i++) {
     if (!arrays[i])
       return coreError(op->comm, dmacclInvalidArgument, "%s: %s is NULL (it needs %d entries)",
-                       planCollOf(op->coll)->call, names[i], n);
+                       op->call ? op->call : planCollOf(op->coll)->call, names[i], n);
     memcpy(packed + (size_t)i * (size_t)n, arrays[i], (size_t)n * sizeof(size_t));
   }
   for (int i = k; i < PLAN_VEC_ARRAYS; i++)

@@ -202,6 +202,25 @@ static int addOutCopies(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
+/* With arrival words (planArgs.notify): the out step block by block, each
+ * copied as soon as its sender's DATA is here, so that its NOTIFY
+ * (planAddArrivals) follows its own copy and not the last peer's: the own
+ * block first (it is in my slot already, or, with stageSelfLate, copied
+ * straight), then per peer in rotated order the DATA wait and the copy.
+ * Every wait still comes after all of round 0's signals. */
+static int addOutBlocks(planSchedule *s, const planArgs *a) {
+  int n = a->nranks, r = a->rank, rc = 0;
+  for (int d = 0; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    if (d) rc = planAddSync(s, PLAN_STEP_WAIT, 0, p, PLAN_PHASE_DATA);
+    planBlock b = stagedBlock(a, p, r, 0);
+    if (!rc && b.bytes && !(p == r && a->stageSelfLate))
+      rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_STAGE, b.dstOff},
+                       (planLoc){r, PLAN_BUF_RECV, b.dstOff}, b.bytes, 0);
+  }
+  return rc;
+}
+
 /* A reduction's out step: my slot's positions (mine from my send buffer);
  * `lines`: the peers' in my line slot; `two`: twoshot's part. */
 static int addOutReduce(planSchedule *s, const planArgs *a, int lane, int lines, int two) {
@@ -321,8 +340,12 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
                      (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
   s->round++;
-  if (!rc && !ll) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
-  if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw, ll, two) : addOutCopies(s, a);
+  if (a->notify && !ci->reduces && !rc) {
+    rc = addOutBlocks(s, a);
+  } else {
+    if (!rc && !ll) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, kw, kw || sm);
+    if (!rc) rc = ci->reduces ? addOutReduce(s, a, kw, ll, two) : addOutCopies(s, a);
+  }
   if (kw && !rc) rc = planAddJoin(s, 0, 1);
   if (two && !rc) rc = addSecondShot(s, a);
   return rc;
