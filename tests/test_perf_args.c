@@ -122,6 +122,10 @@ static int testFlags(void) {
   ASSERT_EQ_INT(a.uneven, 1);
   ASSERT_EQ_INT(a.kernels, 0);
   ASSERT_EQ_INT(a.persistent, 1);
+  ASSERT_EQ_INT(parse(&a, err, "--notify -o allgather,allgatherv"), 0);
+  ASSERT_EQ_INT(a.notify, 1);
+  ASSERT_EQ_INT(parse(&a, err, "--notify --persistent"), -1);
+  ASSERT_CONTAINS(err, "no persistent form");
   /* avg on an integer type: refused only when a reducing collective runs */
   ASSERT_EQ_INT(parse(&a, err, "--op avg -d int32"), 0);
   ASSERT_EQ_INT(parse(&a, err, "--op avg -d int32 -o allgather,reducescatterv"), -1);

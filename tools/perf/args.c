@@ -95,6 +95,9 @@ void perfUsage(FILE *f) {
       "  --persistent     dmaccl rows use persistent collectives: dmaccl<Collective>Init once\n"
       "            per size, then dmacclStart per operation (sendrecv: dmacclSendInit and\n"
       "            dmacclRecvInit, both started in one group)\n"
+      "  --notify         dmaccl rows of AllGather and AllGatherV use dmacclAllGatherNotify and\n"
+      "            dmacclAllGatherVNotify (arrival words, a new value per call): what the words "
+      "cost\n"
       "  --uneven         the V forms' blocks are uneven (default: equal counts, comparable with\n"
       "            the fixed forms): rank r's block of AllGatherV/ReduceScatterV is "
       "(r+1)/(1+..+n)\n"
@@ -272,6 +275,10 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
       a->uneven = 1;
       continue;
     }
+    if (strcmp(o, "--notify") == 0) {
+      a->notify = 1;
+      continue;
+    }
     int isLong = strncmp(o, "--", 2) == 0;
     if (isLong && strcmp(o, "--baseline") && strcmp(o, "--in-place") && strcmp(o, "--tune-out") &&
         strcmp(o, "--timeline") && strcmp(o, "--op") && strcmp(o, "--root") &&
@@ -420,6 +427,11 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
                collOpName(a->op), perfTypeName(a->type), collTable[c].name);
       return -1;
     }
+  if (a->notify && a->persistent) {
+    snprintf(err, errlen,
+             "--notify with --persistent: the ...Notify calls have no persistent form");
+    return -1;
+  }
   if (a->graphs && a->blocking) {
     snprintf(err, errlen, "-G with -z 1: a graph's operations cannot be waited for one by one");
     return -1;

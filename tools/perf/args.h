@@ -44,6 +44,7 @@ typedef struct {
   int nalgos;
   int baseline;       /* PERF_BASE_* bits; only used when built with NCCL and on GPUs */
   int persistent;     /* --persistent: dmaccl rows use dmaccl*Init + dmacclStart */
+  int notify;         /* --notify: dmaccl AllGather(V) rows use the ...Notify calls */
   int uneven;         /* --uneven: the V forms' blocks are uneven (perfShapeOf) */
   int kernels;        /* --kernels: the kernel columns (CUPTI traced pass before the sweep) */
   char tuneOut[512];  /* --tune-out: tuning file to write, "" = none */

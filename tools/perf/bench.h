@@ -54,6 +54,10 @@ typedef struct {
   dmacclRequest_t req[MAXR][COLL_MAX_REQUESTS];
   int reqColl, reqInPlace;
   size_t reqCount;
+  /* --notify: each local rank's arrival words (MAXR; made at first use) and
+   * the value of the last call */
+  uint32_t *words[MAXR];
+  uint32_t wordValue;
 } contender;
 
 /* What the processes of -p share (mapped before fork). */

@@ -494,6 +494,12 @@ static int benchMain(bench *b) {
         dmacclMemFree(c->comms[r], c->recv[r]);
       }
       dmacclCommDestroy(c->comms[r]);
+      if (b->gpu && c->words[r]) {
+        cudaSetDevice(b->devs[r]);
+        cudaFree(c->words[r]);
+      } else {
+        free(c->words[r]);
+      }
     }
   }
   energyClose(b->energy);

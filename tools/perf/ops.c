@@ -152,12 +152,29 @@ int perfIssue(bench *b, contender *c, int coll, size_t count, int inPlace) {
                      c->comms[l], NULL, c->req[l]);
     if (rc != dmacclSuccess) perfFreeRequests(b, c);
   }
+  /* --notify: AllGather(V) as its ...Notify call, words made at first use */
+  int notify = b->args.notify && (coll == COLL_ALLGATHER || coll == COLL_ALLGATHERV);
+  for (int l = 0; notify && l < b->nlocal && rc == dmacclSuccess; l++) {
+    if (c->words[l]) continue;
+    if (b->gpu) {
+      CUDA_CHECK(cudaSetDevice(b->devs[l]));
+      CUDA_CHECK(cudaMalloc((void **)&c->words[l], MAXR * sizeof(uint32_t)));
+    } else if (!(c->words[l] = calloc(MAXR, sizeof(uint32_t)))) {
+      rc = dmacclSystemError;
+    }
+  }
+  c->wordValue++;
   dmacclGroupStart();
   for (int l = 0; l < b->nlocal && rc == dmacclSuccess; l++) {
     cudaStream_t st = b->gpu ? b->streams[l] : NULL;
     rc = b->args.persistent ? collStart((collId)coll, c->req[l], st)
-                            : collIssue((collId)coll, &s, b->first + l, send[l], recv[l],
-                                        b->args.type, b->args.op, c->comms[l], st, NULL);
+         : !notify ? collIssue((collId)coll, &s, b->first + l, send[l], recv[l], b->args.type,
+                               b->args.op, c->comms[l], st, NULL)
+         : coll == COLL_ALLGATHER
+             ? dmacclAllGatherNotify(send[l], recv[l], s.count, b->args.type, c->words[l],
+                                     c->wordValue, c->comms[l], st)
+             : dmacclAllGatherVNotify(send[l], recv[l], s.counts, s.displs, b->args.type,
+                                      c->words[l], c->wordValue, c->comms[l], st);
   }
   dmacclResult_t e = dmacclGroupEnd();
   if (rc == dmacclSuccess) rc = e;
