@@ -3,7 +3,7 @@
  * it launches is the reduction kernel of reducing steps (cuda_reduce.cu).
  * A copy between GPUs runs on a copy engine; a copy within one GPU runs as
  * the driver's thread blocks, in every form CUDA offers (docs/overlap.md,
- * finding 7).
+ * finding 8).
  *
  * Streams. An operation is launched once every rank has called it, before
  * its call returns. Lane 0 is the caller's stream itself, so the operation

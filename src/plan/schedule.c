@@ -129,9 +129,9 @@ static int insertNotify(planSchedule *s, int at, int lane, int round, int p) {
 int planAddArrivals(planSchedule *s, const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks, r = a->rank;
-  /* Highest block first: each insertion leaves the indexes found for the
-   * blocks before it (lower places in the list) unchanged only if it is
-   * made at or after them, so find all places first. */
+  /* Every place is found first, as an index into the list as built; the
+   * insertions then go from the latest place back, so that none moves a
+   * place still to be used. */
   int *at = malloc((size_t)n * sizeof(int)), *lane = malloc((size_t)n * sizeof(int));
   int *round = malloc((size_t)n * sizeof(int)), rc = 0;
   if (!at || !lane || !round) rc = -1;
@@ -159,8 +159,8 @@ int planAddArrivals(planSchedule *s, const planArgs *a) {
     lane[p] = last < 0 ? 0 : s->steps[last].lane;
     round[p] = last < 0 ? 0 : s->steps[last].round;
   }
-  /* Insert from the latest place back, so that earlier places stay valid;
-   * ties keep block order. */
+  /* Latest place first; of equal places the highest block first, so that
+   * the blocks end up in order there. */
   for (int k = 0; k < n && !rc; k++) {
     int p = -1;
     for (int q = n - 1; q >= 0; q--)
