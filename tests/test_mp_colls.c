@@ -98,9 +98,10 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
   if (notify) {
     RANK_CHECK(span <= wordsOff);
     for (int i = 0; i < n + 2; i++) words[i] = 0x5A5A0000u + (uint32_t)i;
-    if (a->gpu)
+    if (a->gpu) /* pageable: may return before it lands; st does not wait for it */
       RANK_CHECK(cudaMemcpy(dev + wordsOff, words, sizeof(words), cudaMemcpyHostToDevice) ==
-                 cudaSuccess);
+                     cudaSuccess &&
+                 cudaDeviceSynchronize() == cudaSuccess);
     else
       memcpy(dev + wordsOff, words, sizeof(words));
   }
