@@ -436,6 +436,25 @@ dmacclResult_t dmacclAllGatherVNotify(const void *sendbuff, void *recvbuff, cons
                                       cudaStream_t stream);
 
 /*
+ * The consumer's side of the arrival words: work queued on `stream` after
+ * this call waits until arrived[rank] holds `value` (arrived: the words
+ * given to a dmacclAllGatherNotify or dmacclAllGatherVNotify of comm; rank:
+ * whose block). CUDA executor: one stream memory wait (cuStreamWaitValue32,
+ * equal), on the stream as given, capturable into a CUDA graph; nothing
+ * else is queued and no SM is used. Queue it after the Notify call has
+ * returned and outside a group (the call refuses to run inside one: the
+ * group's operations are queued at dmacclGroupEnd). If the operation fails
+ * the word may never be stored and the stream waits until something stores
+ * it (the caller may, e.g. with cudaMemcpy). Host executor: stream must be
+ * 0; the call blocks the calling thread until the word holds value, or
+ * returns the communicator's error if it fails or is aborted meanwhile.
+ * Call it once every rank's call has been issued (after dmacclGroupEnd
+ * where one thread issues all of them).
+ */
+dmacclResult_t dmacclStreamWaitArrival(const uint32_t *arrived, int rank, uint32_t value,
+                                       dmacclComm_t comm, cudaStream_t stream);
+
+/*
  * ReduceScatterV: rank r's recvbuff (counts[r] elements) receives the
  * reduction of the elements [displs[r], displs[r] + counts[r]) of every
  * rank's sendbuff. counts and displs are the same on every rank; the

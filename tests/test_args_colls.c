@@ -442,6 +442,51 @@ static int testArrivalWords(void) {
   return untouchedAndUsable();
 }
 
+/* dmacclStreamWaitArrival: bad arguments are named and leave the words
+ * alone; then every rank's wait for every block returns once that block is
+ * there (host executor: the waiting thread reads the block right after). */
+static int testWaitArrival(void) {
+  poison();
+  dmacclComm_t c = comms[1];
+  uint32_t words[N + 2];
+  for (int i = 0; i < N + 2; i++) words[i] = 0xC0FFEE00u + (uint32_t)i;
+  EXPECT_ERR(dmacclStreamWaitArrival(NULL, 0, 7, c, NULL), dmacclInvalidArgument, c,
+             "dmacclStreamWaitArrival: arrived is NULL");
+  EXPECT_ERR(dmacclStreamWaitArrival((uint32_t *)((char *)words + 2), 0, 7, c, NULL),
+             dmacclInvalidArgument, c, "is not 4-byte aligned");
+  EXPECT_ERR(dmacclStreamWaitArrival(words, -1, 7, c, NULL), dmacclInvalidArgument, c,
+             "rank -1 is not a rank of the communicator (0 to 3)");
+  EXPECT_ERR(dmacclStreamWaitArrival(words, N, 7, c, NULL), dmacclInvalidArgument, c,
+             "rank 4 is not a rank");
+  EXPECT_ERR(dmacclStreamWaitArrival(words, 0, 7, c, (cudaStream_t)0x10), dmacclInvalidArgument, c,
+             "stream");
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  EXPECT_ERR(dmacclStreamWaitArrival(words, 0, 7, c, NULL), dmacclInvalidUsage, c,
+             "inside a group");
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int i = 0; i < N + 2; i++) ASSERT_EQ_INT(words[i], 0xC0FFEE00u + (uint32_t)i);
+  /* a word that holds the value already: returns at once */
+  ASSERT_EQ_INT(dmacclStreamWaitArrival(words, 2, 0xC0FFEE02u, c, NULL), dmacclSuccess);
+
+  uint32_t w[N][N];
+  memset(w, 0, sizeof(w));
+  size_t blk = 16 * sizeof(float);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(
+        dmacclAllGatherNotify(sendb[r], recvb[r], 16, dmacclFloat32, w[r], 41, comms[r], NULL),
+        dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int p = N - 1; p >= 0; p--) {
+      ASSERT_EQ_INT(dmacclStreamWaitArrival(w[r], p, 41, comms[r], NULL), dmacclSuccess);
+      ASSERT_TRUE(memcmp(recvb[r] + (size_t)p * blk, sendb[p], blk) == 0);
+    }
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  poison();
+  return untouchedAndUsable();
+}
+
 int main(void) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = dmacclExecutorHost;
@@ -467,6 +512,7 @@ int main(void) {
   RUN(testSendRecvRefused);
   RUN(testAlgorithmRefused);
   RUN(testArrivalWords);
+  RUN(testWaitArrival);
   for (int r = 0; r < N; r++) {
     free(sendb[r]);
     free(recvb[r]);

@@ -16,7 +16,6 @@
  * forced (testArrivalAlgorithms); a word never stored fails after 60 s.
  * Arg: a collective name to run only that one.
  */
-#include <cuda.h> /* the stream memory wait's types (the entry point via the runtime) */
 
 #include "gpu_common.h"
 #include "common/colls.h"
@@ -61,7 +60,6 @@ typedef struct {
 static dmacclComm_t hostComms[MAXN], gpuComms[2][MAXN];
 static cudaStream_t streams[MAXN], consumers[MAXN];
 static int ngpu;
-static CUresult (*waitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
 /* The ...Notify calls' arrival words of the case being issued (NULL: the
  * plain calls) and their value. */
@@ -244,19 +242,27 @@ static int arrivalWords(const caseT *c, uint32_t **words, int check, const char 
   return 0;
 }
 
-/* Each rank's consumer: for every block, wait for its arrival word, then
- * copy the block into chk at the same place. */
+/* The consumers' copies poisoned (the test's streams do not wait for the
+ * legacy stream: wait here). */
+static int poisonChecks(const caseT *c, unsigned char **chk) {
+  for (int r = 0; r < c->n; r++) {
+    CK(cudaSetDevice(r % ngpu));
+    CK(cudaMemset(chk[r], 0xA5, c->span[r]));
+    CK(cudaDeviceSynchronize());
+  }
+  return 0;
+}
+
+/* Each rank's consumer: for every block, wait for its arrival word
+ * (dmacclStreamWaitArrival), then copy the block into chk at the same
+ * place. */
 static int consume(const caseT *c, uint32_t **words, unsigned char **db, void **d,
-                   unsigned char **chk) {
+                   unsigned char **chk, dmacclComm_t *comms) {
   for (int r = 0; r < c->n; r++) {
     CK(cudaSetDevice(r % ngpu));
     for (int p = 0; p < c->n; p++) {
       planBlock b = planCollOf(c->coll)->block(&c->a[p], p, r);
-      if (waitValue32((CUstream)consumers[r], (CUdeviceptr)(uintptr_t)(words[r] + 1 + p),
-                      arrivedValue, CU_STREAM_WAIT_VALUE_EQ) != CUDA_SUCCESS) {
-        TEST_FAIL("cuStreamWaitValue32 failed");
-        return 1;
-      }
+      DK(dmacclStreamWaitArrival(words[r] + 1, p, arrivedValue, comms[r], consumers[r]));
       size_t at = (size_t)((unsigned char *)d[r] - db[r]) + b.dstOff;
       if (b.bytes)
         CK(cudaMemcpyAsync(chk[r] + at, db[r] + at, b.bytes, cudaMemcpyDeviceToDevice,
@@ -266,27 +272,40 @@ static int consume(const caseT *c, uint32_t **words, unsigned char **db, void **
   return 0;
 }
 
-/* The consumer's copies against the host executor's blocks. A consumer
- * still waiting after 60 s (a word never stored) is released by storing
- * the words from the host, and the case fails. */
-static int compareBlocks(const caseT *c, unsigned char **want, unsigned char **chk, void **d,
-                         unsigned char **db, uint32_t **words) {
+/* Waits up to 60 s for st; a stream still running then (a consumer waits
+ * for a word never stored) is released by storing every rank's words from
+ * the host. 0: done in time. */
+static int finishOrRelease(const caseT *c, cudaStream_t st, int dev, uint32_t **words,
+                           const char *how) {
+  CK(cudaSetDevice(dev));
+  cudaError_t q = cudaErrorNotReady;
+  for (int ms = 0; ms < 60000 && (q = cudaStreamQuery(st)) == cudaErrorNotReady; ms++) usleep(1000);
+  if (q != cudaErrorNotReady) {
+    CK(q);
+    return 0;
+  }
+  uint32_t v[MAXN];
+  for (int p = 0; p < c->n; p++) v[p] = arrivedValue;
   for (int r = 0; r < c->n; r++) {
     CK(cudaSetDevice(r % ngpu));
-    cudaError_t q = cudaErrorNotReady;
-    for (int ms = 0; ms < 60000 && (q = cudaStreamQuery(consumers[r])) == cudaErrorNotReady; ms++)
-      usleep(1000);
-    if (q == cudaErrorNotReady) {
-      uint32_t v[MAXN];
-      for (int p = 0; p < c->n; p++) v[p] = arrivedValue;
-      CK(cudaMemcpy(words[r] + 1, v, (size_t)c->n * sizeof(uint32_t), cudaMemcpyHostToDevice));
-      CK(cudaStreamSynchronize(consumers[r]));
-      TEST_FAIL("%s n=%d count=%zu inPlace %d: rank %d's consumer still waited for an arrival "
-                "word after 60 s",
-                planCollName(c->coll), c->n, c->count, c->inPlace, r);
-      return 1;
-    }
-    CK(q);
+    CK(cudaMemcpy(words[r] + 1, v, (size_t)c->n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+  }
+  CK(cudaSetDevice(dev));
+  CK(cudaStreamSynchronize(st));
+  TEST_FAIL("%s %s n=%d count=%zu inPlace %d: a consumer still waited for an arrival word "
+            "after 60 s",
+            planCollName(c->coll), how, c->n, c->count, c->inPlace);
+  return 1;
+}
+
+/* The consumer's copies against the host executor's blocks, once the
+ * consumers are done (finishOrRelease for each). */
+static int compareBlocks(const caseT *c, unsigned char **want, unsigned char **chk, void **d,
+                         unsigned char **db, uint32_t **words) {
+  for (int r = 0; r < c->n; r++)
+    if (finishOrRelease(c, consumers[r], r % ngpu, words, "eager")) return 1;
+  for (int r = 0; r < c->n; r++) {
+    CK(cudaSetDevice(r % ngpu));
     for (int p = 0; p < c->n; p++) {
       planBlock b = planCollOf(c->coll)->block(&c->a[p], p, r);
       size_t at = (size_t)((unsigned char *)d[r] - db[r]) + b.dstOff;
@@ -328,12 +347,12 @@ static int runCase(caseT *c, uint64_t seed) {
     if ((rc = runHost(c, hb, seed + (uint64_t)k)) || (rc = upload(c, db, seed + (uint64_t)k)))
       break;
     arrivedValue = (uint32_t)(seed * 2654435761u + (uint64_t)k) | 1u;
-    if (notify && (rc = arrivalWords(c, words, 0, "")) != 0) break;
+    if (notify && ((rc = arrivalWords(c, words, 0, "")) || (rc = poisonChecks(c, chk)))) break;
     for (int r = 0; r < n; r++) arrivedOf[r] = notify ? words[r] + 1 : NULL;
     DK(dmacclGroupStart());
     for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[k][r], streams[r]));
     DK(dmacclGroupEnd());
-    if (notify && (rc = consume(c, words, db, d, chk)) != 0) break;
+    if (notify && (rc = consume(c, words, db, d, chk, gpuComms[k])) != 0) break;
     for (int r = 0; r < n; r++) {
       CK(cudaSetDevice(r % ngpu));
       CK(cudaStreamSynchronize(streams[r]));
@@ -353,9 +372,27 @@ static int runCase(caseT *c, uint64_t seed) {
     CK(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeGlobal));
     CK(cudaEventRecord(fork, streams[0]));
     for (int r = 1; r < n; r++) CK(cudaStreamWaitEvent(streams[r], fork, 0));
+    /* with arrival words, each rank's consumer forks from its stream
+     * before the call and joins rank 0's at the end: its waits are graph
+     * nodes beside the operation's */
+    cudaEvent_t cfork[MAXN], cjoin[MAXN];
+    for (int r = 0; r < n && notify; r++) {
+      CK(cudaSetDevice(r % ngpu));
+      CK(cudaEventCreateWithFlags(&cfork[r], cudaEventDisableTiming));
+      CK(cudaEventCreateWithFlags(&cjoin[r], cudaEventDisableTiming));
+      CK(cudaEventRecord(cfork[r], streams[r]));
+      CK(cudaStreamWaitEvent(consumers[r], cfork[r], 0));
+    }
     DK(dmacclGroupStart());
     for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[0][r], streams[r]));
     DK(dmacclGroupEnd());
+    if (notify && (rc = consume(c, words, db, d, chk, gpuComms[0])) != 0) return rc;
+    for (int r = 0; r < n && notify; r++) {
+      CK(cudaSetDevice(r % ngpu));
+      CK(cudaEventRecord(cjoin[r], consumers[r]));
+      CK(cudaSetDevice(0));
+      CK(cudaStreamWaitEvent(streams[0], cjoin[r], 0));
+    }
     for (int r = 1; r < n; r++) {
       CK(cudaSetDevice(r % ngpu));
       CK(cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming));
@@ -369,16 +406,20 @@ static int runCase(caseT *c, uint64_t seed) {
       uint64_t sd = seed + 100 + (uint64_t)rep;
       if ((rc = runHost(c, hb, sd)) || (rc = upload(c, db, sd))) break;
       if (notify && (rc = arrivalWords(c, words, 0, "")) != 0) break; /* the replay stores again */
+      if (notify && (rc = poisonChecks(c, chk)) != 0) break;
       CK(cudaSetDevice(0));
       CK(cudaGraphLaunch(ge, streams[0]));
+      if (notify && (rc = finishOrRelease(c, streams[0], 0, words, "graph replay")) != 0) break;
       CK(cudaStreamSynchronize(streams[0]));
       rc = compare(c, hb, db, "graph replay");
+      if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db, words);
       if (!rc && notify) rc = arrivalWords(c, words, 1, "graph replay");
     }
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     cudaEventDestroy(fork);
     for (int r = 1; r < n; r++) cudaEventDestroy(join[r]);
+    for (int r = 0; r < n && notify; r++) cudaEventDestroy(cfork[r]), cudaEventDestroy(cjoin[r]);
   }
   for (int r = 0; r < n; r++) {
     free(hb[r]);
@@ -429,11 +470,11 @@ static int testArrivalAlgorithms(int n, const int *devs) {
       uint64_t seed = 4242u + 10u * (uint64_t)a + (uint64_t)inPlace;
       arrivedValue = (uint32_t)(seed * 2654435761u) | 1u;
       if (!(rc = runHost(&c, hb, seed)) && !(rc = upload(&c, db, seed)) &&
-          !(rc = arrivalWords(&c, words, 0, ""))) {
+          !(rc = arrivalWords(&c, words, 0, "")) && !(rc = poisonChecks(&c, chk))) {
         DK(dmacclGroupStart());
         for (int r = 0; r < n; r++) DK(issue(&c, r, sp[r], dp[r], comms[r], streams[r]));
         DK(dmacclGroupEnd());
-        rc = consume(&c, words, db, dp, chk);
+        rc = consume(&c, words, db, dp, chk, comms);
         for (int r = 0; r < n && !rc; r++) {
           CK(cudaSetDevice(devs[r]));
           CK(cudaStreamSynchronize(streams[r]));
@@ -459,13 +500,6 @@ static int testArrivalAlgorithms(int n, const int *devs) {
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
-  enum cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&waitValue32, 12000,
-                                       cudaEnableDefault, &q) != cudaSuccess ||
-      q != cudaDriverEntryPointSuccess) {
-    TEST_FAIL("cuStreamWaitValue32 is not available");
-    return 1;
-  }
   static const char *direct =
       "allgather:push1;alltoall:pushn;broadcast:relay;gather:pushb;scatter:pulln;"
       "allgatherv:pullb;alltoallv:pushn;allreduce:pull1;reducescatter:pull1;"

@@ -71,6 +71,7 @@ _PROTOS = {
     "dmacclAllGatherV": [_p, _p, _szp, _szp, _i, _p, _p],
     "dmacclAllGatherNotify": [_p, _p, _sz, _i, _p, _c.c_uint32, _p, _p],
     "dmacclAllGatherVNotify": [_p, _p, _szp, _szp, _i, _p, _c.c_uint32, _p, _p],
+    "dmacclStreamWaitArrival": [_p, _i, _c.c_uint32, _p, _p],
     "dmacclReduceScatterV": [_p, _p, _szp, _szp, _i, _i, _p, _p],
     "dmacclAlltoAllv": [_p, _szp, _szp, _p, _szp, _szp, _i, _p, _p],
 }

@@ -363,6 +363,25 @@ class Communicator:
                         lambda sp, rp, wp: (sp, rp, ca, da, t, wp, v), stream, words=w)
         return output_tensor
 
+    def wait_arrived(self, arrived, rank, value=1, stream=None):
+        """Work queued on `stream` (default: the current stream) after this
+        call waits until arrived[rank] == value: the consumer's side of
+        all_gather's and all_gatherv's arrival words, one stream memory wait
+        (capturable in a CUDA graph, no SM). Call it after the collective,
+        outside a group. Host executor: returns once the word holds value
+        (dmacclStreamWaitArrival in include/dmaccl.h)."""
+        if self.disabled:
+            return None
+        what = "wait_arrived"
+        self._live(what)
+        w, v = self._arrival(what, arrived, value)
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
+            raise ValueError(f"{what}: rank {rank!r} is not a rank of the communicator "
+                             f"(0 to {self.world_size - 1})")
+        st = self._stream(stream)
+        check(lib().dmacclStreamWaitArrival(w.ptr, rank, v, self._comm, st), self._comm)
+        return None
+
     def _arrival(self, what, arrived, value):
         """The arrival words' Buf and the value, checked."""
         w = B.describe(arrived, "arrived", writable=True)

@@ -191,3 +191,27 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   }
   return dmacclSuccess;
 }
+
+dmacclResult_t coreCheckWaitArgs(dmacclComm_t comm, const uint32_t *arrived, int rank,
+                                 cudaStream_t stream, const char *call) {
+  int n = comm->nranks, capturing;
+  unsigned long long captureId;
+  if (coreGroupActive())
+    return coreError(comm, dmacclInvalidUsage,
+                     "%s: called inside a group: its operations are queued at dmacclGroupEnd, "
+                     "so wait after it",
+                     call);
+  if (!arrived)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: arrived is NULL (the %d words given to the ...Notify call)", call, n);
+  if ((uintptr_t)arrived % sizeof(uint32_t))
+    return coreError(comm, dmacclInvalidArgument, "%s: arrived %p is not 4-byte aligned", call,
+                     (const void *)arrived);
+  if (rank < 0 || rank >= n)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: rank %d is not a rank of the communicator (0 to %d)", call, rank, n - 1);
+  dmacclResult_t rc = comm->exec->checkStream(comm, stream, call, &capturing, &captureId);
+  if (rc == dmacclSuccess)
+    rc = checkBuf(comm, arrived, (size_t)n * sizeof(uint32_t), call, "arrived");
+  return rc;
+}

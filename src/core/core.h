@@ -352,6 +352,10 @@ dmacclResult_t corePackArrays(coreOp *op, const size_t *const *arrays, const cha
 /* Argument checks (argcheck.c). */
 /* op->comm must be live and entered (coreEnter) by the caller. */
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call);
+/* dmacclStreamWaitArrival's arguments (outside a group; the nranks words
+ * where the executor reaches them; rank in range; the stream). */
+dmacclResult_t coreCheckWaitArgs(dmacclComm_t comm, const uint32_t *arrived, int rank,
+                                 cudaStream_t stream, const char *call);
 
 /* Bytes of one graph staging slot: as an eager one (8 MB by default; it was
  * half until twoshot's AllReduce of 4-8 MB on 4 ranks fell back to pull1 in

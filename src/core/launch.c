@@ -315,3 +315,16 @@ dmacclResult_t corePost(coreOp *op) {
   if (rc != dmacclSuccess) return rc;
   return coreAttach(op);
 }
+
+/* The consumer's side of arrival words: one wait, on the caller's stream
+ * (CUDA) or thread (host). */
+dmacclResult_t dmacclStreamWaitArrival(const uint32_t *arrived, int rank, uint32_t value,
+                                       dmacclComm_t comm, cudaStream_t stream) {
+  const char *call = "dmacclStreamWaitArrival";
+  dmacclResult_t rc = coreEnter(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  rc = coreCheckWaitArgs(comm, arrived, rank, stream, call);
+  if (rc == dmacclSuccess) rc = comm->exec->waitWord(comm, arrived + rank, value, stream);
+  coreLeave(comm);
+  return rc;
+}

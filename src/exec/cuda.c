@@ -1073,6 +1073,19 @@ out:
   return rc;
 }
 
+/* One stream memory wait on the caller's stream (dmacclStreamWaitArrival). */
+static dmacclResult_t cudaWaitWord(dmacclComm_t comm, const uint32_t *word, uint32_t value,
+                                   cudaStream_t stream) {
+  dmacclResult_t rc = dmacclSuccess;
+  cudaState *s = stateOf(comm);
+  int prev = cudaEnterDevice(s->device);
+  CU_TRY(comm, drv.waitValue32((CUstream)stream, (CUdeviceptr)(uintptr_t)word, value,
+                               CU_STREAM_WAIT_VALUE_EQ));
+out:
+  cudaLeaveDevice(prev, s->device);
+  return rc;
+}
+
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   (void)seq;
   dmacclResult_t rc = dmacclSuccess;
@@ -1336,6 +1349,7 @@ const execOps execCudaOps = {
     .launch = cudaLaunch,
     .sync = cudaSync,
     .oneRank = cudaOneRank,
+    .waitWord = cudaWaitWord,
     .identify = cudaIdentify,
     .initRank = cudaInitRank,
     .memAlloc = cudaMemAllocOp,

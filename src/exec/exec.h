@@ -128,6 +128,11 @@ typedef struct execOps {
    * schedule (planOneRankBlock). sync waits for it too. */
   dmacclResult_t (*oneRank)(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                             size_t bytes);
+  /* dmacclStreamWaitArrival, arguments checked: work on stream waits until
+   * *word == value (CUDA), or the caller's thread does (host: returns the
+   * communicator's error if it breaks or is aborted first). */
+  dmacclResult_t (*waitWord)(dmacclComm_t comm, const uint32_t *word, uint32_t value,
+                             cudaStream_t stream);
 
   /* --- Ranks as processes --- */
   /* The device (in: -1 for the calling thread's current one, else that

@@ -577,6 +577,29 @@ static dmacclResult_t hostOneRank(dmacclComm_t comm, const coreOp *op, const voi
   return dmacclSuccess;
 }
 
+/* The caller's thread waits for the word (a worker's release store). */
+static dmacclResult_t hostWaitWord(dmacclComm_t comm, const uint32_t *word, uint32_t value,
+                                   cudaStream_t stream) {
+  (void)stream;
+  coreClique *c = comm->clique;
+  for (int round = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; round++) {
+    if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
+      return coreError(comm, dmacclInvalidUsage,
+                       "dmacclStreamWaitArrival: the communicator was aborted while this waited");
+    dmacclResult_t broken = __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
+    if (broken != dmacclSuccess)
+      return coreError(comm, broken, "dmacclStreamWaitArrival: the communicator is broken: %s",
+                       c->brokenWhy);
+    if (round < 1000) {
+      sched_yield();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return dmacclSuccess;
+}
+
 const execOps execHostOps = {
     .name = "host",
     .launchBeforeReturn = 0,
@@ -590,6 +613,7 @@ const execOps execHostOps = {
     .launch = hostLaunch,
     .sync = hostSync,
     .oneRank = hostOneRank,
+    .waitWord = hostWaitWord,
     .identify = hostIdentify,
     .initRank = hostInitRank,
     .memAlloc = hostMemAlloc,

@@ -80,6 +80,8 @@ def collectives_body(uid, rank, n, lib, seed):
                         value=123457)
     np.testing.assert_array_equal(_np(g), np.concatenate([x[:16] for x in xs]))
     np.testing.assert_array_equal(_np(arrived), np.full(n, 123457, np.int32))
+    for p in range(n):  # the consumer's side: the words hold the value, so each returns
+        comm.wait_arrived(arrived, p, 123457)
     arrived = _as(lib, np.zeros(n, np.int32))
     gv = comm.all_gatherv(out((sum(sizes), 3), "float32"), _as(lib, rows[rank].copy()), sizes,
                           arrived=arrived, value=99)
@@ -252,6 +254,10 @@ def errors_body(uid, rank, n):
                                  arrived=np.zeros(n, np.float32)), TypeError, "int32 or uint32"),
         (lambda: comm.all_gather(np.empty(12 * n, np.float32), x, arrived=np.zeros(n, np.uint32),
                                  value=-1), ValueError, "value"),
+        (lambda: comm.wait_arrived(np.zeros(n, np.uint32), n), ValueError, "rank"),
+        (lambda: comm.wait_arrived(np.zeros(n, np.uint32), 0, value=1 << 32), ValueError, "value"),
+        (lambda: comm.wait_arrived(np.zeros(n, np.float32), 0), TypeError, "int32 or uint32"),
+        (lambda: comm.wait_arrived(np.zeros(n, np.uint32), 0, stream=5), ValueError, "stream"),
         (lambda: comm.all_reduce(x, np.frombuffer(y.tobytes(), np.float32)), ValueError,
          "read-only"),
         (lambda: comm.all_gather(np.empty(10 ** 7, np.float32), np.empty(10 ** 7 // n,

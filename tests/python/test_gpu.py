@@ -92,6 +92,21 @@ def collectives_body(uid, rank, n):
             o = sum(sins[:rank])
             want.append(xs[s][o:o + sins[rank]])
         same(got, torch.cat(want), "all_to_all_single with splits")
+    # arrival words: a consumer stream copies each block once its word holds
+    # the value (wait_arrived), while the gather may still move the others
+    count = 1 << 21
+    xs = inputs(8, n, count, torch.float32)
+    arrived = torch.zeros(n, dtype=torch.int32, device=dev)
+    ag = comm.all_gather(poisoned(count * n, torch.float32, dev), xs[rank].to(dev),
+                         arrived=arrived, value=77)
+    side, chk = torch.cuda.Stream(device=dev), poisoned(count * n, torch.float32, dev)
+    for p in reversed(range(n)):
+        comm.wait_arrived(arrived, p, 77, stream=side)
+        with torch.cuda.stream(side):
+            chk[p * count:(p + 1) * count].copy_(ag[p * count:(p + 1) * count])
+    torch.cuda.synchronize()
+    same(chk, torch.cat(xs), "blocks copied after wait_arrived")
+    same(arrived.cpu(), torch.full((n,), 77, dtype=torch.int32), "arrival words")
     torch.cuda.synchronize()
     comm.destroy()
 
