@@ -46,7 +46,7 @@ static int testScenarios(void) {
   CHECK(n == 2, "two scenarios (%d: %s)", n, err);
   CHECK(!strcmp(sc[0].name, "a") && sc[0].m == 64 && sc[0].n == 6144 && sc[0].k == 4096 &&
             sc[0].coll == COLL_ALLGATHER && sc[0].size == (1u << 20) && sc[0].commShare == 0.5 &&
-            sc[0].line == 2,
+            sc[0].line == 2 && !sc[0].fused,
         "first scenario's fields");
   CHECK(sc[1].coll == COLL_ALLTOALL && sc[1].size == (32u << 20) &&
             fabs(sc[1].commShare - 0.25) < 1e-12 && sc[1].line == 4,
@@ -73,6 +73,14 @@ static int testScenarios(void) {
               sc[5].coll == COLL_SCATTER,
           "rooted collectives");
   }
+  /* fused: an AllGather of the GEMM's A (M*K*2 bytes) */
+  n = c3ParseScenarios("f 8192 3072 4096 allgather 64M fused\n", "", sc, 8, err, sizeof(err));
+  CHECK(n == 1 && sc[0].fused == 1 && sc[0].commShare == 0.5 && sc[0].size == (64u << 20),
+        "fused line (%d: %s)", n, err);
+  CHECK(errNames("f 8192 3072 4096 allgather 32M fused\n", "", "M*K*2 = 67108864 bytes"),
+        "fused with a size that is not A's");
+  CHECK(errNames("f 8192 3072 4096 alltoall 64M fused\n", "", "not alltoall"),
+        "fused with another collective");
   CHECK(errNames(text, "a,zz", "'zz'"), "-s with an unknown name");
   CHECK(errNames("a 1 2 3 allgather\n", "", "line 1"), "too few fields");
   CHECK(errNames("\na 1 x 3 allgather 1M\n", "", "line 2: N 'x'"), "bad dimension");
@@ -339,13 +347,20 @@ static int testContenders(void) {
   CHECK(c3ParseContender("stage-prio", &s, err, sizeof(err)) == 0 && s.kind == C3_DMACCL &&
             s.highPrio && !strcmp(s.algo, "stage"),
         "stage-prio");
+  CHECK(c3ParseContender("pull1-whole-prio", &s, err, sizeof(err)) == 0 && s.kind == C3_DMACCL &&
+            s.highPrio && s.whole && !strcmp(s.algo, "pull1"),
+        "pull1-whole-prio");
+  CHECK(c3ParseContender("pull1-prio-whole", &s, err, sizeof(err)) == 0 && s.highPrio && s.whole &&
+            !strcmp(s.algo, "pull1"),
+        "suffixes in the other order");
   CHECK(c3ParseContender("pushb/DMACCL_BATCH_OVERLAP=0", &s, err, sizeof(err)) == 0 &&
             !strcmp(s.algo, "pushb") && !strcmp(s.envVar, "DMACCL_BATCH_OVERLAP") &&
             !strcmp(s.envVal, "0") && !s.highPrio,
         "variant with a parameter");
   CHECK(c3ParseContender("auto", &s, err, sizeof(err)) == 0 && !strcmp(s.algo, "auto"), "auto");
-  const char *bad[] = {"nccl-cta0",   "nccl-cta",       "nccl-cta65", "nccl-foo", "foo",
-                       "push1/FOO=1", "push1/DMACCL_X", "-prio",      ""};
+  const char *bad[] = {"nccl-cta0", "nccl-cta",    "nccl-cta65",       "nccl-foo",
+                       "foo",       "push1/FOO=1", "push1/DMACCL_X",   "-prio",
+                       "",          "-whole",      "pull1-whole-whole"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     err[0] = '\0';
     CHECK(c3ParseContender(bad[i], &s, err, sizeof(err)) == -1 && strstr(err, bad[i]),

@@ -22,7 +22,7 @@
 #define C3_NAME 48
 
 /* One line of a scenario file:
- *   name  M N K  COLL  size  [comm=P%]
+ *   name  M N K  COLL  size  [comm=P% | fused]
  * A bf16 GEMM C[MxN] = A[MxK] B[KxN] on every GPU, next to collectives COLL
  * (a name of the tools' collective table, tools/common/colls.h, that
  * c3CollAccepted takes) of `size`: nccl-tests' size (collSizeBytes:
@@ -38,6 +38,12 @@ typedef struct {
   collId coll;
   size_t size;
   double commShare; /* 0 < share < 1 */
+  /* "fused": the GEMM reads what the AllGather gathers (asynchronous tensor
+   * parallelism): A (M x K, row-major) is the gathered buffer, size must
+   * be its bytes, and each rank's rows are multiplied once they have
+   * landed (dmaccl: arrival words; NCCL: the own rows at once, the others
+   * after the collective). */
+  int fused;
   int line;
 } c3Scenario;
 
@@ -52,7 +58,9 @@ enum {
 
 /* "nccl", "nccl-prio", "nccl-ctaN", "nccl-ce", or a dmaccl algorithm
  * ("auto" = the library's own choice), "-prio" after it for a collective
- * stream at the highest priority, then optionally "/VAR=VALUE": that
+ * stream at the highest priority, "-whole" for fused scenarios' GEMM rows
+ * that wait for the whole collective as NCCL's do (no arrival words), then
+ * optionally "/VAR=VALUE": that
  * environment variable is set while the communicator is created (e.g.
  * pushb/DMACCL_BATCH_OVERLAP=0, stage-prio). */
 typedef struct {
@@ -60,6 +68,7 @@ typedef struct {
   int kind;
   int ctas;        /* C3_NCCL_CTA */
   int highPrio;    /* the collective stream at the highest priority */
+  int whole;       /* "-whole": fused scenarios wait for the whole collective, no arrival words */
   char algo[16];   /* C3_DMACCL: "auto" or an algorithm */
   char envVar[32]; /* "" = none */
   char envVal[C3_NAME];

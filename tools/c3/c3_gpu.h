@@ -29,6 +29,11 @@ int c3GemmTime(c3Gemm *g, const c3Scenario *s, double *us);
 /* Captures `count` GEMMs of the scenario as the graph c3GemmLaunch runs. */
 int c3GemmCapture(c3Gemm *g, const c3Scenario *s, long count);
 int c3GemmLaunch(c3Gemm *g);
+/* Fused scenarios: rows [row0, row0 + rows) of the row-major C = A B
+ * (A: M x K, B: K x N, C: M x N, bf16), from `a`, the first of those rows
+ * of A, on the GEMM stream; and C (M x N, device memory). */
+int c3GemmRows(c3Gemm *g, const c3Scenario *s, const void *a, long row0, long rows);
+void *c3GemmOut(c3Gemm *g);
 void c3GemmFini(c3Gemm *g);
 
 /* One contender of this rank (one process per rank). */

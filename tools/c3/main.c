@@ -73,7 +73,9 @@ typedef struct {
   unsigned char *scratch;      /* recvBytes: the receive buffer read back */
   unsigned char *want;         /* recvBytes: the reference of the current scenario */
   int wantOk;                  /* want holds it (collReference succeeded on every rank) */
-  cudaEvent_t ev[4];
+  cudaEvent_t ev[6];
+  uint32_t *words; /* fused scenarios: the arrival words (device), and their last value */
+  uint32_t value;
   perfEnergy *energy;
   c3Row *rows;
   int nrows;
@@ -291,6 +293,190 @@ static int energyRow(c3Rank *r, c3Contender *c, const c3Scenario *s, const collS
   return 0;
 }
 
+/* --- Fused scenarios (c3Scenario.fused): the GEMM reads the gathered A --- */
+
+/* One step on this rank: with comm, the gather of A into c->recv (dmaccl:
+ * with arrival words), after the last step's GEMMs, which read what it
+ * writes; with gemm, C = A B by rank blocks of rows on the GEMM stream: the
+ * own rows from c->send at once, then each peer's from c->recv once they
+ * have landed (dmaccl: dmacclStreamWaitArrival on its word; NCCL: after the
+ * collective). Alone (one flag), each side runs without the other. */
+static int fusedStep(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh, int gemm,
+                     int comm) {
+  long rows = s->m / r->n;
+  size_t blk = (size_t)rows * (size_t)s->k * 2;
+  int words = c->spec.kind == C3_DMACCL && !c->spec.whole;
+  if (comm) {
+    if (gemm) {
+      C3_CUDA(cudaEventRecord(r->ev[2], r->gemmStream));
+      C3_CUDA(cudaStreamWaitEvent(c->stream, r->ev[2], 0));
+    }
+    if (words) {
+      r->value++;
+      if (dmacclAllGatherNotify(c->send, c->recv, sh->count, dmacclBfloat16, r->words, r->value,
+                                c->comm, c->stream) != dmacclSuccess) {
+        fprintf(stderr, "dmaccl-c3: %s: dmacclAllGatherNotify: %s\n", c->spec.name,
+                dmacclCommGetLastError(c->comm));
+        return -1;
+      }
+    } else if (c3ContenderIssue(c, COLL_ALLGATHER, sh)) {
+      return -1;
+    }
+  }
+  if (!gemm) return 0;
+  if (c3GemmRows(r->gemm, s, c->send, (long)r->rank * rows, rows)) return -1;
+  if (comm && !words) {
+    C3_CUDA(cudaEventRecord(r->ev[3], c->stream));
+    C3_CUDA(cudaStreamWaitEvent(r->gemmStream, r->ev[3], 0));
+  }
+  for (int i = 1; i < r->n; i++) {
+    int p = (r->rank + i) % r->n;
+    if (comm && words &&
+        dmacclStreamWaitArrival(r->words, p, r->value, c->comm, r->gemmStream) != dmacclSuccess) {
+      fprintf(stderr, "dmaccl-c3: %s: dmacclStreamWaitArrival: %s\n", c->spec.name,
+              dmacclCommGetLastError(c->comm));
+      return -1;
+    }
+    if (c3GemmRows(r->gemm, s, (char *)c->recv + (size_t)p * blk, (long)p * rows, rows)) return -1;
+  }
+  return 0;
+}
+
+/* m steps from one start: each side's end and the later one (slowest rank). */
+static int fusedLoop(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh, long m,
+                     int gemm, int comm, double *gemmUs, double *commUs, double *bothUs) {
+  barrier(r);
+  C3_CUDA(cudaEventRecord(r->ev[0], r->gemmStream));
+  C3_CUDA(cudaStreamWaitEvent(c->stream, r->ev[0], 0));
+  for (long i = 0; i < m; i++)
+    if (fusedStep(r, c, s, sh, gemm, comm)) return -1;
+  C3_CUDA(cudaEventRecord(r->ev[1], r->gemmStream));
+  C3_CUDA(cudaEventRecord(r->ev[4], c->stream));
+  C3_CUDA(cudaStreamSynchronize(r->gemmStream));
+  C3_CUDA(cudaStreamSynchronize(c->stream));
+  double g = elapsedUs(r->ev[0], r->ev[1]), k = elapsedUs(r->ev[0], r->ev[4]);
+  *gemmUs = combine(r, g, 0);
+  *commUs = combine(r, k, 0);
+  *bothUs = combine(r, fmax(g, k), 0);
+  return 0;
+}
+
+/* The reference C of a fused scenario (host, M x N bf16): the GEMM's blocks
+ * of rows from the reference of the gather (r->want), as fusedStep issues
+ * them; NULL when there is none. */
+static unsigned char *fusedReference(c3Rank *r, const c3Scenario *s) {
+  size_t abytes = (size_t)s->m * (size_t)s->k * 2, cbytes = (size_t)s->m * (size_t)s->n * 2;
+  long rows = s->m / r->n;
+  void *a = NULL;
+  unsigned char *want = r->wantOk ? malloc(cbytes) : NULL;
+  int ok = want && cudaMalloc(&a, abytes) == cudaSuccess &&
+           cudaMemcpy(a, r->want, abytes, cudaMemcpyHostToDevice) == cudaSuccess;
+  for (int p = 0; p < r->n && ok; p++)
+    ok = c3GemmRows(r->gemm, s, (char *)a + (size_t)p * (size_t)rows * (size_t)s->k * 2,
+                    (long)p * rows, rows) == 0;
+  ok = ok && cudaStreamSynchronize(r->gemmStream) == cudaSuccess &&
+       cudaMemcpy(want, c3GemmOut(r->gemm), cbytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+  cudaFree(a);
+  if (!ok) free(want);
+  return ok ? want : NULL;
+}
+
+/* Wrong bytes after one step into a poisoned A and C (every rank's sum):
+ * the gathered A against the collective's reference, C against wantC. */
+static long long fusedCheck(c3Rank *r, c3Contender *c, const c3Scenario *s, const collShape *sh,
+                            const unsigned char *wantC) {
+  size_t cbytes = (size_t)s->m * (size_t)s->n * 2;
+  long long wrong = 0;
+  if (cudaMemset(c->recv, POISON, recvBytesOf(s, sh, r->rank)) != cudaSuccess ||
+      cudaMemset(c3GemmOut(r->gemm), POISON, cbytes) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess)
+    return -2;
+  if (fusedStep(r, c, s, sh, 1, 1) || cudaStreamSynchronize(r->gemmStream) != cudaSuccess ||
+      cudaStreamSynchronize(c->stream) != cudaSuccess)
+    return -2;
+  unsigned char *got = malloc(cbytes);
+  if (!got || cudaMemcpy(got, c3GemmOut(r->gemm), cbytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    wrong = (long long)cbytes;
+  else
+    wrong = (long long)dataCountWrong(got, wantC, cbytes, 2);
+  free(got);
+  long long a = checkRecv(r, c, s, sh); /* every rank's, summed */
+  return a + (long long)combine(r, (double)wrong, 1);
+}
+
+/* A fused scenario: per contender, the GEMM's steps alone, the gathers alone
+ * and both, m steps each (the longer side about -t ms), medians of -r runs. */
+static int runFused(c3Rank *r, int si, const int *runs, int ref) {
+  const c3Scenario *s = &r->sc[si];
+  if (s->m % r->n) {
+    if (r->print)
+      printf("# %s: M %ld is not a multiple of the %d ranks: no rows\n", s->name, s->m, r->n);
+    return 0;
+  }
+  collShape sh;
+  c3Shape(s, r->n, &sh);
+  int nc = r->args.ncs, R = r->args.runs, rc = -1;
+  double g1, c1, b1, x;
+  /* the step's sides, from the first contender */
+  if (fusedLoop(r, &r->cs[ref], s, &sh, 2, 1, 1, &x, &x, &x) ||
+      fusedLoop(r, &r->cs[ref], s, &sh, 5, 1, 0, &g1, &x, &x) ||
+      fusedLoop(r, &r->cs[ref], s, &sh, 5, 0, 1, &x, &c1, &b1))
+    return -1;
+  double step = fmax(g1, c1) / 5;
+  long m = step > 0 ? (long)ceil(r->args.targetMs * 1000.0 / step) : 5;
+  m = m < 5 ? 5 : m > 2000 ? 2000 : m;
+  unsigned char *wantC = NULL;
+  if (r->args.check) {
+    makeReference(r, s, &sh);
+    wantC = fusedReference(r, s);
+    if (combine(r, wantC ? 0 : 1, 0) > 0) {
+      free(wantC);
+      wantC = NULL;
+    }
+  }
+  double *t = calloc((size_t)(R * 5 * nc), sizeof(double));
+  if (!t) return -1;
+  long long wrong[C3_MAX_CONTENDERS];
+  for (int run = 0; run < R; run++)
+    for (int i = 0; i < nc; i++) {
+      c3Contender *c = &r->cs[i];
+      if (!runs[i]) continue;
+      double *v = t + (size_t)(i * R + run) * 5;
+      if (run == 0 && fusedLoop(r, c, s, &sh, 2, 1, 1, &x, &x, &x)) goto out;
+      if (fusedLoop(r, c, s, &sh, m, 1, 0, &v[0], &x, &x) ||
+          fusedLoop(r, c, s, &sh, m, 0, 1, &x, &v[1], &x) ||
+          fusedLoop(r, c, s, &sh, m, 1, 1, &v[2], &v[3], &v[4]))
+        goto out;
+      if (run == 0) wrong[i] = wantC ? fusedCheck(r, c, s, &sh, wantC) : -1;
+      if (run == 0 && wrong[i] == -2) goto out;
+    }
+  for (int i = 0; i < nc; i++) {
+    if (!runs[i]) continue;
+    double col[5][64];
+    for (int j = 0; j < 5; j++)
+      for (int run = 0; run < R && run < 64; run++) col[j][run] = t[(size_t)(i * R + run) * 5 + j];
+    int n = R < 64 ? R : 64;
+    c3Row *row = &r->rows[r->nrows++];
+    memset(row, 0, sizeof(*row));
+    row->scenario = si;
+    row->contender = i;
+    row->gemms = m;
+    row->colls = m;
+    row->t.gemm = c3Median(col[0], n);
+    row->t.comm = c3Median(col[1], n);
+    row->t.gemmTogether = c3Median(col[2], n);
+    row->t.commTogether = c3Median(col[3], n);
+    row->t.both = c3Median(col[4], n);
+    c3Compute(&row->t, &row->m);
+    row->wrong = wrong[i];
+  }
+  rc = 0;
+out:
+  free(t);
+  free(wantC);
+  return rc;
+}
+
 /* One scenario: rows for the live contenders that run its collective, in
  * their order; the first of them sets the repetition counts (report.c's
  * firstRow). None: no rows (the table says why). */
@@ -303,6 +489,7 @@ static int runScenario(c3Rank *r, int si) {
     if (runs[i] && ref < 0) ref = i;
   }
   if (ref < 0) return 0;
+  if (s->fused) return runFused(r, si, runs, ref);
   collShape sh;
   c3Shape(s, r->n, &sh);
   double gemmUs, commUs;
@@ -391,7 +578,9 @@ static int rankMain(c3Rank *r) {
   r->shared = r->n > r->sh->ndev;
   C3_CUDA(cudaSetDevice(r->dev));
   C3_CUDA(cudaStreamCreateWithFlags(&r->gemmStream, cudaStreamNonBlocking));
-  for (int i = 0; i < 4; i++) C3_CUDA(cudaEventCreate(&r->ev[i]));
+  for (int i = 0; i < 6; i++) C3_CUDA(cudaEventCreate(&r->ev[i]));
+  C3_CUDA(cudaMalloc((void **)&r->words, MAXR * sizeof(uint32_t)));
+  C3_CUDA(cudaMemset(r->words, 0, MAXR * sizeof(uint32_t)));
   int ok = setupBuffers(r) == 0 &&
            (r->gemm = c3GemmInit(r->gemmStream, r->sc, r->nsc, 77 + (unsigned)r->rank));
   if (combine(r, ok ? 0 : 1, 0) > 0) {
@@ -459,6 +648,7 @@ static int rankMain(c3Rank *r) {
   for (int i = 0; i < r->args.ncs; i++)
     if (r->live[i]) c3ContenderFini(&r->cs[i]);
   c3GemmFini(r->gemm);
+  cudaFree(r->words);
   energyClose(r->energy);
   for (int q = 0; q < r->n; q++) free(r->pool[q]);
   free(r->scratch);
@@ -497,8 +687,10 @@ static void listPlan(const c3Args *a, const c3Scenario *sc, int nsc, unsigned co
     char size[32];
     double gf = 2.0 * (double)sc[i].m * (double)sc[i].n * (double)sc[i].k / 1e9;
     planSizeString(sc[i].size, size, sizeof(size));
-    printf("  %-22s %6ld %6ld %6ld %12.2f %-13s %8s %4.0f%%\n", sc[i].name, sc[i].m, sc[i].n,
-           sc[i].k, gf, collTable[sc[i].coll].name, size, 100 * sc[i].commShare);
+    char share[16];
+    snprintf(share, sizeof(share), "%.0f%%", 100 * sc[i].commShare);
+    printf("  %-22s %6ld %6ld %6ld %12.2f %-13s %8s %5s\n", sc[i].name, sc[i].m, sc[i].n, sc[i].k,
+           gf, collTable[sc[i].coll].name, size, sc[i].fused ? "fused" : share);
   }
   printf("# %d contenders:", a->ncs);
   for (int i = 0; i < a->ncs; i++) printf(" %s", a->cs[i].name);

@@ -66,9 +66,14 @@ void c3PrintScenario(FILE *f, const c3Result *r, int scenario) {
   else
     fprintf(f,
             "#\n# %s: GEMM %ldx%ldx%ld bf16 x%ld, %s %s x%ld, communication %.0f%% of the "
-            "isolated time\n",
+            "isolated time%s\n",
             s->name, s->m, s->n, s->k, first->gemms, collTable[s->coll].name, size, first->colls,
-            100 * scenarioShare(r, scenario));
+            100 * scenarioShare(r, scenario),
+            s->fused ? "\n#   fused: each step gathers A and multiplies its rows as they land "
+                       "(dmaccl: arrival words; NCCL: own rows first, the rest after the "
+                       "collective); gemm_us and comm_us alone, both_us the steps, gemm_slow "
+                       "and comm_slow: each side's end in them"
+                     : "");
   fprintf(f, "# %-26s %9s %9s %9s %6s %8s %8s %9s %9s %9s %7s\n", "contender", "gemm_us", "comm_us",
           "both_us", "ideal", "realized", "fraction", "gemm_slow", "comm_slow", "J/iter", "#wrong");
   for (int c = 0; c < r->ncs; c++) {
@@ -193,6 +198,7 @@ int c3WriteJson(const c3Result *r, const char *path) {
     fprintf(f, ", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"coll\": \"%s\", \"size\": %zu, ", sc->m,
             sc->n, sc->k, collTable[sc->coll].name, sc->size);
     jnum(f, "comm_share_target", sc->commShare, ", ");
+    fprintf(f, "\"fused\": %s, ", sc->fused ? "true" : "false");
     jnum(f, "comm_share", scenarioShare(r, s), ", ");
     fprintf(f, "\"gemms\": %ld, \"colls\": %ld,\n     \"rows\": [\n", first ? first->gemms : 0L,
             first ? first->colls : 0L);

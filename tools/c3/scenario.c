@@ -148,9 +148,12 @@ int c3ParseContender(const char *name, c3ContenderSpec *s, char *err, size_t err
   s->kind = C3_DMACCL;
   const char *slash = strchr(name, '/');
   size_t alen = slash ? (size_t)(slash - name) : len;
-  if (alen > 5 && strncmp(name + alen - 5, "-prio", 5) == 0) {
-    s->highPrio = 1;
-    alen -= 5;
+  for (int more = 1; more;) { /* the suffixes, in any order */
+    more = 0;
+    if (!s->highPrio && alen > 5 && strncmp(name + alen - 5, "-prio", 5) == 0)
+      s->highPrio = 1, alen -= 5, more = 1;
+    if (!s->whole && alen > 6 && strncmp(name + alen - 6, "-whole", 6) == 0)
+      s->whole = 1, alen -= 6, more = 1;
   }
   planAlgo a;
   if (alen >= sizeof(s->algo) ||
@@ -223,6 +226,8 @@ void c3Usage(FILE *f) {
              "  -A LIST       contenders (default: " C3_DEFAULT_CONTENDERS ")\n"
              "                nccl | nccl-prio | nccl-ctaN | nccl-ce | auto | an algorithm,\n"
              "                ALGO-prio: its stream at the highest priority;\n"
+             "                ALGO-whole: fused scenarios' rows wait for the whole\n"
+             "                collective (no arrival words), as NCCL's do;\n"
              "                ALGO/DMACCL_VAR=VALUE: with that library parameter\n"
              "  -r N          runs; medians over them (default 5)\n"
              "  -t MS         length of the longer isolated loop (default 20)\n"
@@ -405,8 +410,9 @@ static int parseLine(char *line, int lineNo, c3Scenario *s, char *err, size_t er
   char *f[8];
   int nf = fields(line, f, 7);
   if (nf < 6 || nf > 7) {
-    snprintf(err, errlen, "line %d: expected 'name M N K COLL size [comm=P%%]', got %d fields",
-             lineNo, nf);
+    snprintf(err, errlen,
+             "line %d: expected 'name M N K COLL size [comm=P%% | fused]', got %d fields", lineNo,
+             nf);
     return -1;
   }
   memset(s, 0, sizeof(*s));
@@ -441,7 +447,17 @@ static int parseLine(char *line, int lineNo, c3Scenario *s, char *err, size_t er
     return -1;
   }
   s->commShare = 0.5;
-  if (nf == 7) {
+  if (nf == 7 && strcmp(f[6], "fused") == 0) {
+    size_t want = (size_t)s->m * (size_t)s->k * 2;
+    if (s->coll != COLL_ALLGATHER || s->size != want) {
+      snprintf(err, errlen,
+               "line %d: a fused scenario gathers the GEMM's A: allgather of M*K*2 = %zu bytes, "
+               "not %s of %zu",
+               lineNo, want, collTable[s->coll].name, s->size);
+      return -1;
+    }
+    s->fused = 1;
+  } else if (nf == 7) {
     char *end = NULL;
     double p = strncmp(f[6], "comm=", 5) == 0 ? strtod(f[6] + 5, &end) : -1;
     if (!end || strcmp(end, "%") != 0 || !(p >= 1 && p <= 99)) {
