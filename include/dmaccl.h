@@ -417,10 +417,14 @@ dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size
  * How early a word comes depends on the algorithm: with the pull forms
  * (pull1, pulln) and the staged ones (stage, stage2d: the default below
  * 8 MB) each block's word follows that block's own copy; with the push forms
- * and pullb (pushb is the default from 8 MB) a peer's word follows that
- * peer's end-of-operation signal, which it raises after all of its copies
- * (dmacclConfig_t.algorithm, DMACCL_ALGO: "allgather:pulln" for a
- * communicator of such calls). Queue a consumer's waits only after the
+ * and pullb a peer's word follows that peer's end-of-operation signal,
+ * which it raises after all of its copies. So where the built-in table or
+ * a tuning file would give a plain call one of those (pushb from 8 MB),
+ * the Notify call runs pull1 instead (as fast there: docs/overlap.md); an
+ * algorithm set with dmacclConfig_t.algorithm or DMACCL_ALGO is kept. As
+ * the algorithm may differ, every rank calls the Notify form or none does
+ * (across processes, ranks that mix them break the communicator with an
+ * error that says so). Queue a consumer's waits only after the
  * call has returned, as the library queues its own (a wait queued earlier
  * can hold a hardware queue the operation needs). A failed operation (ranks
  * that disagree, an abort) may never store the words; its error comes from

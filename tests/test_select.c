@@ -278,6 +278,28 @@ static int testGraphRanges(void) {
   return 0;
 }
 
+/* planArrivalAlgo: late-word forms become pull1 unless the user chose them. */
+static int testArrivalAlgo(void) {
+  const planAlgo late[] = {PLAN_ALGO_PUSH1, PLAN_ALGO_PUSHN, PLAN_ALGO_PUSHB, PLAN_ALGO_PULLB};
+  const planAlgo early[] = {PLAN_ALGO_PULL1, PLAN_ALGO_PULLN, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE2D};
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHER, late[i], PLAN_FROM_BUILTIN),
+                  PLAN_ALGO_PULL1);
+    ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHERV, late[i], PLAN_FROM_TUNE_FILE),
+                  PLAN_ALGO_PULL1);
+    ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHER, late[i], PLAN_FROM_ENV), late[i]);
+    ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHER, late[i], PLAN_FROM_CONFIG), late[i]);
+    ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHER, early[i], PLAN_FROM_BUILTIN), early[i]);
+  }
+  /* the built-in table's large AllGather: a late form, so the Notify call differs */
+  planTable t;
+  planTableDefaults(&t, 4);
+  planAlgo big = planSelect(&t, PLAN_COLL_ALLGATHER, (size_t)64 << 20, NULL);
+  ASSERT_TRUE(big == PLAN_ALGO_PUSHB || big == PLAN_ALGO_PUSH1 || big == PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planArrivalAlgo(PLAN_COLL_ALLGATHER, big, PLAN_FROM_BUILTIN), PLAN_ALGO_PULL1);
+  return 0;
+}
+
 static int testNames(void) {
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
     planAlgo got;
@@ -302,5 +324,6 @@ int main(void) {
   RUN(testTuneErrors);
   RUN(testNames);
   RUN(testGraphRanges);
+  RUN(testArrivalAlgo);
   TEST_EXIT();
 }

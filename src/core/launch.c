@@ -24,7 +24,9 @@
 planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
                         const planRange **why) {
   size_t size = planCollOf(args->coll)->size(args);
-  planAlgo algo = planSelectIn(&c->table, args->coll, size, capture, why);
+  const planRange *range = NULL;
+  planAlgo algo = planSelectIn(&c->table, args->coll, size, capture, &range);
+  if (why) *why = range;
   /* Ranks on one GPU: in one process they signal each other with events,
    * which a kernel cannot record; across processes a polling kernel would
    * wait for a peer that runs only when the GPU switches to its context. */
@@ -34,6 +36,9 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
   if (planIsStaged(algo) &&
       planStageNeed(args, algo) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
     algo = planFallbackAlgo(args->coll);
+  /* early arrival words; the fallback too is no choice of the user's */
+  if (args->notify)
+    algo = planArrivalAlgo(args->coll, algo, range ? range->origin : PLAN_FROM_BUILTIN);
   return algo;
 }
 

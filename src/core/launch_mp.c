@@ -76,7 +76,8 @@ static int protoDisagreement(coreClique *c, int slot, char *why, size_t whylen) 
              "rank 0 runs it as %s%s (staged number %u), rank %d as %s%s (staged number %u): "
              "their algorithm tables differ (DMACCL_ALGO, DMACCL_TUNE_FILE, the config), or "
              "one captured it into a CUDA graph and the other did not, or they captured it at "
-             "different places of their captures",
+             "different places of their captures, or one called the ...Notify form and the "
+             "other the plain call",
              planAlgoName((planAlgo)o0->algo), o0->capture ? " in a graph" : "", o0->stage, q,
              planAlgoName((planAlgo)o->algo), o->capture ? " in a graph" : "", o->stage);
     return q;

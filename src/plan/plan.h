@@ -430,5 +430,13 @@ planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRa
  * range that covers the size, else planSelect's. */
 planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
                       const planRange **why);
+/* A call with arrival words (planArgs.notify): its words come early only
+ * from the forms whose own copies complete each block (planAddArrivals:
+ * pull1, pulln, stage, stage2d); the others store a peer's word after that
+ * peer's last signal. So a choice of the built-in table or a tuning file of
+ * push1, pushn, pushb or pullb becomes pull1 where coll takes it (as fast
+ * as pushb at the sizes the table gives it: docs/overlap.md); a choice the
+ * user made (origin DMACCL_ALGO or the config) stays. */
+planAlgo planArrivalAlgo(planColl coll, planAlgo algo, planOrigin origin);
 
 #endif /* DMACCL_PLAN_H_ */

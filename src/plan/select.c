@@ -436,3 +436,12 @@ planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
   }
   return planSelect(t, coll, size, why);
 }
+
+planAlgo planArrivalAlgo(planColl coll, planAlgo algo, planOrigin origin) {
+  int late = algo == PLAN_ALGO_PUSH1 || algo == PLAN_ALGO_PUSHN || algo == PLAN_ALGO_PUSHB ||
+             algo == PLAN_ALGO_PULLB;
+  if (!late || origin == PLAN_FROM_ENV || origin == PLAN_FROM_CONFIG ||
+      !(planCollOf(coll)->algos & PLAN_ALGO_BIT(PLAN_ALGO_PULL1)))
+    return algo;
+  return PLAN_ALGO_PULL1;
+}
