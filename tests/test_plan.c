@@ -1264,12 +1264,19 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         rc = 1;
       }
   /* stagell takes the line form where every rank reduces something and
-   * each rank's n positions of lines fit its slot (staged.c) */
+   * each rank's n positions of lines fit its slot; a movement collective
+   * where every rank sends every peer a block whose lines fit its share of
+   * the slot, lineBytes / n rounded down to 16 (staged.c) */
   int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && ci->size(&a[0]) > 0;
-  for (int t = 0; t < n && expectLines; t++) {
+  for (int t = 0; t < n && expectLines && ci->reduces; t++) {
     size_t b = ci->target(&a[t], t, 1).bytes;
     expectLines = b && (size_t)n * planLinesBytes(b) <= a[t].lineBytes;
   }
+  for (int f = 0; f < n && expectLines && !ci->reduces; f++)
+    for (int t = 0; t < n && expectLines; t++) {
+      size_t b = ci->block(&a[f], f, t).bytes;
+      expectLines = f == t || (b && planLinesBytes(b) <= a[f].lineBytes / (size_t)n / 16 * 16);
+    }
   if (!rc && linesUsed != expectLines) {
     TEST_FAIL("%s stagell n=%d count=%zu lineBytes %zu: lines %s", ci->name, n, count,
               a[0].lineBytes, linesUsed ? "used" : "not used");

@@ -210,7 +210,8 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 64 << 10, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGE);
@@ -273,7 +274,7 @@ static int testGraphRanges(void) {
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTuneParse(&t, 2, "2 alltoall@graph:0-1M:push1\n", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL), PLAN_ALGO_PUSH1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   return 0;
 }

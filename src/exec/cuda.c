@@ -703,9 +703,12 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
    * with 8; docs/latency-notes.md). */
   if (w && w->lineSrcs && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
   if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
+  /* one source: a copy of bytes (plan.h), e.g. stagell's movement form */
+  int bytes = st->nsrc == 1;
   CUDA_TRY(comm, execCudaReduceWait(execLocate(b, st->dst), src, st->nsrc,
-                                    st->bytes / sch->elemSize, (dmacclDataType_t)sch->dtype,
-                                    (dmacclRedOp_t)sch->redop, ctas, w, lane));
+                                    bytes ? st->bytes : st->bytes / sch->elemSize,
+                                    bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype,
+                                    bytes ? dmacclSum : (dmacclRedOp_t)sch->redop, ctas, w, lane));
 out:
   return rc;
 }
@@ -824,6 +827,13 @@ out:
   return j;
 }
 
+/* A REDUCE with a source in a line slot (stagell). */
+static int readsLines(const planSchedule *sch, const planStep *st) {
+  for (int k = 0; k < st->nsrc; k++)
+    if (sch->srcs[st->src0 + k].buf == PLAN_BUF_LINES) return 1;
+  return 0;
+}
+
 /* Issues steps[i..] that form one command; returns the index after them. */
 static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                     const cudaStream_t *streams, uint32_t epoch, int graph, int gslot,
@@ -854,6 +864,8 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
                nx->from == st->lane;
     rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot, self);
     if (self) j++;
+  } else if (st->kind == PLAN_STEP_REDUCE && readsLines(sch, st)) {
+    j = issueKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &rc); /* the lines' waits */
   } else if (st->kind == PLAN_STEP_REDUCE) {
     rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;

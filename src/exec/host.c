@@ -122,7 +122,7 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
     planLoc l = s->srcs[st->src0 + k];
     src[k] = execLocate(b, l);
     if (l.buf == PLAN_BUF_LINES && !linesReady(src[k], st->bytes)) {
-      *from = k; /* the sources are in rank order */
+      *from = st->nsrc == 1 ? st->peer : k; /* one source: its writer; else rank order */
       return -1;
     }
   }
@@ -134,7 +134,9 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
       takeLines(taken[k], (char *)(uintptr_t)src[k], st->bytes);
     src[k] = taken[k];
   }
-  if (!rc)
+  if (!rc && st->nsrc == 1) /* one source: a copy of bytes (plan.h) */
+    memmove(execLocate(b, st->dst), src[0], st->bytes);
+  else if (!rc)
     baseReduceHost(execLocate(b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
                    (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
   for (int k = 0; k < st->nsrc; k++) free(taken[k]);

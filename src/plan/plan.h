@@ -79,9 +79,13 @@ typedef enum {
    * reduction kernel itself stores the rank's contributions into the peers'
    * slots, signals DATA, polls the peers' DATA and reduces (staged.c) */
   PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
-  /* Reductions only: stagesm whose stores carry their own flags, as lines
-   * (PLAN_BUF_LINES): no fence, no DATA word, no reset (staged.c); where a
-   * rank has nothing to reduce or the lines do not fit, it runs as stagesm */
+  /* stagesm whose stores carry their own flags, as lines (PLAN_BUF_LINES):
+   * no fence, no DATA word, no reset (staged.c); where a rank has nothing to
+   * reduce or the lines do not fit, it runs as stagesm. Also AllGather(V)
+   * and AlltoAll: the kernel stores each peer's block as lines and takes
+   * the peers' lines into place (data moved by SMs: the small sizes in
+   * graphs, where a copy engine's copy after a kernel costs 11-14 us);
+   * where a block is empty or the lines do not fit, it runs as stage */
   PLAN_ALGO_STAGELL = 9,
   /* Broadcast: the non-roots pull parts of the root's block and pass them
    * on to each other (relay.c): the root's links and every GPU's copy
@@ -126,7 +130,10 @@ typedef enum {
  * both words (a line may land in two halves), reads it, and sets it back to
  * 0, so every line is 0 between operations and a line's flag can only be
  * this operation's (the line is its own signal: no DATA word). A COPY
- * source or a REDUCE destination is never LINES. */
+ * source or a REDUCE destination is never LINES. A REDUCE of one source
+ * copies its bytes, whatever the type (stagell's movement form takes each
+ * peer's lines so; its `peer` is the rank that writes those lines; a
+ * REDUCE of several line sources has them in rank order). */
 typedef enum {
   PLAN_BUF_SEND = 0,
   PLAN_BUF_RECV = 1,

@@ -140,8 +140,10 @@ int planAddArrivals(planSchedule *s, const planArgs *a) {
     int last = -1, wait = -1;
     for (int i = 0; i < s->nsteps; i++) {
       const planStep *st = &s->steps[i];
-      if (st->kind == PLAN_STEP_COPY && st->dst.rank == r && st->dst.buf == PLAN_BUF_RECV &&
-          b.bytes && st->dst.off < b.dstOff + b.bytes && b.dstOff < st->dst.off + st->bytes) {
+      /* a COPY or (stagell's movement form) a REDUCE writes the block */
+      if ((st->kind == PLAN_STEP_COPY || st->kind == PLAN_STEP_REDUCE) && st->dst.rank == r &&
+          st->dst.buf == PLAN_BUF_RECV && b.bytes && st->dst.off < b.dstOff + b.bytes &&
+          b.dstOff < st->dst.off + st->bytes) {
         if (last >= 0 && s->steps[last].lane != st->lane) rc = -1; /* one lane only */
         last = i;
       }
@@ -154,6 +156,10 @@ int planAddArrivals(planSchedule *s, const planArgs *a) {
            last + 1 < s->nsteps && s->steps[last + 1].kind == PLAN_STEP_COPY &&
            s->steps[last + 1].batch == s->steps[last].batch &&
            s->steps[last + 1].lane == s->steps[last].lane)
+      last++;
+    /* a kernel's copy: after the kernel, whose run ends in a REDUCE */
+    while (last >= 0 && s->steps[last].inKernel && s->steps[last].kind != PLAN_STEP_REDUCE &&
+           last + 1 < s->nsteps && s->steps[last + 1].lane == s->steps[last].lane)
       last++;
     at[p] = last < 0 ? 0 : last + 1;
     lane[p] = last < 0 ? 0 : s->steps[last].lane;

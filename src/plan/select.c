@@ -22,7 +22,18 @@
  * becomes one 2D command across processes, which wins while blocks are small.
  */
 const char planDefaultTune[] =
-    "* allgather:0-8M:stage,8M-inf:pushb;alltoall:0-256K:stage2d,256K-8M:stage,8M-inf:pushb\n"
+    /* AllGather(V) and AlltoAll below 2 MB: stagell's movement form (the
+     * kernel moves lines; where a block's lines do not fit a share of the
+     * line slot, 1 MB on 2 ranks and 512 KB on 4 with the default 8 MB
+     * stage, it runs as stage). dmaccl-perf -A stage,stagell, 1 KB-1 MB,
+     * docs/results/stagell-move/: in graphs on 2x H100 2.4-4.1 us up to
+     * 256 KB and 8.4 at 1 MB against stage's 16-20 (NCCL 5.1-10.4;
+     * AlltoAll 2.7-8.2 against NCCL 6.2-12.5); on 4x H100 6.3-8.7 up to
+     * 256 KB and 15 at 1 MB against stage's 26-30 (NCCL 6.4-13.8); eager
+     * 14-16 us on 2 ranks against stage's 27-32 (NCCL 16-19), 28-40 on 4
+     * against stage's 33-45 (NCCL 16-26). */
+    "* allgather:0-2M:stagell,2M-8M:stage,8M-inf:pushb;alltoall:0-2M:stagell,2M-8M:stage,"
+    "8M-inf:pushb\n"
     /* Broadcast from 4 MB: chain (4x H200, docs/results/x4-h200/: 4 MB
      * 49 us against relay's 50 and stage's 54, 64 MB 274 against 366, 1 GB
      * 3.3 ms against relay's 4.9 and pushb's 8.1; NCCL 3.0 ms): one inbound
@@ -30,7 +41,8 @@ const char planDefaultTune[] =
      * groups + ranks - 1 rounds deep. 2 ranks keep pushb (below). Not yet
      * measured on GPUs: the other movement collectives as AllGather. */
     "* broadcast:0-4M:stage,4M-inf:chain;gather:0-8M:stage,8M-inf:pushb\n"
-    "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-8M:stage,8M-inf:pushb;alltoallv:pushb\n"
+    "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-2M:stagell,2M-8M:stage,8M-inf:pushb\n"
+    "* alltoallv:pushb\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
      * dmaccl-perf -p 4): stagell (AllReduce below 1 MB, ReduceScatter
      * below 8 MB), eager and in graphs. AllReduce in a graph 3.8-5.6 us

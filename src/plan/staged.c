@@ -69,6 +69,18 @@
  * rank's lines of k + 1, written after this rank's operation k (its reads
  * and clears) completed.
  *
+ * stagell also serves AllGather(V) and AlltoAll (addLinesMove): the
+ * kernel stores this rank's block for every peer as lines into the peer's
+ * line slot (at this rank's share, lineBytes / n) and, out of place, its
+ * own block into its receive buffer; then a REDUCE of one source per peer
+ * (a copy of bytes) takes that peer's lines into its place, the first in
+ * the same kernel, the others in one more each. The data moves on SMs, not
+ * copy engines: this is the small-message form for CUDA graphs, where a
+ * copy engine's copy after a kernel costs 11-14 us and NCCL's kernels
+ * 6-7 us in all. The slot argument needs every rank to send to every peer:
+ * where a block is empty (a V form) or a block's lines exceed the share, it
+ * builds stage's schedule.
+ *
  * twoshot (AllReduce) is stagesm in two kernels, for the sizes where the
  * one-shot form's n-1 copies of the whole buffer per rank cost more than a
  * second round. The first kernel is stagesm's ReduceScatter over
@@ -161,6 +173,62 @@ static int linesFit(const planArgs *a) {
     if (!b || b > a->lineBytes || planLinesBytes(b) > a->lineBytes / (size_t)n) return 0;
   }
   return 1;
+}
+
+/* stagell for a movement collective: each rank's share of a peer's line
+ * slot (lineBytes / n, a multiple of 16), at offset rank * share. */
+static size_t lineShare(const planArgs *a) {
+  return a->lineBytes / (size_t)a->nranks / 16 * 16;
+}
+
+/* ... and whether its lines fit: every rank sends a non-empty block to
+ * every peer (the slot argument), each in a share. The same verdict on
+ * every rank (the V form's arrays are every rank's). */
+static int linesFitMove(const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks;
+  if (ci->reduces || ci->peerArrays || n < 2 || n - 1 > PLAN_SM_MAX_PEERS || !a->lineBytes)
+    return 0;
+  for (int f = 0; f < n; f++)
+    for (int t = 0; t < n; t++) {
+      size_t b = ci->block(a, f, t).bytes;
+      if (f != t && (!b || planLinesBytes(b) > lineShare(a))) return 0;
+    }
+  return 1;
+}
+
+/* stagell's movement form: one kernel stores this rank's block for every
+ * peer as lines into the peer's line slot and (out of place) copies its own
+ * block into place; then each peer's lines are taken into that peer's
+ * place in the receive buffer by a REDUCE of that one source (a REDUCE of
+ * one source copies bytes: plan.h), the first in the same kernel. No copy
+ * engine, no DATA word: a line is its own signal. */
+static int addLinesMove(planSchedule *s, const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0;
+  size_t share = lineShare(a);
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    planBlock b = ci->block(a, r, p);
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
+                     (planLoc){p, PLAN_BUF_LINES, (size_t)r * share}, b.bytes, 0);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  }
+  planBlock self = ci->block(a, r, r);
+  if (!rc && self.bytes && !a->inPlace) {
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
+                     (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  }
+  s->round++;
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + n - d) % n; /* the peer whose lines were stored first */
+    planBlock b = ci->block(a, p, r);
+    planLoc src = {r, PLAN_BUF_LINES, (size_t)p * share};
+    rc = planAddReduce(s, 0, &src, 1, (planLoc){r, PLAN_BUF_RECV, b.dstOff}, b.bytes);
+    if (!rc) s->steps[s->nsteps - 1].peer = p; /* whose lines (plan.h) */
+  }
+  return rc;
 }
 
 /* The block rank `from` puts into rank `to`'s slot: src in from's send
@@ -316,6 +384,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     s->round = 1;
     if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_ENTRY, 0, 0);
   }
+  if (algo == PLAN_ALGO_STAGELL && !ci->reduces && linesFitMove(a))
+    return rc ? rc : addLinesMove(s, a);
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
   int selfLate = a->stageSelfLate && !ci->reduces;
