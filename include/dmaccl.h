@@ -415,8 +415,10 @@ dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size
  * persistent (Init) form.
  *
  * How early a word comes depends on the algorithm: with the pull forms
- * (pull1, pulln) and the staged ones (stage, stage2d: the default below
- * 8 MB) each block's word follows that block's own copy; with the push forms
+ * (pull1, pulln) and the staged ones (stagell below 2 MB and stage to
+ * 8 MB by default; stage2d) each block's word follows that block's own copy
+ * (stagell: the launch that takes that peer's lines; the own block's after
+ * the first launch, which waits for one peer's lines); with the push forms
  * and pullb a peer's word follows that peer's end-of-operation signal,
  * which it raises after all of its copies. So where the built-in table or
  * a tuning file would give a plain call one of those (pushb from 8 MB),
@@ -451,7 +453,10 @@ dmacclResult_t dmacclAllGatherVNotify(const void *sendbuff, void *recvbuff, cons
  * the word may never be stored and the stream waits until something stores
  * it (the caller may, e.g. with cudaMemcpy). Host executor: stream must be
  * 0; the call blocks the calling thread until the word holds value, or
- * returns the communicator's error if it fails or is aborted meanwhile.
+ * returns an error if the communicator fails or is aborted meanwhile, if
+ * an operation of it failed (the error dmacclCommSynchronize then reports),
+ * or if every operation the rank had posted completed without storing the
+ * value.
  * Call it once every rank's call has been issued (after dmacclGroupEnd
  * where one thread issues all of them).
  */

@@ -483,6 +483,19 @@ static int testWaitArrival(void) {
       ASSERT_TRUE(memcmp(recvb[r] + (size_t)p * blk, sendb[p], blk) == 0);
     }
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  /* ranks that disagree (rank 1's count differs): the operation stores
+   * nothing, and the wait says so instead of waiting for ever */
+  memset(w, 0, sizeof(w));
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclAllGatherNotify(sendb[r], recvb[r], r == 1 ? 8 : 16, dmacclFloat32, w[r],
+                                        43, comms[r], NULL),
+                  dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  dmacclResult_t got = dmacclStreamWaitArrival(w[0], 1, 43, comms[0], NULL);
+  ASSERT_TRUE(got != dmacclSuccess);
+  ASSERT_CONTAINS(dmacclCommGetLastError(comms[0]), "dmacclStreamWaitArrival");
+  for (int r = 0; r < N; r++) (void)dmacclCommSynchronize(comms[r]); /* reports it once */
   poison();
   return untouchedAndUsable();
 }

@@ -1272,6 +1272,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     size_t b = ci->target(&a[t], t, 1).bytes;
     expectLines = b && (size_t)n * planLinesBytes(b) <= a[t].lineBytes;
   }
+  if (!ci->reduces && n > PLAN_SM_MAX_PEERS) expectLines = 0;
   for (int f = 0; f < n && expectLines && !ci->reduces; f++)
     for (int t = 0; t < n && expectLines; t++) {
       size_t b = ci->block(&a[f], f, t).bytes;
@@ -1803,6 +1804,35 @@ static int testStageLl(void) {
       }
   printf("  %d dependency orders simulated, %d planCheck controls caught\n", orders, controls);
   for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
+/* stagell's movement form on many ranks: n - 1 line stores and the own
+ * block's copy are one kernel's moves (at most PLAN_SM_MAX_PEERS), so 15
+ * ranks take the line form and 16 stage's; planCheck passes either way
+ * (a 16-rank line form out of place had 16 moves). */
+static int testLinesMoveRanks(void) {
+  static planSchedule s[PLAN_SM_MAX_PEERS + 1];
+  const planColl colls[] = {PLAN_COLL_ALLGATHER, PLAN_COLL_ALLTOALL};
+  for (int ci = 0; ci < 2; ci++)
+    for (int n = PLAN_SM_MAX_PEERS; n <= PLAN_SM_MAX_PEERS + 1; n++) {
+      int lines = 0;
+      for (int r = 0; r < n; r++) {
+        planArgs a = PA(colls[ci], r, n, 64, 0, 2, 1);
+        a.lineBytes = (size_t)2 << 20;
+        memset(&s[r], 0, sizeof(s[r]));
+        ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGELL, &s[r]), 0);
+        for (int i = 0; i < s[r].nsteps; i++)
+          lines |= s[r].steps[i].kind == PLAN_STEP_COPY && s[r].steps[i].dst.buf == PLAN_BUF_LINES;
+      }
+      char why[256];
+      if (planCheck(s, n, why, sizeof(why))) {
+        TEST_FAIL("%s stagell on %d ranks: %s", planCollName(colls[ci]), n, why);
+        return 1;
+      }
+      ASSERT_EQ_INT(lines, n <= PLAN_SM_MAX_PEERS);
+      for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+    }
   return 0;
 }
 
@@ -2521,6 +2551,7 @@ static int testArrivalEarly(void) {
 int main(void) {
   RUN(testAllCases);
   RUN(testEveryCollective);
+  RUN(testLinesMoveRanks);
   RUN(testArrivalEarly);
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);

@@ -374,7 +374,7 @@ class Communicator:
             return None
         what = "wait_arrived"
         self._live(what)
-        w, v = self._arrival(what, arrived, value)
+        w, v = self._arrival(what, arrived, value, writable=False)
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
             raise ValueError(f"{what}: rank {rank!r} is not a rank of the communicator "
                              f"(0 to {self.world_size - 1})")
@@ -382,9 +382,10 @@ class Communicator:
         check(lib().dmacclStreamWaitArrival(w.ptr, rank, v, self._comm, st), self._comm)
         return None
 
-    def _arrival(self, what, arrived, value):
-        """The arrival words' Buf and the value, checked."""
-        w = B.describe(arrived, "arrived", writable=True)
+    def _arrival(self, what, arrived, value, writable=True):
+        """The arrival words' Buf and the value, checked (writable: the
+        collective stores them; a wait only reads them)."""
+        w = B.describe(arrived, "arrived", writable=writable)
         self._check_device([w], what)
         if w.itemsize != 4 or str(w.dtype).split(".")[-1] not in ("int32", "uint32"):
             raise TypeError(f"{what}: arrived must hold int32 or uint32 words, not {w.dtype}")

@@ -33,12 +33,14 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
   if ((algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL || algo == PLAN_ALGO_TWOSHOT) &&
       c->gpuShared)
     algo = PLAN_ALGO_STAGE;
+  int fellBack = 0;
   if (planIsStaged(algo) &&
       planStageNeed(args, algo) > (capture ? coreGraphStageBytes(c) : c->stageBytes))
-    algo = planFallbackAlgo(args->coll);
-  /* early arrival words; the fallback too is no choice of the user's */
+    algo = planFallbackAlgo(args->coll), fellBack = 1;
+  /* early arrival words; the fallback is no choice of the user's */
   if (args->notify)
-    algo = planArrivalAlgo(args->coll, algo, range ? range->origin : PLAN_FROM_BUILTIN);
+    algo =
+        planArrivalAlgo(args->coll, algo, range && !fellBack ? range->origin : PLAN_FROM_BUILTIN);
   return algo;
 }
 

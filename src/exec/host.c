@@ -579,11 +579,15 @@ static dmacclResult_t hostOneRank(dmacclComm_t comm, const coreOp *op, const voi
   return dmacclSuccess;
 }
 
-/* The caller's thread waits for the word (a worker's release store). */
+/* The caller's thread waits for the word (a worker's release store). It
+ * gives up when the set is aborted or broken, when an operation of comm
+ * failed (its error, not yet reported), or when every operation this rank
+ * had posted at the call has completed without storing the value. */
 static dmacclResult_t hostWaitWord(dmacclComm_t comm, const uint32_t *word, uint32_t value,
                                    cudaStream_t stream) {
   (void)stream;
   coreClique *c = comm->clique;
+  uint64_t upTo = __atomic_load_n(&comm->posted, __ATOMIC_ACQUIRE);
   for (int round = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; round++) {
     if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
       return coreError(comm, dmacclInvalidUsage,
@@ -592,6 +596,19 @@ static dmacclResult_t hostWaitWord(dmacclComm_t comm, const uint32_t *word, uint
     if (broken != dmacclSuccess)
       return coreError(comm, broken, "dmacclStreamWaitArrival: the communicator is broken: %s",
                        c->brokenWhy);
+    dmacclResult_t e = __atomic_load_n(&comm->asyncError, __ATOMIC_ACQUIRE);
+    if (e == dmacclSuccess) e = __atomic_load_n(&comm->opError, __ATOMIC_ACQUIRE);
+    if (e != dmacclSuccess)
+      return coreError(comm, e,
+                       "dmacclStreamWaitArrival: an operation of the communicator failed (%s) "
+                       "before the word held %u; dmacclCommSynchronize reports it",
+                       dmacclGetErrorString(e), value);
+    if (hostComplete(comm, upTo) && __atomic_load_n(word, __ATOMIC_ACQUIRE) != value)
+      return coreError(comm, dmacclInvalidUsage,
+                       "dmacclStreamWaitArrival: every operation this rank had posted has "
+                       "completed and none stored %u into the word (another call's words, or "
+                       "another value?)",
+                       value);
     if (round < 1000) {
       sched_yield();
     } else {

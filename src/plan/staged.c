@@ -187,8 +187,8 @@ static size_t lineShare(const planArgs *a) {
 static int linesFitMove(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks;
-  if (ci->reduces || ci->peerArrays || n < 2 || n - 1 > PLAN_SM_MAX_PEERS || !a->lineBytes)
-    return 0;
+  /* n - 1 line stores and the own block's copy: one kernel's moves */
+  if (ci->reduces || ci->peerArrays || n < 2 || n > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int f = 0; f < n; f++)
     for (int t = 0; t < n; t++) {
       size_t b = ci->block(a, f, t).bytes;
