@@ -129,8 +129,9 @@ typedef struct execOps {
   dmacclResult_t (*oneRank)(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                             size_t bytes);
   /* dmacclStreamWaitArrival, arguments checked: work on stream waits until
-   * *word == value (CUDA), or the caller's thread does (host: returns the
-   * communicator's error if it breaks or is aborted first). */
+   * *word == value (CUDA), or the caller's thread does (host: gives up with
+   * an error if the set breaks or is aborted, an operation fails, or every
+   * operation the rank had posted completes without storing the value). */
   dmacclResult_t (*waitWord)(dmacclComm_t comm, const uint32_t *word, uint32_t value,
                              cudaStream_t stream);
 

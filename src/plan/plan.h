@@ -439,7 +439,7 @@ planAlgo planSelectIn(const planTable *t, planColl coll, size_t size, int graph,
                       const planRange **why);
 /* A call with arrival words (planArgs.notify): its words come early only
  * from the forms whose own copies complete each block (planAddArrivals:
- * pull1, pulln, stage, stage2d); the others store a peer's word after that
+ * pull1, pulln, stage, stage2d, stagell); the others store a peer's word after that
  * peer's last signal. So a choice of the built-in table or a tuning file of
  * push1, pushn, pushb or pullb becomes pull1 where coll takes it (as fast
  * as pushb at the sizes the table gives it: docs/overlap.md); a choice the
