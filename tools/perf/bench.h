@@ -79,6 +79,8 @@ typedef struct {
   int cycle, coll, inPlace, contender;
   size_t bytes, count;
   perfStat us;
+  double slowest; /* the slowest single call's (or graph launch's) host time in the timed
+                     loop, us, the most of any rank */
   long long wrong;
   double speedup;       /* best baseline's time / this time; 0 = no baseline or a baseline row */
   int best;             /* contender index of that baseline, -1 if none */
@@ -150,9 +152,11 @@ int perfTakes(const bench *b, const contender *c, int coll);
 void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, then -n operations (or -G launches of a graph of
- * them). Leaves a captured graph in *graphs for the check and energy. */
+ * them); *slowest: the longest one call (launch) took on the host, us, the
+ * most of any rank. Leaves a captured graph in *graphs for the check and
+ * energy. */
 int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
-                cudaGraphExec_t *graphs);
+                double *slowest, cudaGraphExec_t *graphs);
 /* Wrong elements over every rank in -c checked operations into poisoned
  * outputs; through the graph when graphs is not NULL. -1 on error. */
 long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,

@@ -48,10 +48,12 @@ void bdKernels(int dev, int *kernels, double *us, int *maxCtas, int *copies);
  * thread of this process, between bdStart and bdStop, less the driver calls
  * made inside a runtime call (the host commands of one collective call). */
 int bdApiCalls(uint64_t t0, uint64_t t1);
-/* Writes the copies and kernels recorded on device `dev` between bdStart
- * and bdStop, one per line in start order, times relative to t0 (CUPTI's
- * clock), each line starting with `label` (--timeline). */
-void bdTimeline(FILE *f, int dev, uint64_t t0, const char *label);
+/* Writes the CUDA API calls that started between t0 and t1 (the call; any
+ * thread, by name, then each thread's sum), and the copies and kernels
+ * recorded on device `dev` between bdStart and bdStop, one per line in start
+ * order, times relative to t0 (CUPTI's clock), each line starting with
+ * `label` (--timeline). */
+void bdTimeline(FILE *f, int dev, uint64_t t0, uint64_t t1, const char *label);
 void bdFini(void);
 
 #endif

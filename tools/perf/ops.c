@@ -211,11 +211,18 @@ static int launchGraphs(bench *b, cudaGraphExec_t *graphs) {
   return 0;
 }
 
-/* nops operations (eager), or nops launches of the graphs. */
+/* nops operations (eager), or nops launches of the graphs. *slowest (when
+ * not NULL): the longest host time one of them took to issue, in us (a
+ * call that blocked: what an outlier row's mean hides). */
 static int runOps(bench *b, contender *c, int coll, size_t count, int inPlace, long nops,
-                  cudaGraphExec_t *graphs) {
+                  cudaGraphExec_t *graphs, double *slowest) {
   for (long i = 0; i < nops; i++) {
+    double t0 = slowest ? perfNowSec() : 0;
     if (graphs ? launchGraphs(b, graphs) : perfIssue(b, c, coll, count, inPlace)) return -1;
+    if (slowest) {
+      double us = (perfNowSec() - t0) * 1e6;
+      if (us > *slowest) *slowest = us;
+    }
     if (b->args.blocking && perfSyncAll(b, c)) return -1;
   }
   return 0;
@@ -282,13 +289,13 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, 
 }
 
 int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
-                cudaGraphExec_t *graphs) {
+                double *slowest, cudaGraphExec_t *graphs) {
   perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
   /* A Send/Recv channel is made at the first operation between two ranks,
    * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
   long warmup = b->args.warmup;
   if (b->args.graphs && (collTable[coll].flags & COLL_P2P) && warmup < 1) warmup = 1;
-  if (runOps(b, c, coll, count, inPlace, warmup, NULL) || perfSyncAll(b, c)) return -1;
+  if (runOps(b, c, coll, count, inPlace, warmup, NULL, NULL) || perfSyncAll(b, c)) return -1;
   long ops = b->args.iters;
   cudaGraphExec_t *g = NULL;
   if (b->args.graphs) {
@@ -299,11 +306,14 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
     ops = (long)b->args.graphs * b->args.iters;
   }
   perfBarrier(b);
-  double t0 = perfNowSec();
-  if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g) ||
+  double slow = 0, t0 = perfNowSec();
+  if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g, &slow) ||
       perfSyncAll(b, c))
     return -1;
   perfShare(b, (perfNowSec() - t0) * 1e6 / (double)ops, t);
+  perfStat s;
+  perfShare(b, slow, &s);
+  *slowest = s.v[PERF_AVG_MAX];
   return 0;
 }
 
@@ -406,7 +416,7 @@ int perfEnergyRow(bench *b, contender *c, int coll, size_t count, double usPerOp
   long round = graphs ? 1 : b->args.iters;
   for (long done = 0; done < launches; done += round) {
     long k = launches - done < round ? launches - done : round;
-    if (runOps(b, c, coll, count, 0, k, graphs) || perfSyncAll(b, c)) return -1;
+    if (runOps(b, c, coll, count, 0, k, graphs, NULL) || perfSyncAll(b, c)) return -1;
   }
   double e1 = energyRead(b->energy), t1 = perfNowSec();
   perfStat dt;
@@ -466,7 +476,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
         if (!f) continue;
         snprintf(label, sizeof(label), "%s %zu %s", collTable[coll].name,
                  count * perfTypeSize(b->args.type), c->name);
-        bdTimeline(f, b->devs[r], t0, label);
+        bdTimeline(f, b->devs[r], t0, t1, label);
         fclose(f);
       }
     }

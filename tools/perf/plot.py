@@ -36,6 +36,8 @@ ROW_KEYS = {
 }
 OPTIONAL = {"speedup": float, "best_baseline": str, "energy_j_per_op": float,
             "watts": float, "breakdown": dict}
+# files written before 2026-11-26 have no slowest_call_us
+LATER_KEYS = {"slowest_call_us": float}
 # --kernels (CUPTI); files written before it have none of these keys
 KERNEL_KEYS = {"kernels_per_op": float, "kernel_us_per_op": float, "kernel_ctas": int}
 # nccl-tests' size (count elements of the collective's count argument) and
@@ -102,6 +104,9 @@ def check(doc, name="json"):
                 raise SchemaError(f"{where}: '{key}' missing (null when not measured)")
             if r[key] is not None and not _is(r[key], kind):
                 raise SchemaError(f"{where}: '{key}' is not {kind.__name__} or null")
+        for key, kind in LATER_KEYS.items():
+            if key in r and (not _is(r[key], kind) or r[key] < 0):
+                raise SchemaError(f"{where}: '{key}' is not a non-negative {kind.__name__}")
         for key, kind in KERNEL_KEYS.items():
             if r.get(key) is not None and (not _is(r[key], kind) or r[key] < 0):
                 raise SchemaError(f"{where}: '{key}' is not a non-negative {kind.__name__} or null")
