@@ -176,6 +176,7 @@ typedef struct coreClique {
   coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
   pthread_t progress;
   int progressStarted, progressStop;
+  int progressIdle; /* the progress thread sleeps the watchdog's long wait (lock held) */
   pthread_cond_t progressCv;
   double timeoutSec;       /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
   uint64_t completed;      /* highest sequence number known complete (progress thread) */

@@ -328,10 +328,15 @@ dmacclResult_t coreMpPost(coreOp *op) {
   launchOne(c, seq);
   c->nextLaunch = seq + 1;
   pthread_cond_broadcast(&c->cond);
+  /* Compares what the peers have called by now; the rest is compared at
+   * this rank's next call or by the progress thread's next poll (woken
+   * here if it sleeps its long wait: progress.c). */
   coreMpCheckStaged(c);
-  int pending = c->checked < seq;
+  if (c->checked < seq && c->progressIdle) {
+    c->progressIdle = 0;
+    pthread_cond_signal(&c->progressCv);
+  }
   pthread_mutex_unlock(&c->lock);
-  if (pending) coreProgressWake(c);
   return dmacclSuccess;
 }
 
