@@ -216,11 +216,13 @@ int coreMpCheckStaged(coreClique *c) {
       if (!allPosted(c, seq, -1)) return done;
       char why[384], proto[384];
       int argsDiffer = findDisagreement(c, slot, why, sizeof(why)) >= 0;
+      /* The report first: a break wakes the caller's waits, whose error
+       * must stay the break's sentence (which says the set cannot go on). */
+      if (argsDiffer) reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
       if (protoDisagreement(c, slot, proto, sizeof(proto)) >= 0)
         breakProtocols(c, seq, argsDiffer ? why : proto);
       else if (argsDiffer && c->localOps[slot].algo == PLAN_ALGO_STAGELL)
         breakLines(c, seq, why);
-      if (argsDiffer) reportDisagreement(c, seq, why, "the receive buffers hold undefined data");
     }
     c->checked = seq;
     atomic_store_explicit(&coreBoardRank(c, me)->checked, seq, memory_order_release);
@@ -332,11 +334,10 @@ dmacclResult_t coreMpPost(coreOp *op) {
    * this rank's next call or by the progress thread's next poll (woken
    * here if it sleeps its long wait: progress.c). */
   coreMpCheckStaged(c);
-  if (c->checked < seq && c->progressIdle) {
-    c->progressIdle = 0;
-    pthread_cond_signal(&c->progressCv);
-  }
+  int wake = c->checked < seq && c->progressIdle;
+  if (wake) c->progressIdle = 0;
   pthread_mutex_unlock(&c->lock);
+  if (wake) pthread_cond_signal(&c->progressCv);
   return dmacclSuccess;
 }
 

@@ -132,7 +132,7 @@ static void *progressMain(void *arg) {
     }
     int waiting = c->checked + 1 < c->nextLaunch && !c->aborting && !c->broken;
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += waiting ? PROGRESS_POLL_NS : 100000000L; /* else the watchdog's 100 ms */
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     c->progressIdle = !waiting;
@@ -150,7 +150,13 @@ void coreProgressWake(coreClique *c) {
 }
 
 dmacclResult_t coreProgressStart(coreClique *c) {
-  pthread_cond_init(&c->progressCv, NULL);
+  /* monotonic: a step of the wall clock must not stall the 250 us polls
+   * that peers' flow control may wait for */
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->progressCv, &attr);
+  pthread_condattr_destroy(&attr);
   if (pthread_create(&c->progress, NULL, progressMain, c) != 0)
     return coreError(NULL, dmacclSystemError,
                      "dmacclCommInitRank: cannot start the progress thread");

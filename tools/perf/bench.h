@@ -79,8 +79,9 @@ typedef struct {
   int cycle, coll, inPlace, contender;
   size_t bytes, count;
   perfStat us;
-  double slowest; /* the slowest single call's (or graph launch's) host time in the timed
-                     loop, us, the most of any rank */
+  double slowest; /* the slowest iteration's host time in the timed loop (one call of
+                     every local rank, or one launch of their graphs), us, the most of any
+                     process */
   long long wrong;
   double speedup;       /* best baseline's time / this time; 0 = no baseline or a baseline row */
   int best;             /* contender index of that baseline, -1 if none */

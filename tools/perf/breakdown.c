@@ -4,6 +4,7 @@
 #include <string.h>
 
 #ifdef DMACCL_HAVE_CUPTI
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -212,7 +213,7 @@ static void apiLines(FILE *f, uint64_t t0, uint64_t t1, const char *label) {
   enum { MAXT = 8 };
   uint32_t tid[MAXT];
   double sum[MAXT];
-  int calls[MAXT], nt = 0;
+  int calls[MAXT], nt = 0, more = 0;
   for (size_t i = 0; i < T.n; i++) {
     const rec *r = &T.v[i];
     if ((r->kind != REC_RUNTIME && r->kind != REC_DRIVER) || r->start < t0 || r->start > t1)
@@ -232,11 +233,13 @@ static void apiLines(FILE *f, uint64_t t0, uint64_t t1, const char *label) {
     int k = 0;
     while (k < nt && tid[k] != (uint32_t)r->dev) k++;
     if (k == nt && nt < MAXT) tid[nt] = (uint32_t)r->dev, sum[nt] = 0, calls[nt++] = 0;
+    more |= k == MAXT;
     if (k < nt) sum[k] += us, calls[k]++;
   }
   for (int k = 0; k < nt; k++)
     fprintf(f, "%s api thread %u: %d top-level calls, %.2f us of the call's %.2f us\n", label,
             (unsigned)tid[k], calls[k], sum[k], (double)(t1 - t0) * 1e-3);
+  if (more) fprintf(f, "%s api: calls of more than %d threads, the rest not summed\n", label, MAXT);
 }
 
 void bdTimeline(FILE *f, int dev, uint64_t t0, uint64_t t1, const char *label) {
@@ -259,15 +262,42 @@ void bdTimeline(FILE *f, int dev, uint64_t t0, uint64_t t1, const char *label) {
   pthread_mutex_unlock(&T.lock);
 }
 
+/* CUPTI detaches safely only from a CUDA call's exit callsite (its
+ * documentation; other threads, dmaccl's progress thread or NCCL's, may be
+ * inside CUDA calls meanwhile): bdFini subscribes to cudaGetDevice, makes
+ * that call, and the callback detaches on its way out (the direct call,
+ * which the 2026-11-26 runs made, if no callback comes). */
+static int detachNow;
+static void CUPTIAPI detachAtExit(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                  const void *data) {
+  (void)user, (void)cbid;
+  const CUpti_CallbackData *cb = data;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT &&
+      __atomic_exchange_n(&detachNow, 0, __ATOMIC_ACQ_REL))
+    cuptiFinalize();
+}
+
 /* Detaches CUPTI too: disabled activity kinds still leave it attached, and
  * an attached CUPTI slowed every CUDA call of the process afterwards (a
- * 2-rank eager AllGather loop read 13-17 us per operation for dmaccl and
- * NCCL alike after the --kernels pass, 7.6-10.5 without it, 2x H100,
+ * 2-rank eager AllGather loop read 12.2-13.7 us per operation for dmaccl
+ * and NCCL alike after the --kernels pass, 8.1-10.5 without it, 2x H100,
  * 2026-11-26). The callers synchronized their streams before. */
 void bdFini(void) {
   for (size_t i = 0; i < NKINDS; i++) cuptiActivityDisable(kinds[i]);
   cuptiActivityFlushAll(1);
-  cuptiFinalize();
+  CUpti_SubscriberHandle sub;
+  int detached = 0;
+  if (cuptiSubscribe(&sub, (CUpti_CallbackFunc)detachAtExit, NULL) == CUPTI_SUCCESS) {
+    if (cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) == CUPTI_SUCCESS) {
+      int dev;
+      __atomic_store_n(&detachNow, 1, __ATOMIC_RELEASE);
+      cudaGetDevice(&dev);
+      detached = !__atomic_exchange_n(&detachNow, 0, __ATOMIC_ACQ_REL); /* the callback took it */
+    }
+    if (!detached) cuptiUnsubscribe(sub);
+  }
+  if (!detached) cuptiFinalize();
   pthread_mutex_lock(&T.lock);
   free(T.v);
   T.v = NULL;
