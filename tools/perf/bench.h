@@ -153,8 +153,8 @@ int perfTakes(const bench *b, const contender *c, int coll);
 void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, then -n operations (or -G launches of a graph of
- * them); *slowest: the longest one call (launch) took on the host, us, the
- * most of any rank. Leaves a captured graph in *graphs for the check and
+ * them); *slowest: the longest one iteration (call, launch) took on the
+ * host, us, the most of any process. Leaves a captured graph in *graphs for the check and
  * energy. */
 int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
                 double *slowest, cudaGraphExec_t *graphs);

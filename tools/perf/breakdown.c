@@ -174,6 +174,18 @@ int bdSplit(int dev, uint64_t tProbe, uint64_t t0, uint64_t t1, uint64_t tDone,
   return 0;
 }
 
+/* Record i is a driver call the runtime made inside one of its calls on the
+ * same thread (not a call of the caller's). T.lock held. */
+static int nestedCall(size_t i) {
+  const rec *r = &T.v[i];
+  if (r->kind != REC_DRIVER) return 0;
+  for (size_t j = 0; j < T.n; j++)
+    if (T.v[j].kind == REC_RUNTIME && T.v[j].dev == r->dev && T.v[j].start <= r->start &&
+        r->end <= T.v[j].end)
+      return 1;
+  return 0;
+}
+
 int bdApiCalls(uint64_t t0, uint64_t t1) {
   int calls = 0;
   pthread_mutex_lock(&T.lock);
@@ -181,11 +193,7 @@ int bdApiCalls(uint64_t t0, uint64_t t1) {
     const rec *r = &T.v[i];
     if ((r->kind != REC_RUNTIME && r->kind != REC_DRIVER) || r->start < t0 || r->start > t1)
       continue;
-    int nested = 0; /* a driver call the runtime made on the same thread */
-    for (size_t j = 0; j < T.n && r->kind == REC_DRIVER && !nested; j++)
-      nested = T.v[j].kind == REC_RUNTIME && T.v[j].dev == r->dev && T.v[j].start <= r->start &&
-               r->end <= T.v[j].end;
-    calls += !nested;
+    calls += !nestedCall(i);
   }
   pthread_mutex_unlock(&T.lock);
   return calls;
@@ -225,11 +233,7 @@ static void apiLines(FILE *f, uint64_t t0, uint64_t t1, const char *label) {
     double us = (double)(r->end - r->start) * 1e-3;
     fprintf(f, "%s api thread %u %-34s start %9.2f us dur %8.2f us\n", label, (unsigned)r->dev,
             name ? name : "?", ((double)r->start - (double)t0) * 1e-3, us);
-    int nested = 0; /* a driver call inside a runtime call of the same thread */
-    for (size_t j = 0; j < T.n && r->kind == REC_DRIVER && !nested; j++)
-      nested = T.v[j].kind == REC_RUNTIME && T.v[j].dev == r->dev && T.v[j].start <= r->start &&
-               r->end <= T.v[j].end;
-    if (nested) continue;
+    if (nestedCall(i)) continue;
     int k = 0;
     while (k < nt && tid[k] != (uint32_t)r->dev) k++;
     if (k == nt && nt < MAXT) tid[nt] = (uint32_t)r->dev, sum[nt] = 0, calls[nt++] = 0;
