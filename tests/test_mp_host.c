@@ -297,15 +297,28 @@ static int testHugeSizes(void) {
 
 static int bufBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
-  dmacclConfig_t cfg = hostConfig(NULL);
+  /* AllGather: staged below 1 KB, direct (peers read the buffers) above. */
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allgather:0-1K:stage,1K-inf:pull1";
   dmacclComm_t comm;
   RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
   size_t bytes = 4096 * (size_t)n + MP_GUARD;
-  /* Not shared memory: refused with a sentence, nothing posted. */
+  /* Not shared memory: refused with a sentence where a peer would reach
+   * into it, nothing posted; where the operation is staged (no peer reads
+   * this rank's buffers) it is used as it is. */
   char *priv = malloc(bytes), *send = NULL, *recv = NULL;
   RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
-  RANK_CHECK(dmacclAllGather(priv, send, 16, dmacclUint8, comm, 0) == dmacclInvalidArgument);
+  memset(send, 0x5A, bytes);
+  RANK_CHECK(dmacclAllGather(priv, send, 2048, dmacclUint8, comm, 0) == dmacclInvalidArgument);
   RANK_CHECK(strstr(dmacclCommGetLastError(comm), "dmacclMemAlloc") != NULL);
+  for (size_t i = 0; i < bytes; i++) RANK_CHECK((unsigned char)send[i] == 0x5A);
+  for (int i = 0; i < 16; i++) priv[i] = (char)(rank * 16 + i);
+  RANK_CHECK(dmacclAllGather(priv, send, 16, dmacclUint8, comm, 0) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < 16; i++) RANK_CHECK(send[r * 16 + i] == (char)(r * 16 + i));
+  for (size_t i = 16 * (size_t)n; i < bytes; i++) RANK_CHECK((unsigned char)send[i] == 0x5A);
   void *h = NULL;
   RANK_CHECK(dmacclCommRegister(comm, priv, bytes, &h) == dmacclInvalidArgument);
   RANK_CHECK(dmacclCommRegister(comm, send, bytes, &h) == dmacclSuccess);

@@ -384,8 +384,10 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
 uint64_t coreStageNumber(coreClique *c, const coreOp *op);
 /* Sets the staged fields of a's planner arguments for op numbered idx. */
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
-/* Marks op staged or not and gives it its stage index (sequencing order). */
-void coreSequenceAlgo(coreClique *c, coreOp *op);
+/* Multi-process: the algorithm of op from this rank's arguments (no lock),
+ * then, in sequencing order, its stage index (op->algo set). */
+planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op);
+void coreSequenceStage(coreClique *c, coreOp *op);
 /* Breaks the set: waits give up with code (progress.c). */
 void coreBreak(coreClique *c, dmacclResult_t code, const char *why);
 

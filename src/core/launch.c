@@ -54,12 +54,20 @@ uint64_t coreStageNumber(coreClique *c, const coreOp *op) {
 }
 
 /* Multi-process: at the call, from this rank's own arguments (the forms
- * that can be staged read only their own arrays, the same everywhere). */
-void coreSequenceAlgo(coreClique *c, coreOp *op) {
+ * that can be staged read only their own arrays, the same everywhere). The
+ * choice reads only what the set fixed at init: no lock. */
+planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op) {
   const size_t *vecs[CORE_MAX_RANKS] = {0};
   vecs[op->comm->rank] = op->vec;
   planArgs a = coreOpArgs(op, op->comm->rank, c->nranks, vecs, c->scratchBytes);
-  op->algo = coreChooseAlgo(c, &a, op->capture, NULL);
+  return coreChooseAlgo(c, &a, op->capture, NULL);
+}
+
+/* ... and the staged number of op (op->algo set), with the set's lock held. */
+void coreSequenceStage(coreClique *c, coreOp *op) {
+  const size_t *vecs[CORE_MAX_RANKS] = {0};
+  vecs[op->comm->rank] = op->vec;
+  planArgs a = coreOpArgs(op, op->comm->rank, c->nranks, vecs, c->scratchBytes);
   op->stageIndex =
       planIsStaged(op->algo) && planCollOf(op->coll)->size(&a) ? coreStageNumber(c, op) : 0;
 }

@@ -275,8 +275,11 @@ dmacclResult_t coreMpExportOp(coreOp *op, const char *call) {
 dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
-  /* Where peers will find the buffers; fails before anything is issued. */
-  dmacclResult_t rc = coreMpExportOp(op, op->call);
+  /* Where peers will find the buffers, for the operations that reach into
+   * them (not the staged ones launched at the call: no peer imports those);
+   * fails before anything is issued. */
+  op->algo = coreOwnAlgo(c, op);
+  dmacclResult_t rc = atOnce(op->algo) ? dmacclSuccess : coreMpExportOp(op, op->call);
   if (rc != dmacclSuccess) return rc;
 
   pthread_mutex_lock(&c->lock);
@@ -296,7 +299,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
     pthread_mutex_unlock(&c->lock);
     return rc;
   }
-  coreSequenceAlgo(c, op);
+  coreSequenceStage(c, op);
   int slot = (int)(seq % CORE_BOARD_DEPTH);
   c->localOps[slot] = *op;
   c->localOps[slot].vec = NULL; /* the caller's arrays live on the board from here */
@@ -313,8 +316,10 @@ dmacclResult_t coreMpPost(coreOp *op) {
   size_t vlen = coreVecLen(op, c->nranks);
   uint64_t *bv = coreBoardVec(c, c->localRank, slot);
   for (size_t i = 0; i < vlen; i++) bv[i] = op->vec[i];
-  so->send = op->sendRef;
-  so->recv = op->recvRef;
+  if (!atOnce(op->algo)) { /* 208 bytes of the board a peer would not read */
+    so->send = op->sendRef;
+    so->recv = op->recvRef;
+  }
   atomic_store_explicit(&so->seq, seq, memory_order_release);
   comm->posted = seq;
   /* A direct operation needs every peer's buffers: wait for their calls.

@@ -33,6 +33,7 @@ static void load(void) {
       {"cuCtxPopCurrent", (void **)&drv.ctxPop},
       {"cuMemcpyHtoD", (void **)&drv.memcpyHtoD},
       {"cuMemsetD32Async", (void **)&drv.memsetD32Async},
+      {"cuLaunchKernel", (void **)&drv.launchKernel},
   };
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
     enum cudaDriverEntryPointQueryResult q;

@@ -6,6 +6,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
   CUresult (*waitValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
   CUresult (*writeValue32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -32,11 +36,18 @@ typedef struct {
   CUresult (*ctxPop)(CUcontext *);
   CUresult (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*memsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+  /* The reduction kernel's launch (a CUkernel from cudaGetKernel as f). */
+  CUresult (*launchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                           unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
   cudaError_t status;
   const char *missing; /* first entry point not found; NULL when all were */
 } cudaDriver;
 
 /* Loads the table once; returns it (check ->missing). */
 const cudaDriver *cudaDriverGet(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
