@@ -6,6 +6,7 @@
 #include "../plan/plan.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Operations a rank may have posted ahead of the slowest rank of its set. */
@@ -175,16 +176,21 @@ typedef struct coreClique {
   size_t boardMailOffset; /* where the Send/Recv channel mailboxes start (coreBoardMail) */
   coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
   pthread_t progress;
-  int progressStarted, progressStop;
-  int progressIdle; /* the progress thread sleeps the watchdog's long wait (lock held) */
+  int progressStarted;
+  /* The progress thread sleeps on progressCv under progressMu, not the set's
+   * lock (progress.c). */
+  pthread_mutex_t progressMu;
   pthread_cond_t progressCv;
-  double timeoutSec;       /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
-  uint64_t completed;      /* highest sequence number known complete (progress thread) */
-  uint64_t checked;        /* highest sequence number compared with every peer's call */
-  double pendingSince;     /* when the oldest incomplete operation was first seen pending */
-  double deadSince;        /* when a peer was first seen dead with work pending */
-  int deadRank;            /* ... that peer (named even if others exit in the grace period) */
-  pthread_mutex_t p2pLock; /* making Send/Recv channels (p2p.c) */
+  _Atomic int progressStop;
+  _Atomic int progressIdle;  /* it sleeps the watchdog's long wait */
+  _Atomic uint64_t postTick; /* the local rank's posts, counted for the thread */
+  double timeoutSec;         /* DMACCL_TIMEOUT: 0 = no watchdog (both kinds of set) */
+  uint64_t completed;        /* highest sequence number known complete (progress thread) */
+  uint64_t checked;          /* highest sequence number compared with every peer's call */
+  double pendingSince;       /* when the oldest incomplete operation was first seen pending */
+  double deadSince;          /* when a peer was first seen dead with work pending */
+  int deadRank;              /* ... that peer (named even if others exit in the grace period) */
+  pthread_mutex_t p2pLock;   /* making Send/Recv channels (p2p.c) */
 } coreClique;
 
 static inline coreSharedRank *coreBoardRank(coreClique *c, int r) {

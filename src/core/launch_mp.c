@@ -339,10 +339,10 @@ dmacclResult_t coreMpPost(coreOp *op) {
    * this rank's next call or by the progress thread's next poll (woken
    * here if it sleeps its long wait: progress.c). */
   coreMpCheckStaged(c);
-  int wake = c->checked < seq && c->progressIdle;
-  if (wake) c->progressIdle = 0;
+  atomic_fetch_add(&c->postTick, 1); /* before progressIdle is read (progress.c) */
+  int wake = c->checked < seq && atomic_load(&c->progressIdle);
   pthread_mutex_unlock(&c->lock);
-  if (wake) pthread_cond_signal(&c->progressCv);
+  if (wake) coreProgressWake(c);
   return dmacclSuccess;
 }
 

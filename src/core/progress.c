@@ -111,42 +111,78 @@ static void watch(coreClique *c, double now) {
  * over beside them made each call wait for it (a 2-rank eager AllGather
  * spent 0.6-1.6 us per call in the lock's hand-over, 2x H100). The thread
  * compares what is left every PROGRESS_POLL_NS while comparisons are due
- * (a rank that stopped calling still lets its peers' flow control go on:
- * a peer 64 operations ahead waits for this rank's comparisons) and
- * otherwise sleeps until the watchdog's next round; a post that leaves
- * comparisons due wakes it from that sleep (progressIdle), once.
+ * or the rank called in the last PROGRESS_QUIET_POLLS polls (a rank that
+ * stopped calling still lets its peers' flow control go on: a peer 64
+ * operations ahead waits for this rank's comparisons), and otherwise sleeps
+ * until the watchdog's next round; a post that leaves comparisons due wakes
+ * it from that sleep (progressIdle), which the quiet polls keep to the
+ * first call after a pause.
+ *
+ * It sleeps on its own lock and takes the set's only when it is free
+ * (trylock): a poll that waited for the set's lock, held by a caller for
+ * most of each call (the kernel launch is inside it), made that caller's
+ * unlock wake the thread, a futex wake of microseconds in a VM; the caller
+ * is comparing anyway. After PROGRESS_TRY_MAX busy polls in a row it waits
+ * for the lock: the watchdog must run.
  */
 #define PROGRESS_POLL_NS 250000L
+#define PROGRESS_QUIET_POLLS 80 /* 20 ms */
+#define PROGRESS_TRY_MAX 40     /* 10 ms */
 
 static void *progressMain(void *arg) {
   coreClique *c = arg;
   double lastWatch = 0;
-  pthread_mutex_lock(&c->lock);
-  while (!c->progressStop) {
-    /* Work: staged operations to compare with the peers' calls. */
-    if (c->checked + 1 < c->nextLaunch && !c->aborting) coreMpCheckStaged(c);
-    double now = coreNowSec();
-    if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
-      watch(c, now);
-      lastWatch = now;
+  uint64_t seen = 0; /* postTick at the last poll */
+  int quiet = 0;     /* polls since the rank last called */
+  int busy = 0;      /* polls in a row that found the set's lock taken */
+  while (!atomic_load(&c->progressStop)) {
+    int waiting = 1; /* a busy poll: a caller is in a call, poll again soon */
+    int got = busy >= PROGRESS_TRY_MAX ? pthread_mutex_lock(&c->lock) == 0
+                                       : pthread_mutex_trylock(&c->lock) == 0;
+    if (got) {
+      busy = 0;
+      /* Work: staged operations to compare with the peers' calls. */
+      if (c->checked + 1 < c->nextLaunch && !c->aborting) coreMpCheckStaged(c);
+      double now = coreNowSec();
+      if (now - lastWatch > 0.1 && !c->broken && !c->aborting) {
+        watch(c, now);
+        lastWatch = now;
+      }
+      uint64_t tick = atomic_load(&c->postTick);
+      quiet = tick != seen ? 0 : quiet + 1;
+      seen = tick;
+      int due = c->checked + 1 < c->nextLaunch;
+      waiting = (due || quiet < PROGRESS_QUIET_POLLS) && !c->aborting && !c->broken;
+      pthread_mutex_unlock(&c->lock);
+    } else {
+      busy++;
     }
-    int waiting = c->checked + 1 < c->nextLaunch && !c->aborting && !c->broken;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += waiting ? PROGRESS_POLL_NS : 100000000L; /* else the watchdog's 100 ms */
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    c->progressIdle = !waiting;
-    pthread_cond_timedwait(&c->progressCv, &c->lock, &ts);
-    c->progressIdle = 0;
+    pthread_mutex_lock(&c->progressMu);
+    /* Idle, then the posts looked at once more: a post counts itself, then
+     * reads progressIdle (coreMpPost), so one of the two sees the other
+     * and no post is left without a wake or a poll. */
+    atomic_store(&c->progressIdle, !waiting);
+    if (!waiting && atomic_load(&c->postTick) != seen) {
+      waiting = 1;
+      atomic_store(&c->progressIdle, 0);
+    }
+    if (!atomic_load(&c->progressStop)) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      ts.tv_nsec += waiting ? PROGRESS_POLL_NS : 100000000L; /* else the watchdog's 100 ms */
+      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&c->progressCv, &c->progressMu, &ts);
+    }
+    atomic_store(&c->progressIdle, 0);
+    pthread_mutex_unlock(&c->progressMu);
   }
-  pthread_mutex_unlock(&c->lock);
   return NULL;
 }
 
 void coreProgressWake(coreClique *c) {
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->progressMu);
   pthread_cond_signal(&c->progressCv);
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->progressMu);
 }
 
 dmacclResult_t coreProgressStart(coreClique *c) {
@@ -157,6 +193,10 @@ dmacclResult_t coreProgressStart(coreClique *c) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&c->progressCv, &attr);
   pthread_condattr_destroy(&attr);
+  pthread_mutex_init(&c->progressMu, NULL);
+  atomic_store(&c->progressStop, 0);
+  atomic_store(&c->progressIdle, 0);
+  atomic_store(&c->postTick, 0);
   if (pthread_create(&c->progress, NULL, progressMain, c) != 0)
     return coreError(NULL, dmacclSystemError,
                      "dmacclCommInitRank: cannot start the progress thread");
@@ -166,11 +206,10 @@ dmacclResult_t coreProgressStart(coreClique *c) {
 
 void coreProgressStop(coreClique *c) {
   if (!c->progressStarted) return;
-  pthread_mutex_lock(&c->lock);
-  c->progressStop = 1;
-  pthread_cond_signal(&c->progressCv);
-  pthread_mutex_unlock(&c->lock);
+  atomic_store(&c->progressStop, 1);
+  coreProgressWake(c);
   pthread_join(c->progress, NULL);
   c->progressStarted = 0;
   pthread_cond_destroy(&c->progressCv);
+  pthread_mutex_destroy(&c->progressMu);
 }
