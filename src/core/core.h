@@ -392,8 +392,8 @@ uint64_t coreStageNumber(coreClique *c, const coreOp *op);
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
 /* Multi-process: the algorithm of op from this rank's arguments (no lock),
  * then, in sequencing order, its stage index (op->algo set). */
-planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op);
-void coreSequenceStage(coreClique *c, coreOp *op);
+planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size);
+void coreSequenceStage(coreClique *c, coreOp *op, size_t size);
 /* Breaks the set: waits give up with code (progress.c). */
 void coreBreak(coreClique *c, dmacclResult_t code, const char *why);
 
