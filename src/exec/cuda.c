@@ -1061,6 +1061,8 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
  * bench/probes/smuse.cu). Calls on another stream than the last
  * eager one's wait for it, so that a rank's calls run in order; a capture
  * neither waits for work outside it nor records the tail Synchronize reads. */
+#define ONE_RANK_KERNEL_MAX ((size_t)1 << 20)
+
 static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                                   size_t bytes) {
   dmacclResult_t rc = dmacclSuccess;
@@ -1070,7 +1072,14 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
   int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;
   if (!op->capture && s->oneSeen && moved)
     CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->oneTail, 0));
-  if (bytes && src != dst)
+  /* Up to 1 MB the reduction kernel's byte copy (one source: plan.h), whose
+   * launch costs the host less than the runtime's copy (2.9 us against 3.6
+   * on H100, bench/probes/hostapi.cu); a copy within one GPU runs on SMs
+   * either way (docs/overlap.md). Larger: the runtime's copy, on every SM. */
+  if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX)
+    CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes, dmacclUint8, dmacclSum, EXEC_LINE_CTAS,
+                                      NULL, op->stream));
+  else if (bytes && src != dst)
     CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, op->stream));
   if (op->arrived) /* the one block has arrived */
     CU_TRY(comm, drv.writeValue32((CUstream)op->stream, (CUdeviceptr)(uintptr_t)op->arrived,
