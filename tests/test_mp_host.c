@@ -354,6 +354,50 @@ static int testBuffers(void) {
   return 0;
 }
 
+/* Each communicator runs its own algorithms: a thread's calls on two sets
+ * whose tables differ (A stages AllGather, B runs pull1) alternate, and a
+ * private buffer shows which ran (refused where a peer reaches into it,
+ * used as it is where the call is staged). The process's first call is a
+ * count-0 AllGather of int8 on rank 0, the arguments of an empty choice. */
+static int perCommBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  const dmacclUniqueId *ids = arg;
+  (void)id;
+  dmacclConfig_t ca = DMACCL_CONFIG_INITIALIZER, cb = DMACCL_CONFIG_INITIALIZER;
+  ca.executor = cb.executor = dmacclExecutorHost;
+  ca.algorithm = "allgather:stage";
+  cb.algorithm = "allgather:pull1";
+  dmacclComm_t a, b;
+  RANK_CHECK(dmacclCommInitRank(&a, n, ids[0], rank, &ca) == dmacclSuccess);
+  RANK_CHECK(dmacclCommInitRank(&b, n, ids[1], rank, &cb) == dmacclSuccess);
+  char *ra = NULL, *rb = NULL, priv[16];
+  RANK_CHECK(dmacclMemAlloc(a, 16 * (size_t)n, (void **)&ra) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(b, 16 * (size_t)n, (void **)&rb) == dmacclSuccess);
+  RANK_CHECK(dmacclAllGather(ra, ra, 0, dmacclInt8, a, 0) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(a) == dmacclSuccess);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 16; i++) priv[i] = (char)(rank * 16 + i + round);
+    RANK_CHECK(dmacclAllGather(priv, ra, 16, dmacclUint8, a, 0) == dmacclSuccess);
+    RANK_CHECK(dmacclCommSynchronize(a) == dmacclSuccess);
+    for (int r = 0; r < n; r++)
+      for (int i = 0; i < 16; i++) RANK_CHECK(ra[r * 16 + i] == (char)(r * 16 + i + round));
+    RANK_CHECK(dmacclAllGather(priv, rb, 16, dmacclUint8, b, 0) == dmacclInvalidArgument);
+    RANK_CHECK(strstr(dmacclCommGetLastError(b), "dmacclMemAlloc") != NULL);
+  }
+  dmacclResult_t async = dmacclSuccess;
+  RANK_CHECK(dmacclCommGetAsyncError(a, &async) == dmacclSuccess && async == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(a, ra) == dmacclSuccess && dmacclMemFree(b, rb) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(a) == dmacclSuccess && dmacclCommDestroy(b) == dmacclSuccess);
+  return 0;
+}
+
+static int testAlgoPerComm(void) {
+  dmacclUniqueId ids[2];
+  ASSERT_EQ_INT(dmacclGetUniqueId(&ids[0]), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGetUniqueId(&ids[1]), dmacclSuccess);
+  ASSERT_EQ_INT(mpRun(2, perCommBody, ids, 60, 0), 0);
+  return 0;
+}
+
 /* Ranks that disagree about the count: every rank's next synchronize
  * reports it (once), nothing is copied, and the communicator goes on: the
  * next collective is correct and synchronizes cleanly. A direct algorithm
@@ -766,6 +810,7 @@ int main(int argc, char **argv) {
   RUN_IF(testCollectives);
   RUN_IF(testManyInFlight);
   RUN_IF(testBuffers);
+  RUN_IF(testAlgoPerComm);
   RUN_IF(testDisagree);
   RUN_IF(testWatchdog);
   RUN_IF(testPeerDeath);

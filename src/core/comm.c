@@ -10,6 +10,10 @@
 
 static unsigned long nextCliqueId = 1;
 
+unsigned long coreNewCliqueId(void) {
+  return __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
+}
+
 dmacclResult_t dmacclGetVersion(int *version) {
   if (!version) return coreError(NULL, dmacclInvalidArgument, "dmacclGetVersion: version is NULL");
   *version = DMACCL_VERSION_CODE;
@@ -193,7 +197,7 @@ dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
     for (int j = i + 1; j < ndev; j++)
       if ((devlist ? devlist[i] : i) == (devlist ? devlist[j] : j)) c->gpuShared = 1;
   c->timeoutSec = coreParamSeconds("DMACCL_TIMEOUT", 600, 1);
-  c->id = __atomic_fetch_add(&nextCliqueId, 1, __ATOMIC_RELAXED);
+  c->id = coreNewCliqueId();
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
   pthread_mutex_init(&c->p2pLock, NULL);

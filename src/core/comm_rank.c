@@ -86,6 +86,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     return coreError(NULL, dmacclSystemError, "%s: out of memory", call);
   }
   c->mp = 1;
+  c->id = coreNewCliqueId();
   c->localRank = rank;
   c->nranks = nranks;
   c->alive = 1;

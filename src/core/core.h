@@ -144,7 +144,7 @@ typedef struct coreMem {
 /* The communicators made by one dmacclCommInitAll, or the one local rank of
  * a dmacclCommInitRank set (mp). */
 typedef struct coreClique {
-  unsigned long id;
+  unsigned long id; /* unique in the process, from 1 (coreNewCliqueId) */
   int nranks;
   dmacclComm_t *comms;
   int alive;
@@ -392,6 +392,8 @@ uint64_t coreStageNumber(coreClique *c, const coreOp *op);
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
 /* Multi-process: the algorithm of op from this rank's arguments (no lock),
  * then, in sequencing order, its stage index (op->algo set). */
+/* A new set's id: unique in the process, never 0. */
+unsigned long coreNewCliqueId(void);
 planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size);
 void coreSequenceStage(coreClique *c, coreOp *op, size_t size);
 /* Breaks the set: waits give up with code (progress.c). */

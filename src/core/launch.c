@@ -61,15 +61,16 @@ uint64_t coreStageNumber(coreClique *c, const coreOp *op) {
  * cold after each kernel launch). *size: the operation's size. */
 planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size) {
   static _Thread_local struct {
-    unsigned long clique; /* 0: nothing kept (set ids start at 1) */
+    int kept; /* 0: nothing kept yet */
+    unsigned long clique;
     planColl coll;
     int rank, datatype, redop, inPlace, capture, notify, root;
     size_t count, size;
     planAlgo algo;
   } last;
   int uniform = !op->vec;
-  if (uniform && last.clique == c->id && last.rank == op->comm->rank && last.coll == op->coll &&
-      last.count == op->count && last.datatype == (int)op->datatype &&
+  if (uniform && last.kept && last.clique == c->id && last.rank == op->comm->rank &&
+      last.coll == op->coll && last.count == op->count && last.datatype == (int)op->datatype &&
       last.redop == (int)op->redop && last.inPlace == op->inPlace && last.capture == op->capture &&
       last.notify == op->notify && last.root == op->root) {
     *size = last.size;
@@ -81,7 +82,7 @@ planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size) {
   planAlgo algo = coreChooseAlgo(c, &a, op->capture, NULL);
   *size = planCollOf(op->coll)->size(&a);
   if (uniform) {
-    last.clique = c->id, last.rank = op->comm->rank, last.coll = op->coll;
+    last.kept = 1, last.clique = c->id, last.rank = op->comm->rank, last.coll = op->coll;
     last.count = op->count, last.datatype = (int)op->datatype, last.redop = (int)op->redop;
     last.inPlace = op->inPlace;
     last.capture = op->capture, last.notify = op->notify, last.root = op->root;
