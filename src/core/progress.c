@@ -59,17 +59,21 @@ static int missingPoster(coreClique *c, uint64_t seq) {
 /* Checks peers and the oldest pending operation. Lock held. */
 static void watch(coreClique *c, double now) {
   dmacclComm_t comm = c->comms[c->localRank];
-  /* A rank's operations complete in order, so the walk may start at the
-   * oldest of the last CORE_BOARD_DEPTH launched: if it is complete, so are
-   * all before it. Walking every operation since the last round queried
-   * thousands of events under the set's lock after a busy 100 ms (an eager
-   * loop launches one every 8 us): milliseconds that a caller waited for
-   * the lock. */
+  /* A rank's eager operations complete in order, so the walk may start at
+   * the oldest of the last CORE_BOARD_DEPTH launched (the oldest whose
+   * board slot, and executor's event, is still its own): if it is eager
+   * and complete, so is every operation before it (a captured one counts
+   * as complete, so it proves nothing). Walking every operation since the
+   * last round queried thousands of events under the set's lock after a
+   * busy 100 ms (an eager loop launches one every 8 us): milliseconds that
+   * a caller waited for the lock. */
   uint64_t last = c->nextLaunch - 1;
-  if (last > c->completed + CORE_BOARD_DEPTH &&
-      comm->exec->complete(comm, last - CORE_BOARD_DEPTH)) {
-    c->completed = last - CORE_BOARD_DEPTH;
-    c->pendingSince = 0;
+  if (last >= c->completed + CORE_BOARD_DEPTH) {
+    uint64_t oldest = last - CORE_BOARD_DEPTH + 1;
+    if (!c->localOps[oldest % CORE_BOARD_DEPTH].capture && comm->exec->complete(comm, oldest)) {
+      c->completed = oldest;
+      c->pendingSince = 0;
+    }
   }
   while (c->completed < last && comm->exec->complete(comm, c->completed + 1)) {
     c->completed++;
