@@ -390,10 +390,10 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
 uint64_t coreStageNumber(coreClique *c, const coreOp *op);
 /* Sets the staged fields of a's planner arguments for op numbered idx. */
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
-/* Multi-process: the algorithm of op from this rank's arguments (no lock),
- * then, in sequencing order, its stage index (op->algo set). */
 /* A new set's id: unique in the process, never 0. */
 unsigned long coreNewCliqueId(void);
+/* Multi-process: the algorithm of op from this rank's arguments (no lock),
+ * then, in sequencing order, its stage index (op->algo set). */
 planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size);
 void coreSequenceStage(coreClique *c, coreOp *op, size_t size);
 /* Breaks the set: waits give up with code (progress.c). */
