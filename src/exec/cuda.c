@@ -1056,9 +1056,10 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
   }
 }
 
-/* One rank: one cudaMemcpyAsync on the caller's stream (no lanes, flags or
- * events but one; the driver runs a copy within one GPU as thread blocks:
- * bench/probes/smuse.cu). Calls on another stream than the last
+/* One rank: one copy on the caller's stream (no lanes, flags or events but
+ * one; the driver runs a copy within one GPU as thread blocks:
+ * bench/probes/smuse.cu, and up to 1 MB it is the reduction kernel's byte
+ * copy, below). Calls on another stream than the last
  * eager one's wait for it, so that a rank's calls run in order; a capture
  * neither waits for work outside it nor records the tail Synchronize reads. */
 #define ONE_RANK_KERNEL_MAX ((size_t)1 << 20)
