@@ -188,9 +188,10 @@ static int testTuneErrors(void) {
  * the plain ranges elsewhere; eager calls never see them; later ranges
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
- * qualifier is named and changes nothing. Built in: 2 ranks, captured
- * AllGather/AlltoAll of 2-8 MB take push1; AllReduce, ReduceScatter and
- * ReduceScatterV take stagell up to 8 MB, eager and captured (stagesm's
+ * qualifier is named and changes nothing. Built in: 2 ranks, AllGather(V)
+ * and AlltoAll take stagell below 4 MB, captured ones push1 at 4-8 MB;
+ * AllReduce and ReduceScatterV take stagell below 8 MB (AllReduce then
+ * twoshot below 16 MB), ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell
  * below 1152 KB, then twoshot below 16 MB, ReduceScatter stagell below 8 MB,
@@ -202,19 +203,26 @@ static int testGraphRanges(void) {
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_TWOSHOT);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 1, NULL), PLAN_ALGO_TWOSHOT);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 64 << 10, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTERV, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_PUSH1);
+  /* 2 ranks: stagell below 4 MB (line slots as large as a staging slot),
+   * eager and in graphs; from 4 MB push1 in graphs, stage eager */
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, (4 << 20) - 1, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, &why), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   planTableDefaults(&t, 4); /* the graph ranges were measured on 2 ranks only */

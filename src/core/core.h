@@ -370,11 +370,14 @@ dmacclResult_t coreCheckWaitArgs(dmacclComm_t comm, const uint32_t *arrived, int
 static inline size_t coreGraphStageBytes(const coreClique *c) {
   return c->stageBytes;
 }
-/* Bytes of one line slot (stagell, eager and graph alike): a quarter of a
- * staging slot (2 MB by default: a 2-rank AllReduce of up to 512 KB), a
- * multiple of 16. */
+/* Bytes of one line slot (stagell, eager and graph alike): a staging
+ * slot's (8 MB by default: on 2 ranks an AllReduce of up to 2 MB, a
+ * ReduceScatter or AllGather of up to 4 MB; lines carry 8 data bytes in 16),
+ * a multiple of 16. It was a quarter until the 2 MB AllGathers of a
+ * sequence-parallel decode step at batch 256 ran push1 in graphs: 2x H100,
+ * Llama-3-8B-shaped, the step took 1.09x NCCL's time, 0.97x with lines. */
 static inline size_t coreLineBytes(const coreClique *c) {
-  return c->stageBytes / 4 / 16 * 16;
+  return c->stageBytes / 16 * 16;
 }
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one

@@ -28,9 +28,9 @@ static const struct {
      "before the communicator fails with dmacclTimeout naming the rank (0 = off; 600 as "
      "PyTorch's default process-group timeout)"},
     {"DMACCL_STAGE_BYTES", "8M",
-     "bytes of one staging slot (2 per rank, and 2 graph slots of half the size): collectives up "
-     "to this size may use the staged algorithms, and up to half of it inside CUDA graphs; 0 "
-     "turns them off"},
+     "bytes of one staging slot (each rank has 2 for eager calls and 2 for captured ones, and "
+     "as many line slots of the same size): collectives up to this size may use the staged "
+     "algorithms; 0 turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
      "pulled into it in pieces (at least 2 KB per peer)"},
@@ -98,7 +98,7 @@ size_t coreStageBytesParam(void) {
     coreLog(CORE_LOG_WARN, "DMACCL_STAGE_BYTES='%s' is not a size (e.g. 8M): using 8M", v);
     b = (size_t)8 << 20;
   }
-  return b / 64 * 64; /* every slot (graph: half; lines: a quarter) 16-byte aligned */
+  return b / 64 * 64; /* every slot (eager, graph, lines) 16-byte aligned */
 }
 
 size_t coreScratchBytesParam(void) {

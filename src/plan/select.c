@@ -62,31 +62,43 @@ const char planDefaultTune[] =
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-1M:stage,1M-inf:pull1\n"
-    /* In CUDA graphs (2 ranks, 2x H100, dmaccl-perf -p 2 -G 5): staged
-     * AllGather and AlltoAll beat push1 up to 1 MB (15-21 us against 23-25)
-     * and lose at 2 MB (22 against 17-18), where one entry round costs less
-     * than the staged form's dependent local copy. Only what was measured:
-     * 2 ranks, these two, 2-8 MB (from 8 MB the plain pushb runs as plain
-     * copies in a graph). */
-    "2 allgather@graph:2M-8M:push1;alltoall@graph:2M-8M:push1\n"
+    /* 2 ranks, below 4 MB: stagell, with line slots as large as a staging
+     * slot (a block of up to 2 MB fits). 2x H100, 2 MB (dmaccl-perf -p 2,
+     * DMACCL_STAGE_BYTES=32M standing in for the larger slots): in graphs
+     * AllGather 14.8 us against push1's 16.4 (NCCL 16.3), AlltoAll 14.7
+     * against 17.0 (NCCL 15.8); eager AllGather 22.6 against stage's 24.2
+     * (NCCL 16.8), AlltoAll 15.8 against 24.7 (NCCL 16.1). From 4 MB in
+     * CUDA graphs push1 (20.6 us against stagell's 28.6 and stage's 26.8 at
+     * 4 MB): one entry round costs less than the staged form's dependent
+     * local copy; from 8 MB the plain pushb runs as plain copies in a graph.
+     * Eager, stage stays at 4-8 MB (level with stagell at 4 MB). */
+    "2 allgather:0-4M:stagell;alltoall:0-4M:stagell;allgatherv:0-4M:stagell\n"
+    "2 allgather@graph:4M-8M:push1;alltoall@graph:4M-8M:push1\n"
     /* Reductions on 2 ranks take stagell (the kernel stores into the peer's
      * line slot, flags in the data: no copy engine, no fence, no flag word
      * on the path), eager and in graphs; where the lines do not fit (an
-     * AllReduce over 512 KB, a ReduceScatter over 1 MB with the default
-     * 8 MB slots) it runs as stagesm. 2x H100 (docs/results/stagesm-2xh100/):
-     * stagesm's AllReduce in a graph after a kernel 10.6-13.4 us up to
-     * 512 KB against stage's 20.5-22.2, and 24.4 at 2 MB against 49.0 (NCCL
-     * 7.3-10.9 and 28.3); eager 11-18 us up to 1 MB against stage's
-     * 19.5-26.2, and at 4 MB 38.2 against pull1's 53.1. 2x H200
-     * (docs/results/stagell-2xh200/): stagell's AllReduce in a graph after
-     * a kernel 3.8-8.9 us up to 512 KB against stagesm's 10.0-12.3 (NCCL
-     * 7.4-11.1); ReduceScatterV in a graph 3.0-6.7 us up to 512 KB against
-     * stage's 11.4-13.9 (it runs as stagesm where a rank's count is 0).
-     * What does not fit a staging slot (an AllReduce over 4 MB eager, 2 MB
-     * in a graph) falls back to pull1. Reduce (its non-roots reduce
-     * nothing: stagesm's form, level with stage) and other rank counts keep
-     * stage until measured. */
-    "2 allreduce:0-8M:stagell,8M-inf:pull1;reducescatter:0-8M:stagell,8M-inf:pull1;"
+     * AllReduce over 2 MB, a ReduceScatter over 4 MB with the default 8 MB
+     * slots; over 512 KB and 1 MB while line slots were a quarter of that)
+     * it runs as stagesm, and what does not fit a staging slot (a one-shot
+     * AllReduce over 4 MB) falls back to pull1. 2x H100, in graphs, with
+     * the larger line slots: AllReduce 1 MB 13.0 us against stagesm's 17.7
+     * (NCCL 13.1), 2 MB 25.3 against 24.3 (NCCL 28.1); ReduceScatter 2 MB
+     * 13.5 against 17.7 (NCCL 14.4), 4 MB 25.3 against 24.7 (NCCL 23.0).
+     * Earlier (docs/results/stagesm-2xh100/, stagell-2xh200/): stagesm's
+     * AllReduce in a graph after a kernel 10.6-13.4 us up to 512 KB
+     * against stage's 20.5-22.2; stagell's 3.8-8.9 us against stagesm's
+     * 10.0-12.3 (2x H200, NCCL 7.4-11.1); ReduceScatterV 3.0-6.7 us up to
+     * 512 KB against stage's 11.4-13.9 (it runs as stagesm where a rank's
+     * count is 0).
+     * From 8 MB (2x H100, eager; graphs alike): AllReduce twoshot (it needs
+     * the buffer once in a slot) 61.3 us against pull1's 93.0 (NCCL 50.5);
+     * ReduceScatter stagell (stagesm's form: 4 MB for the peer fits the
+     * slot) 37.5 against pull1's 59.0 (NCCL 32.9). At 16 MB neither fits
+     * or both tie with pull1 (115-125 us, NCCL 80; 76-80, NCCL 54). Reduce
+     * (its non-roots reduce nothing: stagesm's form, level with stage) and
+     * other rank counts keep stage until measured. */
+    "2 allreduce:0-8M:stagell,8M-16M:twoshot,16M-inf:pull1;"
+    "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     /* Broadcast on 2 ranks: one peer, nothing to relay (pushb 1.04x NCCL at
      * 256 MB on 2x H200, docs/results/pull1-2xh200/). */
