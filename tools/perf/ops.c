@@ -289,7 +289,7 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, 
 }
 
 int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
-                double *slowest, cudaGraphExec_t *graphs) {
+                double *slowest, double *skew, cudaGraphExec_t *graphs) {
   perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
   /* A Send/Recv channel is made at the first operation between two ranks,
    * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
@@ -310,7 +310,15 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
   if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g, &slow) ||
       perfSyncAll(b, c))
     return -1;
-  perfShare(b, (perfNowSec() - t0) * 1e6 / (double)ops, t);
+  double t1 = perfNowSec();
+  /* Every rank's clock starts at the last rank's start (CLOCK_MONOTONIC is
+   * one clock for the processes of a host): a process that leaves the
+   * barrier late is waited for by its peers' first operations, which would
+   * count its lateness as their time. The lateness goes to *skew. */
+  perfStat st;
+  perfShare(b, t0, &st);
+  *skew = (st.v[PERF_AVG_MAX] - st.v[PERF_AVG_MIN]) * 1e6;
+  perfShare(b, (t1 - st.v[PERF_AVG_MAX]) * 1e6 / (double)ops, t);
   perfStat s;
   perfShare(b, slow, &s);
   *slowest = s.v[PERF_AVG_MAX];

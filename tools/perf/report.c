@@ -274,12 +274,14 @@ int perfWriteJson(bench *b, const char *path, int complete) {
             "    {\"cycle\": %d, \"coll\": \"%s\", \"in_place\": %s, \"contender\": \"%s\", "
             "\"kind\": \"%s\", \"size\": %zu, \"count\": %zu, \"time_us\": %.4f, "
             "\"time_us_rank0\": %.4f, \"time_us_mean\": %.4f, \"time_us_min\": %.4f, "
-            "\"time_us_max\": %.4f, \"slowest_call_us\": %.2f, \"algbw\": %.4f, "
+            "\"time_us_max\": %.4f, \"slowest_call_us\": %.2f, \"start_skew_us\": %.2f, "
+            "\"algbw\": %.4f, "
             "\"busbw\": %.4f, \"wrong\": %lld, \"speedup\": ",
             r->cycle, collName(r->coll), r->inPlace ? "true" : "false", b->cs[r->contender].name,
             perfKindName[b->cs[r->contender].kind], r->bytes, r->count, us, r->us.v[PERF_AVG_RANK0],
             r->us.v[PERF_AVG_MEAN], r->us.v[PERF_AVG_MIN], r->us.v[PERF_AVG_MAX], r->slowest,
-            perfAlgBw(r->bytes, us), perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
+            r->skew, perfAlgBw(r->bytes, us), perfBusBw((collId)r->coll, r->bytes, us, b->n),
+            r->wrong);
     if (r->speedup > 0)
       fprintf(f, "%.4f, \"best_baseline\": \"%s\"", r->speedup, b->cs[r->best].name);
     else
