@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,8 +53,12 @@ int ranksRun(int n, int (*fn)(int rank, void *arg), void *arg, const char *tool)
     reaped[r] = 1;
     left--;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (rc) {
+    if (WIFSIGNALED(st)) /* a crash loses the rank's buffered output: say what ended it */
+      fprintf(stderr, "%s: rank %d was killed by signal %d (%s)%s\n", tool, r, WTERMSIG(st),
+              strsignal(WTERMSIG(st)), WCOREDUMP(st) ? ", core dumped" : "");
+    else if (rc)
       fprintf(stderr, "%s: rank %d exited with %d\n", tool, r, rc);
+    if (rc) {
       /* a rank that failed leaves its peers waiting at a barrier */
       for (int q = 0; q < started; q++)
         if (!reaped[q]) kill(pids[q], SIGTERM);
