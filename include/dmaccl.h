@@ -513,8 +513,7 @@ dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
  * 2-rank set of its own (flags, lanes and staging slots on the CUDA
  * executor; between processes a rendezvous of the two ranks and, for
  * messages up to the staged sizes, 4 x DMACCL_STAGE_BYTES of device memory on
- * each side: two eager staging slots and two graph slots, and line slots of a
- * quarter that size for each). Channels are destroyed
+ * each side: two eager staging slots and two graph slots). Channels are destroyed
  * with comm; dmacclCommSynchronize, dmacclCommGetAsyncError and dmacclCommAbort cover them.
  */
 dmacclResult_t dmacclSend(const void *sendbuff, size_t count, dmacclDataType_t datatype, int peer,

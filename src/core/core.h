@@ -154,6 +154,7 @@ typedef struct coreClique {
   uint64_t nextLaunch; /* lowest sequence number not yet launched */
   planTable table;     /* algorithm selection, one for all ranks */
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
+  size_t lineBytes;    /* bytes of one line slot (stagell; coreLineBytes) */
   size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
   int kernelWait;      /* DMACCL_KERNEL_WAIT (the host executor runs those schedules too) */
   int gpuShared;       /* two ranks of the set on one GPU (CUDA executor): stagesm runs as
@@ -299,13 +300,16 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
                               int nranks, char *note, size_t notelen);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
 /* The set of one process behind dmacclCommInitAll, with a given executor and
- * selection table (p2p.c makes its channels with it). */
+ * selection table (p2p.c makes its channels with it: channel 1, no line
+ * slots). */
 dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
-                           dmacclExecutor_t executor, const planTable *table, const char *call);
-/* dmacclCommInitRank's body: device -1 is the calling thread's current one. */
+                           dmacclExecutor_t executor, const planTable *table, int channel,
+                           const char *call);
+/* dmacclCommInitRank's body: device -1 is the calling thread's current one;
+ * channel as coreMakeSet's. */
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                 dmacclExecutor_t executor, const planTable *table, int device,
-                                const char *call);
+                                int channel, const char *call);
 /* Destroy (abort 0) or abort a communicator that has left the registry (comm.c). */
 void coreTeardown(dmacclComm_t comm, int abort);
 
@@ -370,14 +374,20 @@ dmacclResult_t coreCheckWaitArgs(dmacclComm_t comm, const uint32_t *arrived, int
 static inline size_t coreGraphStageBytes(const coreClique *c) {
   return c->stageBytes;
 }
-/* Bytes of one line slot (stagell, eager and graph alike): a staging
- * slot's (8 MB by default: on 2 ranks an AllReduce of up to 2 MB, a
- * ReduceScatter or AllGather of up to 4 MB; lines carry 8 data bytes in 16),
- * a multiple of 16. It was a quarter until the 2 MB AllGathers of a
- * sequence-parallel decode step at batch 256 ran push1 in graphs: 2x H100,
- * Llama-3-8B-shaped, the step took 1.09x NCCL's time, 0.97x with lines. */
+/* Bytes of one line slot (stagell, eager and graph alike), set when the
+ * set is made (coreSetLineBytes): a staging slot's (8 MB by default: on 2
+ * ranks an AllReduce of up to 2 MB, a ReduceScatter or AllGather of up to
+ * 4 MB; lines carry 8 data bytes in 16), a multiple of 16. It was a quarter
+ * until the 2 MB AllGathers of a sequence-parallel decode step at batch 256
+ * ran push1 in graphs: 2x H100, Llama-3-8B-shaped, the step took 1.09x
+ * NCCL's time, 0.97x with lines. A Send/Recv channel has none (0): its
+ * operations are Broadcasts, which never take stagell, and each channel
+ * would hold 4 line slots of device memory on each side. */
 static inline size_t coreLineBytes(const coreClique *c) {
-  return c->stageBytes / 16 * 16;
+  return c->lineBytes;
+}
+static inline void coreSetLineBytes(coreClique *c, int channel) {
+  c->lineBytes = channel ? 0 : c->stageBytes / 16 * 16;
 }
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one

@@ -69,7 +69,7 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
   int devs[2] = {a->device, b->device};
   dmacclComm_t made[2];
   dmacclResult_t rc = coreMakeSet(made, 2, a->executor == dmacclExecutorCuda ? devs : NULL,
-                                  a->executor, &c->table, call);
+                                  a->executor, &c->table, 1, call);
   if (rc != dmacclSuccess) {
     char why[sizeof(comm->lastError)];
     snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));
@@ -132,7 +132,7 @@ static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) 
     int src = k ? hi : lo, dst = k ? lo : hi;
     dmacclComm_t ch = NULL;
     rc = coreInitRankWith(&ch, 2, &id[k], me == src ? 0 : 1, comm->executor, &c->table,
-                          comm->device, call);
+                          comm->device, 1, call);
     if (rc != dmacclSuccess) {
       char why[sizeof(comm->lastError)];
       snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));

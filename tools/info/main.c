@@ -86,6 +86,7 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof(c));
   c.nranks = nranks;
   c.stageBytes = coreStageBytesParam();
+  coreSetLineBytes(&c, 0);
   char note[512];
   if (coreBuildTable(NULL, &c.table, "dmaccl-info", nranks, note, sizeof(note)) != dmacclSuccess) {
     printf("\n# error: %s\n", dmacclCommGetLastError(NULL));
@@ -109,10 +110,11 @@ int main(int argc, char **argv) {
   printf("# staged algorithms (stage, stage2d, stagesm, stagell, twoshot) serve collectives up to\n"
          "# DMACCL_STAGE_BYTES = %s, eager and under CUDA graph capture alike; larger\n"
          "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
-         "# ranks share a GPU; stagell's lines take a slot of %s (a quarter), and what does\n"
-         "# not fit it runs as stagesm\n",
+         "# ranks share a GPU; stagell's lines take a slot of %s (a rank's share: the slot\n"
+         "# divided by the ranks, 8 data bytes in each 16), and what does not fit it runs as\n"
+         "# stagesm\n",
          planSizeString(c.stageBytes, sb, sizeof(sb)),
-         planSizeString(c.stageBytes / 4 / 16 * 16, lbuf, sizeof(lbuf)));
+         planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
