@@ -190,8 +190,8 @@ static int testTuneErrors(void) {
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, AllGather(V)
  * and AlltoAll take stagell below 4 MB, captured ones push1 at 4-8 MB;
- * AllReduce and ReduceScatterV take stagell below 8 MB (AllReduce then
- * twoshot below 16 MB), ReduceScatter below 16 MB, eager and captured (stagesm's
+ * AllReduce takes stagell up to 4 MB and twoshot above it, ReduceScatterV
+ * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell
  * below 1152 KB, then twoshot below 16 MB, ReduceScatter stagell below 8 MB,
@@ -203,6 +203,8 @@ static int testGraphRanges(void) {
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, (4 << 20) + 1, 0, NULL), PLAN_ALGO_TWOSHOT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 0, NULL), PLAN_ALGO_TWOSHOT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 8 << 20, 1, NULL), PLAN_ALGO_TWOSHOT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);

@@ -375,19 +375,21 @@ static inline size_t coreGraphStageBytes(const coreClique *c) {
   return c->stageBytes;
 }
 /* Bytes of one line slot (stagell, eager and graph alike), set when the
- * set is made (coreSetLineBytes): a staging slot's (8 MB by default: on 2
- * ranks an AllReduce of up to 2 MB, a ReduceScatter or AllGather of up to
- * 4 MB; lines carry 8 data bytes in 16), a multiple of 16. It was a quarter
- * until the 2 MB AllGathers of a sequence-parallel decode step at batch 256
- * ran push1 in graphs: 2x H100, Llama-3-8B-shaped, the step took 1.09x
- * NCCL's time, 0.97x with lines. A Send/Recv channel has none (0): its
- * operations are Broadcasts, which never take stagell, and each channel
- * would hold 4 line slots of device memory on each side. */
+ * set is made (coreSetLineBytes; c->nranks set), a multiple of 16. On 2
+ * ranks a staging slot's (8 MB by default: an AllReduce of up to 2 MB, a
+ * ReduceScatter or AllGather of up to 4 MB; lines carry 8 data bytes in
+ * 16): with a quarter of it the 2 MB AllGathers of a sequence-parallel
+ * decode step at batch 256 ran push1 in graphs (2x H100, Llama-3-8B-shaped:
+ * the step took 1.09x NCCL's time, 0.97x with lines). On 3 ranks or more a
+ * quarter, as the table's ranges there were measured (larger slots would
+ * turn, e.g., a 4-rank AllReduce of 512 KB-1 MB into lines: twice the
+ * bytes on every link, not measured). A Send/Recv channel has none (0): its
+ * operations are Broadcasts, which never take stagell. */
 static inline size_t coreLineBytes(const coreClique *c) {
   return c->lineBytes;
 }
 static inline void coreSetLineBytes(coreClique *c, int channel) {
-  c->lineBytes = channel ? 0 : c->stageBytes / 16 * 16;
+  c->lineBytes = channel ? 0 : (c->nranks == 2 ? c->stageBytes : c->stageBytes / 4) / 16 * 16;
 }
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one

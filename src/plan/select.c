@@ -90,14 +90,18 @@ const char planDefaultTune[] =
      * 10.0-12.3 (2x H200, NCCL 7.4-11.1); ReduceScatterV 3.0-6.7 us up to
      * 512 KB against stage's 11.4-13.9 (it runs as stagesm where a rank's
      * count is 0).
-     * From 8 MB (2x H100, eager; graphs alike): AllReduce twoshot (it needs
-     * the buffer once in a slot) 61.3 us against pull1's 93.0 (NCCL 50.5);
-     * ReduceScatter stagell (stagesm's form: 4 MB for the peer fits the
-     * slot) 37.5 against pull1's 59.0 (NCCL 32.9). At 16 MB neither fits
-     * or both tie with pull1 (115-125 us, NCCL 80; 76-80, NCCL 54). Reduce
-     * (its non-roots reduce nothing: stagesm's form, level with stage) and
-     * other rank counts keep stage until measured. */
-    "2 allreduce:0-8M:stagell,8M-16M:twoshot,16M-inf:pull1;"
+     * A one-shot AllReduce needs n times its buffer in a slot (4 MB on 2
+     * ranks), twoshot and ReduceScatter's one shot the buffer once (8 MB);
+     * what does not fit runs pull1 at launch. Above 4 MB AllReduce takes
+     * twoshot: at 8 MB (2x H100, eager; graphs alike) 61.3 us against
+     * pull1's 93.0 (NCCL 50.5); at 4 MB itself stagesm's form stays (37.4
+     * against twoshot's 40.3, NCCL 34.2; 4 MB + 1 byte is the first size of
+     * twoshot's range). ReduceScatter at 8 MB: stagesm's form 37.5 against
+     * pull1's 59.0 (NCCL 32.9). At 16 MB nothing staged fits: pull1 (115-125
+     * us, NCCL 80; 76-80, NCCL 54). Reduce (its non-roots reduce nothing:
+     * stagesm's form, level with stage) and other rank counts keep stage
+     * until measured. */
+    "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-inf:pull1;"
     "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     /* Broadcast on 2 ranks: one peer, nothing to relay (pushb 1.04x NCCL at

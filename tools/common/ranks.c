@@ -42,7 +42,7 @@ int ranksRun(int n, int (*fn)(int rank, void *arg), void *arg, const char *tool)
   }
   if (worst) /* peers of a rank that never started would wait forever */
     for (int q = 0; q < started; q++) kill(pids[q], SIGTERM);
-  int left = started;
+  int left = started, stopped = 0; /* stopped: the peers were sent SIGTERM */
   while (left > 0) {
     int st = 0;
     pid_t p = wait(&st);
@@ -53,15 +53,18 @@ int ranksRun(int n, int (*fn)(int rank, void *arg), void *arg, const char *tool)
     reaped[r] = 1;
     left--;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-    if (WIFSIGNALED(st)) /* a crash loses the rank's buffered output: say what ended it */
+    if (WIFSIGNALED(st) && stopped && WTERMSIG(st) == SIGTERM)
+      fprintf(stderr, "%s: rank %d stopped (a peer had failed)\n", tool, r);
+    else if (WIFSIGNALED(st)) /* a crash loses the rank's buffered output: say what ended it */
       fprintf(stderr, "%s: rank %d was killed by signal %d (%s)%s\n", tool, r, WTERMSIG(st),
               strsignal(WTERMSIG(st)), WCOREDUMP(st) ? ", core dumped" : "");
     else if (rc)
       fprintf(stderr, "%s: rank %d exited with %d\n", tool, r, rc);
-    if (rc) {
+    if (rc && !stopped) {
       /* a rank that failed leaves its peers waiting at a barrier */
       for (int q = 0; q < started; q++)
         if (!reaped[q]) kill(pids[q], SIGTERM);
+      stopped = 1;
     }
     if (rc > worst) worst = rc;
   }
