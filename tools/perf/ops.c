@@ -451,8 +451,15 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     CUDA_CHECK(cudaMalloc(&probeBuf[r], 2 * BD_PROBE_BYTES));
   }
   perfTrace(b, "trace", c, count);
+  /* With -G: one operation captured into a graph, and each repetition
+   * launches it (the command latencies and gaps of the graph form). */
+  cudaGraphExec_t one[MAXR] = {0}, *g = b->args.graphs > 0 ? one : NULL;
+  if (g && capture(b, c, coll, count, 0, 1, one)) return -1;
   /* warm: first use of buffers and handles is not what is measured */
-  if (perfIssue(b, c, coll, count, 0) || perfSyncAll(b, c)) return -1;
+  if (runOps(b, c, coll, count, 0, 1, g, NULL) || perfSyncAll(b, c)) {
+    perfFreeGraphs(b, one);
+    return -1;
+  }
   int failed = 0;
   for (int k = 0; k < reps; k++) { /* every rank runs every repetition: barriers inside */
     uint64_t tProbe[MAXR];
@@ -465,7 +472,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
       tProbe[r] = bdNow();
     }
     uint64_t t0 = bdNow();
-    if (perfIssue(b, c, coll, count, 0)) failed = 1;
+    if (runOps(b, c, coll, count, 0, 1, g, NULL)) failed = 1;
     uint64_t t1 = bdNow();
     for (int r = 0; r < b->nlocal; r++) {
       cudaSetDevice(b->devs[r]);
@@ -515,6 +522,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     if (ok) got++;
   }
   for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
+  perfFreeGraphs(b, one);
   perfStat s;
   perfShare(b, failed, &s);
   if (s.v[PERF_AVG_MAX] > 0 || got == 0) return -1;
