@@ -1863,16 +1863,20 @@ static int testEveryCollective(void) {
           int pipelined = (algo == PLAN_ALGO_PULL1 && planCollOf((planColl)c)->reduces) ||
                           algo == PLAN_ALGO_RELAY || algo == PLAN_ALGO_CHAIN;
           if (!pipelined || k != 0 || n < 2) continue;
-          for (int rep = 0; rep < 4 && !rc; rep++) {
+          for (int rep = 0; rep < 6 && !rc; rep++) {
             vecStore v;
             /* reps 2-3: 2303 on 2 ranks gives parts of 1024 and 1279 bytes,
              * so 2 and 3 groups (a rank pulls groups beyond its own), and
-             * one piece completes two groups */
-            size_t count = rep < 2 ? 24000 * (size_t)n + 37 : 2303 + 1000 * (size_t)(n - 2);
+             * one piece completes two groups; reps 4-5: a scratch buffer
+             * that holds every piece at once (pull1's pieces in regions of
+             * their own, no wait for a reduction before a copy) */
+            size_t count =
+                rep < 2 || rep >= 4 ? 24000 * (size_t)n + 37 : 2303 + 1000 * (size_t)(n - 2);
             makeVec((planColl)c, n, count, &rnd, &v);
             int root = (int)(stageRand(&rnd) % (uint32_t)n);
             rc = replayColl((planColl)c, n, count, root, rep & 1, (planAlgo)algo, &v,
-                            (size_t)(n - 1) * 2 * 2048, 256, stageRand(&rnd));
+                            rep >= 4 ? (size_t)8 << 20 : (size_t)(n - 1) * 2 * 2048, 256,
+                            stageRand(&rnd));
             runs++;
           }
         }
@@ -2548,8 +2552,40 @@ static int testArrivalEarly(void) {
   return 0;
 }
 
+/* pull1's EXIT goes on the lane of its last reads, after that lane JOINs
+ * the other reading lanes (reduce.c); planCheck refuses an EXIT that a
+ * read of the peer's buffer may still follow (the JOIN removed). */
+static int testExitOrder(void) {
+  vecStore v;
+  uint32_t rnd = 7;
+  char why[256];
+  planSchedule s[2];
+  memset(s, 0, sizeof(s));
+  makeVec(PLAN_COLL_REDUCESCATTER, 2, 48037, &rnd, &v);
+  for (int r = 0; r < 2; r++) {
+    planArgs a = anyArgs(PLAN_COLL_REDUCESCATTER, r, 2, 48037, 0, 0, &v, (size_t)1 << 20);
+    a.pieceMin = 256;
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PULL1, &s[r]), 0);
+  }
+  ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), 0);
+  int x = -1;
+  for (int i = 0; i < s[0].nsteps && x < 0; i++)
+    if (s[0].steps[i].kind == PLAN_STEP_SIGNAL && s[0].steps[i].phase == PLAN_PHASE_EXIT) x = i;
+  ASSERT_TRUE(x > 0 && s[0].steps[x].lane != 0); /* on a copy lane, not after the reductions */
+  const planStep *j = &s[0].steps[x - 1];
+  ASSERT_TRUE(j->kind == PLAN_STEP_JOIN && j->lane == s[0].steps[x].lane && j->from != 0);
+  memmove(&s[0].steps[x - 1], &s[0].steps[x], (size_t)(s[0].nsteps - x) * sizeof(planStep));
+  s[0].nsteps--;
+  ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "EXIT to rank 1");
+  printf("  control: %s\n", why);
+  for (int r = 0; r < 2; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
+  RUN(testExitOrder);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testArrivalEarly);

@@ -1,6 +1,7 @@
 /*
  * planCheck: the queue-safety rules of plan.h, checked on the schedules of
- * one operation (every rank's).
+ * one operation (every rank's), and that an EXIT to a peer follows every
+ * step that reads or writes that peer's buffers.
  *
  * Ancestry within a rank ("step a comes before step b in its lane and JOIN
  * order") is computed with vector clocks over lanes: clock[i][m] is how many
@@ -28,7 +29,13 @@ static const char *kindName(planStepKind k) {
   return (unsigned)k <= PLAN_STEP_NOTIFY ? names[k] : "?";
 }
 
-/* One rank alone: lanes, rounds, JOIN structure, rule 2. */
+/* Whether l is rank p's send or receive buffer (the caller's memory, which
+ * EXIT hands back; staging and line slots are the library's). */
+static int touchesUser(planLoc l, int p) {
+  return l.rank == p && (l.buf == PLAN_BUF_SEND || l.buf == PLAN_BUF_RECV);
+}
+
+/* One rank alone: lanes, rounds, JOIN structure, rule 2, EXIT's order. */
 static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int r = s->rank, nl = s->nlanes, rc = 0;
   if (s->nsteps == 0) return 0;
@@ -145,6 +152,28 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   "rank %d: WAIT of round %d (step %d, lane %d) is not ordered after the SIGNAL "
                   "of round %d (step %d, lane %d): a shared hardware queue could deadlock",
                   r, W->round, w, W->lane, S->round, i, S->lane);
+    }
+  }
+  /* EXIT to peer p ("I am done with your buffers") follows every step of
+   * this rank that reads or writes p's send or receive buffer. */
+  for (int x = 0; x < s->nsteps && !rc; x++) {
+    const planStep *X = &s->steps[x];
+    if (X->kind != PLAN_STEP_SIGNAL || X->phase != PLAN_PHASE_EXIT) continue;
+    const int *cx = &clock[(size_t)x * (size_t)nl];
+    for (int i = 0; i < s->nsteps && !rc; i++) {
+      const planStep *S = &s->steps[i];
+      int touches = 0;
+      if (S->kind == PLAN_STEP_COPY)
+        touches = touchesUser(S->src, X->peer) || touchesUser(S->dst, X->peer);
+      else if (S->kind == PLAN_STEP_REDUCE) {
+        touches = touchesUser(S->dst, X->peer);
+        for (int k = 0; k < S->nsrc; k++) touches |= touchesUser(s->srcs[S->src0 + k], X->peer);
+      }
+      if (touches && i != x && cx[S->lane] <= ord[i])
+        rc = fail(err, errlen,
+                  "rank %d: EXIT to rank %d (step %d, lane %d) is not ordered after step %d "
+                  "(%s, lane %d), which touches that rank's buffers",
+                  r, X->peer, x, X->lane, i, kindName(S->kind), S->lane);
     }
   }
 out:

@@ -27,9 +27,16 @@
  *                (round 2+g) and copies p's group g from p's receive buffer
  *                into mine
  *              the copy lane JOINs lane 0 before piece k+2 reuses the half
- *            lane 0 joins A, B, C and SIGNALs EXIT to every peer whose
- *            buffers it read (round 2 + the most groups of any rank)
- *   then     lane 0: WAIT EXIT from every peer that read mine
+ *                (AllReduce: only where the pieces do not all fit the
+ *                scratch buffer side by side; otherwise piece k has a
+ *                region of its own and the copies never wait for a
+ *                reduction)
+ *            the lane of my last reads of the peers' buffers (C, or the
+ *            last piece's copy lane) JOINs the other reading lanes and
+ *            SIGNALs EXIT to every peer whose buffers it read (round 2 +
+ *            the most groups of any rank): a ReduceScatter's peers need not
+ *            wait for its last reductions
+ *   then     lane 0: JOIN A, B, C, WAIT EXIT from every peer that read mine
  *
  * Two copy lanes make the pipeline: piece k+1's copies run while piece k is
  * reduced, and a JOIN waits for exactly the steps it needs (a JOIN waits for
@@ -37,7 +44,15 @@
  * not let the reduction of k start before the copies of k+1 were queued).
  * Pieces are a quarter of T, at least 1 MB (PLAN_PIECE_MIN: fewer, larger
  * kernels and copies) and at most half the scratch buffer divided among the
- * peers.
+ * peers. In an AllReduce whose pieces all fit the scratch buffer at once
+ * (T up to 32 MB on 2 ranks with the default 32 MB; about 10 MB on 4),
+ * piece k lies in region k, so the copy engine need not wait for the
+ * reduction of k-2 (a kernel's end reaches a copy 8-9 us late in a graph
+ * on 2x H200): 16-64 MB took 0.94-0.96x the time in graphs, 0.91-0.99x
+ * eager. A ReduceScatter keeps the halves: with regions of its own its
+ * eager 64 MB on 2 ranks took 1.16x the time (probably two pieces' copies
+ * running at once on the engine, so that the first lands late for its
+ * reduction; no timeline shows it; docs/results/pull1-exit-4xh200/).
  *
  * Safety in place: only rank t reads block T_t of the peers' buffers, and a
  * rank writes a peer's group into its own buffer only after that peer's
@@ -111,6 +126,7 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
       rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   s->round = 1;
   int lanes[3] = {0, 0, share && Gmax ? LANE_C : 0}, signalled = 0;
+  size_t K = 0; /* pieces of T */
   if (T.bytes) {
     for (int d = 1; d < n && !rc; d++)
       rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
@@ -119,15 +135,19 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   for (int i = 0; i < 2 && !rc; i++) /* lane C begins with pullGroup's JOIN */
     if (lanes[i]) rc = planAddJoin(s, lanes[i], 0);
   if (T.bytes) {
-    /* Peer p's piece k lies in scratch half k%2, at its index among the peers. */
-#define SCRATCH_AT(k, p) ((((k) % 2) * (size_t)(n - 1) + (size_t)((p) < r ? (p) : (p)-1)) * P)
-    size_t K = (T.bytes + P - 1) / P;
+    /* Peer p's piece k lies in scratch region k (all fit) or half k%2, at
+     * p's index among the peers. */
+    K = (T.bytes + P - 1) / P;
+    int apart = share && K * (size_t)(n - 1) * P <= a->scratchBytes;
+#define SCRATCH_AT(k, p)                                                                           \
+  (((apart ? (k) : (k) % 2) * (size_t)(n - 1) + (size_t)((p) < r ? (p) : (p)-1)) * P)
     for (size_t k = 0; k < K + 2 && !rc; k++) {
       /* Copies of piece k (queued two pieces ahead of its reduction). */
       if (k < K) {
         int lane = k % 2 ? LANE_B : LANE_A;
         size_t off = k * P, len = T.bytes - off < P ? T.bytes - off : P;
-        if (k >= 2) rc = planAddJoin(s, lane, 0); /* the reduction of k-2 freed the half */
+        if (k >= 2 && !apart)
+          rc = planAddJoin(s, lane, 0); /* the reduction of k-2 freed the half */
         for (int d = 1; d < n && !rc; d++) {
           int p = (r + d) % n;
           rc = planAddCopy(s, lane, (planLoc){p, PLAN_BUF_SEND, T.srcOff + off},
@@ -157,11 +177,17 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   }
   /* the peers' groups beyond mine (a shorter or empty target) */
   for (int g = signalled; g < Gmax && !rc; g++) rc = pullGroup(a, s, g);
+  /* EXIT on the lane of my last reads of the peers' buffers (lane C's, or
+   * the last piece's), once the other reading lanes are done: a
+   * ReduceScatter's peers then need not wait for its last reductions. */
+  int x = lanes[2] ? LANE_C : K ? ((K - 1) % 2 ? LANE_B : LANE_A) : 0;
   for (int i = 0; i < 3 && !rc; i++)
-    if (lanes[i]) rc = planAddJoin(s, 0, lanes[i]);
+    if (lanes[i] && lanes[i] != x) rc = planAddJoin(s, x, lanes[i]);
   s->round = 2 + Gmax;
   for (int d = 1; d < n && !rc; d++)
-    if (readP[(r + d) % n]) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+    if (readP[(r + d) % n]) rc = planAddSync(s, PLAN_STEP_SIGNAL, x, (r + d) % n, PLAN_PHASE_EXIT);
+  for (int i = 0; i < 3 && !rc; i++)
+    if (lanes[i]) rc = planAddJoin(s, 0, lanes[i]);
   s->round = 3 + Gmax;
   for (int d = 1; d < n && !rc; d++)
     if (readsMe[(r + d) % n]) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
