@@ -2553,20 +2553,28 @@ static int testArrivalEarly(void) {
 }
 
 /* pull1's EXIT goes on the lane of its last reads, after that lane JOINs
- * the other reading lanes (reduce.c); planCheck refuses an EXIT that a
+ * the other reading lanes (reduce.c; a ReduceScatter whose pieces do not
+ * all fit the scratch buffer has two); planCheck refuses an EXIT that a
  * read of the peer's buffer may still follow (the JOIN removed). */
+/* Every rank's pull1 ReduceScatter of `count` bytes on n ranks, pieces of
+ * at least 256 bytes, into s[0..n). */
+static int buildPull1Rs(int n, size_t count, size_t scratch, uint32_t seed, planSchedule *s) {
+  static vecStore v;
+  memset(s, 0, (size_t)n * sizeof(*s));
+  makeVec(PLAN_COLL_REDUCESCATTER, n, count, &seed, &v);
+  for (int r = 0; r < n; r++) {
+    planArgs a = anyArgs(PLAN_COLL_REDUCESCATTER, r, n, count, 0, 0, &v, scratch);
+    a.pieceMin = 256;
+    if (planBuild(&a, PLAN_ALGO_PULL1, &s[r])) return -1;
+  }
+  return 0;
+}
+
 static int testExitOrder(void) {
-  vecStore v;
-  uint32_t rnd = 7;
   char why[256];
   planSchedule s[2];
-  memset(s, 0, sizeof(s));
-  makeVec(PLAN_COLL_REDUCESCATTER, 2, 48037, &rnd, &v);
-  for (int r = 0; r < 2; r++) {
-    planArgs a = anyArgs(PLAN_COLL_REDUCESCATTER, r, 2, 48037, 0, 0, &v, (size_t)1 << 20);
-    a.pieceMin = 256;
-    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PULL1, &s[r]), 0);
-  }
+  /* pieces of 2 KB through two halves: two copy lanes */
+  ASSERT_EQ_INT(buildPull1Rs(2, 48037, 2 * 2048, 7, s), 0);
   ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), 0);
   int x = -1;
   for (int i = 0; i < s[0].nsteps && x < 0; i++)
@@ -2583,9 +2591,41 @@ static int testExitOrder(void) {
   return 0;
 }
 
+/* pull1's ReduceScatter whose pieces fit the scratch buffer at once
+ * (reduce.c buildPieced): one copy lane, one polled JOIN per piece (phase
+ * PIECE+k) and one REDUCE in pieces; planCheck refuses a JOIN out of order. */
+static int testPiecedReduce(void) {
+  char why[256];
+  planSchedule s[3];
+  ASSERT_EQ_INT(buildPull1Rs(3, 3 * 40000 + 5, (size_t)1 << 20, 11, s), 0);
+  ASSERT_EQ_INT(planCheck(s, 3, why, sizeof(why)), 0);
+  int joins = 0, reduces = 0, red = -1, join1 = -1;
+  for (int i = 0; i < s[0].nsteps; i++) {
+    const planStep *st = &s[0].steps[i];
+    if (st->kind == PLAN_STEP_COPY) ASSERT_EQ_INT(st->lane, 1);
+    if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
+      ASSERT_EQ_INT((int)st->phase, PLAN_PHASE_PIECE + joins);
+      if (joins++ == 1) join1 = i;
+    }
+    if (st->kind == PLAN_STEP_REDUCE) reduces++, red = i;
+  }
+  ASSERT_EQ_INT(reduces, 1);
+  ASSERT_TRUE(s[0].steps[red].pieceBytes > 0);
+  ASSERT_EQ_INT(joins, (int)((s[0].steps[red].bytes + s[0].steps[red].pieceBytes - 1) /
+                             s[0].steps[red].pieceBytes));
+  ASSERT_TRUE(joins >= 2 && join1 > 0);
+  s[0].steps[join1].phase = PLAN_PHASE_PIECE; /* two JOINs of piece 0 */
+  ASSERT_EQ_INT(planCheck(s, 3, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "in pieces");
+  printf("  control: %s\n", why);
+  for (int r = 0; r < 3; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
+  RUN(testPiecedReduce);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testArrivalEarly);

@@ -569,13 +569,13 @@ static int colocated(dmacclComm_t comm, int p) {
  *   there is one, else as a write of its own after them.
  */
 static dmacclResult_t issueSync(dmacclComm_t comm, const planStep *all, int k, cudaStream_t lane,
-                                uint32_t epoch, int graph, int gslot, int selfWord) {
+                                uint32_t epoch, int graph, int gslot, int selfPhase) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
-  int n = comm->nranks, me = comm->rank;
-  CUdeviceptr self = flagWord(s, me,
-                              graph ? flagGraphWord(n, PLAN_PHASE_DATA, me, gslot)
-                                    : FLAG_EAGER(n, PLAN_PHASE_DATA, me));
+  int n = comm->nranks, me = comm->rank, selfWord = selfPhase >= 0;
+  int sp = selfWord ? selfPhase : PLAN_PHASE_DATA;
+  CUdeviceptr self =
+      flagWord(s, me, graph ? flagGraphWord(n, sp, me, gslot) : FLAG_EAGER(n, sp, me));
   const planStep *st[MEMOP_CHUNK];
   int m = 0;
   for (int i = 0; i < k; i++) {
@@ -652,7 +652,7 @@ out:
   if (selfWord && rc == dmacclSuccess) {
     CUresult e =
         drv.writeValue32((CUstream)lane, self, graph ? 1 : epoch, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (e != CUDA_SUCCESS) rc = cuFail(comm, "cuStreamWriteValue32 (own DATA word)", e);
+    if (e != CUDA_SUCCESS) rc = cuFail(comm, "cuStreamWriteValue32 (own word of a polled JOIN)", e);
   }
   return rc;
 }
@@ -827,6 +827,32 @@ out:
   return j;
 }
 
+/* The own word a polled JOIN's lane writes (and its kernel polls): its
+ * phase for a piece of a REDUCE in pieces (PIECE+k), DATA otherwise. */
+static int polledPhase(const planStep *join) {
+  return join->phase >= PLAN_PHASE_PIECE ? (int)join->phase : PLAN_PHASE_DATA;
+}
+
+/* A REDUCE in pieces (plan.h pieceBytes): one kernel that polls the own
+ * word of piece k (written by its polled JOIN's lane) before piece k. */
+static dmacclResult_t launchPieced(dmacclComm_t comm, const planSchedule *sch, const planStep *st,
+                                   const execBuffers *b, cudaStream_t lane, uint32_t epoch,
+                                   int graph, int gslot) {
+  cudaState *s = stateOf(comm);
+  int n = comm->nranks, me = comm->rank;
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  w.pieces = (int)((st->bytes + st->pieceBytes - 1) / st->pieceBytes);
+  w.pieceCount = st->pieceBytes / sch->elemSize;
+  w.pieceFlags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_PIECE, me, gslot)
+                                   : FLAG_EAGER(n, PLAN_PHASE_PIECE, me));
+  w.pieceStride = n; /* the words of phases PIECE+k, k = 0, 1, ... */
+  w.value = graph ? 1 : epoch;
+  w.reset = graph;
+  w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
+  return launchReduce(comm, sch, st, b, &w, lane);
+}
+
 /* A REDUCE with a source in a line slot (stagell). */
 static int readsLines(const planSchedule *sch, const planStep *st) {
   for (int k = 0; k < st->nsrc; k++)
@@ -848,7 +874,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   } else if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
     /* Polled by the kernel: lane `from` writes this rank's own DATA word
      * (with the signals just before it where there are some: issueSync). */
-    rc = issueSync(comm, st, 0, streams[st->from], epoch, graph, gslot, 1);
+    rc = issueSync(comm, st, 0, streams[st->from], epoch, graph, gslot, polledPhase(st));
     j = i + 1;
   } else if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
     /* a graph's waits take two entries each (wait, reset); a signal run
@@ -862,10 +888,13 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     const planStep *nx = j < sch->nsteps ? &sch->steps[j] : NULL;
     int self = st->kind == PLAN_STEP_SIGNAL && nx && nx->kind == PLAN_STEP_JOIN && nx->inKernel &&
                nx->from == st->lane;
-    rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot, self);
+    rc = issueSync(comm, st, j - i, lane, epoch, graph, gslot, self ? polledPhase(nx) : -1);
     if (self) j++;
   } else if (st->kind == PLAN_STEP_REDUCE && readsLines(sch, st)) {
     j = issueKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &rc); /* the lines' waits */
+  } else if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes) {
+    rc = launchPieced(comm, sch, st, b, lane, epoch, graph, gslot);
+    j = i + 1;
   } else if (st->kind == PLAN_STEP_REDUCE) {
     rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;

@@ -13,7 +13,9 @@
  * store the rank's contributions into the peers' staging slots and signal
  * them itself: the one place where dmaccl moves data with SMs, for small
  * reductions, where a copy engine's start after a kernel costs more than
- * the whole operation (docs/latency-notes.md).
+ * the whole operation (docs/latency-notes.md). pull1's ReduceScatter runs
+ * one kernel for all its pieces, polling each piece's word before it
+ * (execReduceWait.pieces).
  */
 #include "cuda_reduce.h"
 #include "cuda_driver.h"
@@ -420,31 +422,22 @@ __device__ void reduceLines(void *dst, const Srcs &s, int n, size_t count, uint3
   }
 }
 
+/* Elements [lo, hi) of the result, the grid's threads striding through
+ * them (vectors of 16 bytes where `vec`: lo is then a whole number of
+ * vectors, and so is hi but at the end of the data). */
 template <int T, int OP>
-__global__ void __launch_bounds__(512)
-    dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
+__device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size_t lo, size_t hi,
+                                           int vec) {
   typedef typename Ty<T>::S S;
-  if (w.nmoves) storeMoves(w);
-  /* One block and nothing to signal: the barrier is the block's own. */
-  bool moved = w.moveCount && (gridDim.x > 1 || w.nsignals);
-  if (moved)
-    countAndSignal(w);
-  else if (w.moveCount)
-    __syncthreads();
-  if (w.flags || moved) waitFlags(w, moved);
-  if (w.lineSrcs) {
-    reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
-    return;
-  }
   const size_t per = 16 / sizeof(S); /* elements per vector */
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
-  size_t head = 0;
+  size_t head = lo;
   if (vec) {
-    size_t nv = count / per;
+    size_t nv = hi / per;
     size_t v = Passes < T, OP,
            T == dmacclBfloat16 || T == dmacclFloat16 ||
-               T == dmacclFloat32 > ::run(dst, s, n, nv, tid, stride);
+               T == dmacclFloat32 > ::run(dst, s, n, nv, lo / per + tid, stride);
     for (; v < nv; v += stride) {
       typedef typename Ty<T>::A A;
       A acc[16 / sizeof(S)];
@@ -465,7 +458,55 @@ __global__ void __launch_bounds__(512)
     }
     head = nv * per;
   }
-  for (size_t i = head + tid; i < count; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i);
+  for (size_t i = head + tid; i < hi; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i);
+}
+
+/* Pieces (execReduceWait.pieces): piece k once its word has reached the
+ * value. Thread 0 polls, the barrier then orders the block's reads of the
+ * piece after the copy its word follows (as waitFlags does). */
+template <int T, int OP>
+__device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int vec,
+                             const execReduceWait &w) {
+  for (int k = 0; k < w.pieces; k++) {
+    size_t lo = (size_t)k * w.pieceCount, hi = lo + w.pieceCount < count ? lo + w.pieceCount : count;
+    if (threadIdx.x == 0)
+      while ((int32_t)(loadAcquire(&w.pieceFlags[(size_t)k * w.pieceStride]) - w.value) < 0) {
+      }
+    __syncthreads();
+    if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec);
+  }
+  if (w.reset) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(w.count, 1u);
+      if (seen == gridDim.x - 1) {
+        for (int k = 0; k < w.pieces; k++) w.pieceFlags[(size_t)k * w.pieceStride] = 0;
+        if (gridDim.x > 1) *w.count = 0;
+      }
+    }
+  }
+}
+
+template <int T, int OP>
+__global__ void __launch_bounds__(512)
+    dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
+  if (w.pieces) {
+    reducePieces<T, OP>(dst, s, n, count, vec, w);
+    return;
+  }
+  if (w.nmoves) storeMoves(w);
+  /* One block and nothing to signal: the barrier is the block's own. */
+  bool moved = w.moveCount && (gridDim.x > 1 || w.nsignals);
+  if (moved)
+    countAndSignal(w);
+  else if (w.moveCount)
+    __syncthreads();
+  if (w.flags || moved) waitFlags(w, moved);
+  if (w.lineSrcs) {
+    reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
+    return;
+  }
+  reduceSpan<T, OP>(dst, s, n, 0, count, vec);
 }
 
 /* The handle of one instantiation of the kernel, asked for once and kept in
@@ -547,8 +588,13 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
-               wait->nsignals | wait->lineSrcs))
+               wait->nsignals | wait->lineSrcs | wait->pieces))
     w = *wait;
+  if (w.pieces && (w.pieces < 0 || !w.pieceFlags || w.pieceStride < 0 || !w.pieceCount ||
+                   w.nmoves || w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) ||
+                   (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) ||
+                   (size_t)w.pieces * w.pieceCount < count))
+    return cudaErrorInvalidValue;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
   if (count == 0 && !w.flags && !w.nmoves && !w.nsignals) return cudaSuccess;

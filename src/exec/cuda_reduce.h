@@ -63,6 +63,17 @@ typedef struct {
   /* Bit k: source k is a line slot (stagell): the kernel waits for each of
    * its lines, reads it and sets it to 0 (sources 0..31 only). */
   uint32_t lineSrcs;
+  /* Pieces (plan.h pieceBytes; pull1's ReduceScatter): with pieces > 0 the
+   * kernel reduces elements [k*pieceCount, (k+1)*pieceCount) of every
+   * source and the destination once word pieceFlags[k*pieceStride] has
+   * reached `value`, k = 0..pieces-1, in order (each block polls for
+   * itself: no block waits for another); with `reset` the last block to
+   * finish sets the words back to 0 (`count` counts the blocks). No moves,
+   * signals, flags or lines with it. */
+  int pieces;
+  size_t pieceCount;
+  uint32_t *pieceFlags;
+  int pieceStride;
 } execReduceWait;
 
 /* Queues on stream a kernel that computes what baseReduceHost computes, bit

@@ -154,6 +154,26 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   r, W->round, w, W->lane, S->round, i, S->lane);
     }
   }
+  /* A REDUCE in pieces (plan.h pieceBytes): its lane's steps just before it
+   * are one polled JOIN per piece, of phases PIECE+0, PIECE+1, ... */
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *R = &s->steps[i];
+    if (R->kind != PLAN_STEP_REDUCE || !R->pieceBytes) continue;
+    size_t K = (R->bytes + R->pieceBytes - 1) / R->pieceBytes;
+    int k = (int)K, ok = K >= 1 && K <= PLAN_PIECE_GROUPS && R->pieceBytes % 256 == 0;
+    for (int j = i - 1; j >= 0 && ok && k > 0; j--) {
+      const planStep *J = &s->steps[j];
+      if (J->lane != R->lane) continue;
+      ok = J->kind == PLAN_STEP_JOIN && J->inKernel && (int)J->phase == PLAN_PHASE_PIECE + k - 1;
+      k--;
+    }
+    if (!ok || k)
+      rc = fail(err, errlen,
+                "rank %d step %d: a REDUCE in pieces of %zu bytes is not preceded on lane %d by "
+                "one polled JOIN per piece (phases PIECE+0..%zu, at most %d pieces of 256-byte "
+                "multiples)",
+                r, i, R->pieceBytes, R->lane, K ? K - 1 : 0, PLAN_PIECE_GROUPS);
+  }
   /* EXIT to peer p ("I am done with your buffers") follows every step of
    * this rank that reads or writes p's send or receive buffer. */
   for (int x = 0; x < s->nsteps && !rc; x++) {

@@ -183,6 +183,14 @@ typedef struct {
   int from;
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
+  /* REDUCE: 0, or the bytes of each piece it may be done in (pull1's
+   * ReduceScatter, reduce.c): the JOINs before it on its lane are inKernel,
+   * of phases PIECE+0, PIECE+1, ... in order, one per piece, and piece k
+   * (bytes [k*pieceBytes, (k+1)*pieceBytes) of the destination and of every
+   * source) may be reduced once JOIN k's lane reached it. The CUDA executor
+   * launches one kernel that polls each piece's word before the piece;
+   * other executors run the JOINs as JOINs and the REDUCE whole. */
+  size_t pieceBytes;
   /* 1 when the REDUCE that follows the step on its lane does it itself, in
    * its kernel: a WAIT or JOIN it polls (a peer's signal, or for a JOIN a
    * word that lane `from` writes at this point); a COPY whose bytes it
