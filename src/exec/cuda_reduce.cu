@@ -468,7 +468,8 @@ template <int T, int OP>
 __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int vec,
                              const execReduceWait &w) {
   for (int k = 0; k < w.pieces; k++) {
-    size_t lo = (size_t)k * w.pieceCount, hi = lo + w.pieceCount < count ? lo + w.pieceCount : count;
+    size_t lo = (size_t)k * w.pieceCount,
+           hi = lo + w.pieceCount < count ? lo + w.pieceCount : count;
     if (threadIdx.x == 0)
       while ((int32_t)(loadAcquire(&w.pieceFlags[(size_t)k * w.pieceStride]) - w.value) < 0) {
       }
@@ -590,10 +591,10 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
   if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
                wait->nsignals | wait->lineSrcs | wait->pieces))
     w = *wait;
-  if (w.pieces && (w.pieces < 0 || !w.pieceFlags || w.pieceStride < 0 || !w.pieceCount ||
-                   w.nmoves || w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) ||
-                   (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) ||
-                   (size_t)w.pieces * w.pieceCount < count))
+  if (w.pieces &&
+      (w.pieces < 0 || !w.pieceFlags || w.pieceStride < 0 || !w.pieceCount || w.nmoves ||
+       w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) ||
+       (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) || (size_t)w.pieces * w.pieceCount < count))
     return cudaErrorInvalidValue;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
