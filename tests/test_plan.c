@@ -2588,6 +2588,23 @@ static int testExitOrder(void) {
   ASSERT_CONTAINS(why, "EXIT to rank 1");
   printf("  control: %s\n", why);
   for (int r = 0; r < 2; r++) planScheduleFree(&s[r]);
+  /* No EXIT at all (rank 0's signal and rank 1's wait for it removed). */
+  ASSERT_EQ_INT(buildPull1Rs(2, 48037, 2 * 2048, 7, s), 0);
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < s[r].nsteps; i++) {
+      const planStep *st = &s[r].steps[i];
+      if (st->phase == PLAN_PHASE_EXIT &&
+          ((r == 0 && st->kind == PLAN_STEP_SIGNAL) || (r == 1 && st->kind == PLAN_STEP_WAIT))) {
+        memmove(&s[r].steps[i], &s[r].steps[i + 1],
+                (size_t)(s[r].nsteps - i - 1) * sizeof(planStep));
+        s[r].nsteps--;
+        break;
+      }
+    }
+  ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "no EXIT goes to");
+  printf("  control: %s\n", why);
+  for (int r = 0; r < 2; r++) planScheduleFree(&s[r]);
   return 0;
 }
 

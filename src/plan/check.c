@@ -35,6 +35,8 @@ static int touchesUser(planLoc l, int p) {
   return l.rank == p && (l.buf == PLAN_BUF_SEND || l.buf == PLAN_BUF_RECV);
 }
 
+static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph);
+
 /* One rank alone: lanes, rounds, JOIN structure, rule 2, EXIT's order. */
 static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int r = s->rank, nl = s->nlanes, rc = 0;
@@ -46,7 +48,8 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int *ord = calloc((size_t)s->nsteps, sizeof(int));        /* index of a step within its lane */
   int *count = calloc((size_t)nl, sizeof(int));
   int *joinedBack = calloc((size_t)nl, sizeof(int)); /* lane 0 joined lane l after its last step */
-  if (!clock || !last || !ord || !count || !joinedBack) {
+  int *pend = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* polled JOINs for a lane's REDUCE */
+  if (!clock || !last || !ord || !count || !joinedBack || !pend) {
     rc = fail(err, errlen, "out of memory");
     goto out;
   }
@@ -88,11 +91,21 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     int *c = &clock[(size_t)i * (size_t)nl];
     memcpy(c, &last[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
     if (st->kind == PLAN_STEP_JOIN) {
+      /* A polled JOIN (inKernel) orders only the REDUCE whose kernel polls
+       * it, and what follows that REDUCE: the steps between them are issued
+       * before the kernel has seen the word. */
       const int *from = &last[(size_t)st->from * (size_t)nl];
+      int *into = st->inKernel ? &pend[(size_t)L * (size_t)nl] : c;
       for (int m = 0; m < nl; m++)
-        if (from[m] > c[m]) c[m] = from[m];
+        if (from[m] > into[m]) into[m] = from[m];
       if (L == 0) joinedBack[st->from] = count[st->from];
     }
+    if (st->kind == PLAN_STEP_REDUCE)
+      for (int m = 0; m < nl; m++) {
+        int *p = &pend[(size_t)L * (size_t)nl + (size_t)m];
+        if (*p > c[m]) c[m] = *p;
+        *p = 0;
+      }
     ord[i] = count[L]++;
     c[L] = ord[i] + 1;
     memcpy(&last[(size_t)L * (size_t)nl], c, (size_t)nl * sizeof(int));
@@ -196,12 +209,32 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   r, X->peer, x, X->lane, i, kindName(S->kind), S->lane);
     }
   }
+  /* ... and every peer whose buffers a step touches gets an EXIT. */
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *S = &s->steps[i];
+    for (int p = 0; p < n && !rc; p++) {
+      if (p == r) continue;
+      int touches = 0;
+      if (S->kind == PLAN_STEP_COPY)
+        touches = touchesUser(S->src, p) || touchesUser(S->dst, p);
+      else if (S->kind == PLAN_STEP_REDUCE) {
+        touches = touchesUser(S->dst, p);
+        for (int k = 0; k < S->nsrc; k++) touches |= touchesUser(s->srcs[S->src0 + k], p);
+      }
+      if (touches && findSync(s, PLAN_STEP_SIGNAL, p, PLAN_PHASE_EXIT) == -1)
+        rc = fail(err, errlen,
+                  "rank %d step %d (%s, lane %d) touches rank %d's buffers, and no EXIT goes to "
+                  "that rank",
+                  r, i, kindName(S->kind), S->lane, p);
+    }
+  }
 out:
   free(clock);
   free(last);
   free(ord);
   free(count);
   free(joinedBack);
+  free(pend);
   return rc;
 }
 

@@ -453,14 +453,17 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
   perfTrace(b, "trace", c, count);
   /* With -G: one operation captured into a graph, and each repetition
    * launches it (the command latencies and gaps of the graph form). */
-  cudaGraphExec_t one[MAXR] = {0}, *g = b->args.graphs > 0 ? one : NULL;
-  if (g && capture(b, c, coll, count, 0, 1, one)) return -1;
+  cudaGraphExec_t graphs[MAXR] = {0}, *g = b->args.graphs > 0 ? graphs : NULL;
+  int failed = g && capture(b, c, coll, count, 0, 1, graphs);
   /* warm: first use of buffers and handles is not what is measured */
-  if (runOps(b, c, coll, count, 0, 1, g, NULL) || perfSyncAll(b, c)) {
-    perfFreeGraphs(b, one);
+  if (!failed && (runOps(b, c, coll, count, 0, 1, g, NULL) || perfSyncAll(b, c))) failed = 1;
+  perfStat warm; /* every rank leaves together (the barriers and shares below) */
+  perfShare(b, failed, &warm);
+  if (warm.v[PERF_AVG_MAX] > 0) {
+    for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
+    perfFreeGraphs(b, graphs);
     return -1;
   }
-  int failed = 0;
   for (int k = 0; k < reps; k++) { /* every rank runs every repetition: barriers inside */
     uint64_t tProbe[MAXR];
     perfBarrier(b);
@@ -498,18 +501,18 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     double sum[NP] = {0};
     int ok = 1;
     for (int r = 0; r < b->nlocal && !failed; r++) {
-      perfBreakdown one;
-      if (bdSplit(b->devs[r], tProbe[r], t0, t1, tDone, &one)) {
+      perfBreakdown part;
+      if (bdSplit(b->devs[r], tProbe[r], t0, t1, tDone, &part)) {
         ok = 0;
         continue;
       }
-      sum[0] += one.control / b->nlocal;
-      sum[1] += one.schedule / b->nlocal;
-      sum[2] += one.copy / b->nlocal;
-      sum[3] += one.sync / b->nlocal;
-      sum[4] += one.total / b->nlocal;
-      if (k == 0) copies += one.copies, kernels += one.kernels;
-      hostEnd |= one.hostEnd;
+      sum[0] += part.control / b->nlocal;
+      sum[1] += part.schedule / b->nlocal;
+      sum[2] += part.copy / b->nlocal;
+      sum[3] += part.sync / b->nlocal;
+      sum[4] += part.total / b->nlocal;
+      if (k == 0) copies += part.copies, kernels += part.kernels;
+      hostEnd |= part.hostEnd;
     }
     /* average over ranks (processes) */
     perfStat s;
@@ -522,7 +525,7 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     if (ok) got++;
   }
   for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
-  perfFreeGraphs(b, one);
+  perfFreeGraphs(b, graphs);
   perfStat s;
   perfShare(b, failed, &s);
   if (s.v[PERF_AVG_MAX] > 0 || got == 0) return -1;
