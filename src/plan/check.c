@@ -34,6 +34,14 @@ static const char *kindName(planStepKind k) {
 static int touchesUser(planLoc l, int p) {
   return l.rank == p && (l.buf == PLAN_BUF_SEND || l.buf == PLAN_BUF_RECV);
 }
+/* Whether step S (a COPY or a REDUCE) reads or writes rank p's buffers. */
+static int stepTouches(const planSchedule *s, const planStep *S, int p) {
+  if (S->kind == PLAN_STEP_COPY) return touchesUser(S->src, p) || touchesUser(S->dst, p);
+  if (S->kind != PLAN_STEP_REDUCE) return 0;
+  int t = touchesUser(S->dst, p);
+  for (int k = 0; k < S->nsrc; k++) t |= touchesUser(s->srcs[S->src0 + k], p);
+  return t;
+}
 
 static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph);
 
@@ -195,14 +203,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     const int *cx = &clock[(size_t)x * (size_t)nl];
     for (int i = 0; i < s->nsteps && !rc; i++) {
       const planStep *S = &s->steps[i];
-      int touches = 0;
-      if (S->kind == PLAN_STEP_COPY)
-        touches = touchesUser(S->src, X->peer) || touchesUser(S->dst, X->peer);
-      else if (S->kind == PLAN_STEP_REDUCE) {
-        touches = touchesUser(S->dst, X->peer);
-        for (int k = 0; k < S->nsrc; k++) touches |= touchesUser(s->srcs[S->src0 + k], X->peer);
-      }
-      if (touches && i != x && cx[S->lane] <= ord[i])
+      if (stepTouches(s, S, X->peer) && i != x && cx[S->lane] <= ord[i])
         rc = fail(err, errlen,
                   "rank %d: EXIT to rank %d (step %d, lane %d) is not ordered after step %d "
                   "(%s, lane %d), which touches that rank's buffers",
@@ -213,15 +214,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *S = &s->steps[i];
     for (int p = 0; p < n && !rc; p++) {
-      if (p == r) continue;
-      int touches = 0;
-      if (S->kind == PLAN_STEP_COPY)
-        touches = touchesUser(S->src, p) || touchesUser(S->dst, p);
-      else if (S->kind == PLAN_STEP_REDUCE) {
-        touches = touchesUser(S->dst, p);
-        for (int k = 0; k < S->nsrc; k++) touches |= touchesUser(s->srcs[S->src0 + k], p);
-      }
-      if (touches && findSync(s, PLAN_STEP_SIGNAL, p, PLAN_PHASE_EXIT) == -1)
+      if (p != r && stepTouches(s, S, p) && findSync(s, PLAN_STEP_SIGNAL, p, PLAN_PHASE_EXIT) == -1)
         rc = fail(err, errlen,
                   "rank %d step %d (%s, lane %d) touches rank %d's buffers, and no EXIT goes to "
                   "that rank",

@@ -96,6 +96,22 @@ static int pullGroup(const planArgs *a, planSchedule *s, int g) {
   return rc;
 }
 
+/* Lane 0, rounds 0 and 1: SIGNAL ENTRY to every peer whose target is not
+ * empty (it will read my send buffer), then, when my target T is not
+ * empty, WAIT ENTRY from every peer (I will read theirs). Leaves round 1. */
+static int entry(const planArgs *a, planSchedule *s, size_t T) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0;
+  s->round = 0;
+  for (int d = 1; d < n && !rc; d++)
+    if (ci->target(a, (r + d) % n, 0).bytes)
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  s->round = 1;
+  for (int d = 1; d < n && !rc && T; d++)
+    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  return rc;
+}
+
 /*
  * A reduction with no result to share (ReduceScatter, ReduceScatterV,
  * Reduce) whose pieces all fit the scratch buffer at once: one copy lane
@@ -117,13 +133,7 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, size_t P
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
 #define PIECED_AT(k, p) ((((size_t)((p) < r ? (p) : (p)-1)) * K + (k)) * P)
-  s->round = 0;
-  for (int d = 1; d < n && !rc; d++)
-    if (ci->target(a, (r + d) % n, 0).bytes)
-      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  s->round = 1;
-  for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  rc = entry(a, s, T.bytes);
   if (!rc) rc = planAddJoin(s, LANE_A, 0);
   for (size_t k = 0; k < K && !rc; k++) {
     size_t off = k * P, len = T.bytes - off < P ? T.bytes - off : P;
@@ -188,18 +198,10 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
     readsMe[p] = Tp || (share && T.bytes);
     readP[p] = T.bytes || (share && Tp);
   }
-  s->round = 0;
-  for (int d = 1; d < n && !rc; d++)
-    if (ci->target(a, (r + d) % n, 0).bytes)
-      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-  s->round = 1;
+  if (!rc) rc = entry(a, s, T.bytes);
   int lanes[3] = {0, 0, share && Gmax ? LANE_C : 0}, signalled = 0;
   size_t K = 0; /* pieces of T */
-  if (T.bytes) {
-    for (int d = 1; d < n && !rc; d++)
-      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
-    lanes[0] = LANE_A, lanes[1] = T.bytes > P ? LANE_B : 0;
-  }
+  if (T.bytes) lanes[0] = LANE_A, lanes[1] = T.bytes > P ? LANE_B : 0;
   for (int i = 0; i < 2 && !rc; i++) /* lane C begins with pullGroup's JOIN */
     if (lanes[i]) rc = planAddJoin(s, lanes[i], 0);
   if (T.bytes) {
