@@ -511,8 +511,9 @@ int main(int argc, char **argv) {
     dmacclRedOp_t op;
   } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
               {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
-  /* the last only for Broadcast: relay's parts and chain's block in
-   * several groups (16 MB of float32, 8 MB of bfloat16) */
+  /* the last only for Broadcast (relay's parts and chain's block in
+   * several groups: 16 MB of float32, 8 MB of bfloat16) and the reductions
+   * in their first two types */
   const size_t counts[] = {1, 1000, 300001, 4194311};
   int cases = 0, rc = 0;
   for (int nn = 2; nn <= 3 && !rc; nn++) {
@@ -537,7 +538,10 @@ int main(int argc, char **argv) {
       int reduces = planCollOf((planColl)coll)->reduces;
       for (size_t ti = 0; ti < sizeof(tops) / sizeof(tops[0]) && !rc; ti++) {
         if (!reduces && ti > 1) break; /* movement: two types are enough */
-        for (size_t ci = 0; ci < 3 + (coll == PLAN_COLL_BROADCAST) && !rc; ci++)
+        /* the reductions' pull1 in several pieces too (its one-kernel
+         * AllReduce on 2 and 3 GPUs): two types */
+        size_t ncounts = coll == PLAN_COLL_BROADCAST || (reduces && ti < 2) ? 4 : 3;
+        for (size_t ci = 0; ci < ncounts && !rc; ci++)
           for (int inPlace = 0; inPlace <= 1 && !rc; inPlace++) {
             caseT c = {.coll = (planColl)coll,
                        .n = n,

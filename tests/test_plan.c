@@ -678,9 +678,20 @@ typedef struct {
   uint32_t seed;
 } simCase;
 
-/* Whether step i is part of a kernel (an inKernel step, or the REDUCE
- * after such steps on its lane); *first: the kernel's first step. */
+/* Whether step i is part of a kernel (an inKernel step, the REDUCE after
+ * such steps on its lane, or a SIGNAL written after a REDUCE in pieces);
+ * *first: the kernel's first step. */
 static int kernelPart(const planSchedule *sc, int i, int *first) {
+  const planStep *si = &sc->steps[i];
+  if (si->kind == PLAN_STEP_SIGNAL && si->inKernel) {
+    int j = i - 1;
+    while (j >= 0 && sc->steps[j].lane == si->lane && sc->steps[j].kind == PLAN_STEP_SIGNAL &&
+           sc->steps[j].inKernel)
+      j--;
+    if (j >= 0 && sc->steps[j].lane == si->lane && sc->steps[j].kind == PLAN_STEP_REDUCE &&
+        sc->steps[j].pieceBytes)
+      return kernelPart(sc, j, first);
+  }
   int f = -1;
   for (int j = i; j >= 0; j--) {
     const planStep *sj = &sc->steps[j];
@@ -888,6 +899,8 @@ static int testQueueSafety(void) {
               a.kernelWait = (int)((seed >> 3) & 1); /* reductions' kernels poll */
               a.lineBytes = (size_t)1 << 20;         /* stagell: its line form */
               a.pieceMin = 256; /* pull1: several pieces, AllReduce's result in groups */
+              /* pull1's AllReduce signalling from its kernel: list order only */
+              a.kernelSignals = mode != SIM_TOPO_PER_RANK && (seed & 1);
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -1051,6 +1064,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     /* AllGather(V): arrival NOTIFYs in half the runs */
     a[r].notify = (coll == PLAN_COLL_ALLGATHER || coll == PLAN_COLL_ALLGATHERV) &&
                   (((seed >> 4) & 1) || notifyEarlyControl);
+    a[r].kernelSignals = (int)((seed >> 5) & 1); /* pull1's AllReduce in one kernel */
   }
   int notified[MAXR][MAXR];
   memset(notified, 0, sizeof(notified));
@@ -2639,10 +2653,85 @@ static int testPiecedReduce(void) {
   return 0;
 }
 
+/*
+ * pull1's AllReduce in one kernel (reduce.c buildPieced, planArgs.
+ * kernelSignals): the REDUCE in pieces, the kernel's SIGNALs of PIECE+k to
+ * every peer right after it, lane C's WAITs and pulls of the peers' pieces;
+ * targets of different sizes (4 ranks, a count no rank divides evenly), and
+ * every rank's last piece short. Simulated queues in list order (one per
+ * rank, and shared by all ranks round by round) never deadlock. Controls:
+ * the same schedules without listOrder fail planCheck, and issued in random
+ * dependency orders (a graph launch) they deadlock in some: lane C's WAIT
+ * ahead of lane A's copies holds them, so no kernel reaches its piece.
+ */
+static int testPiecedAllReduce(void) {
+  char why[256];
+  const int n = 4;
+  planSchedule s[4], *ops[4];
+  static vecStore v;
+  uint32_t seed = 5;
+  size_t count = 4 * 30000 + 3;
+  makeVec(PLAN_COLL_ALLREDUCE, n, count, &seed, &v);
+  for (int r = 0; r < n; r++) {
+    planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, r, n, count, 0, 0, &v, (size_t)1 << 20);
+    a.pieceMin = 256;
+    a.kernelSignals = 1;
+    memset(&s[r], 0, sizeof(s[r]));
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PULL1, &s[r]), 0);
+    ops[r] = &s[r];
+  }
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+  for (int r = 0; r < n; r++) {
+    int red = -1, sigs = 0, waits = 0, pulls = 0, K = 0;
+    for (int i = 0; i < s[r].nsteps; i++) {
+      const planStep *st = &s[r].steps[i];
+      if (st->kind == PLAN_STEP_REDUCE) {
+        ASSERT_EQ_INT(red, -1);
+        red = i;
+        ASSERT_TRUE(st->pieceBytes > 0 && st->bytes % st->pieceBytes);
+        K = (int)((st->bytes + st->pieceBytes - 1) / st->pieceBytes);
+      }
+      if (st->kind == PLAN_STEP_SIGNAL && st->inKernel) {
+        ASSERT_TRUE(red >= 0 && i == red + 1 + sigs && st->lane == 0);
+        ASSERT_EQ_INT((int)st->phase, PLAN_PHASE_PIECE + sigs / (n - 1));
+        sigs++;
+      }
+      if (st->kind == PLAN_STEP_WAIT && st->phase >= PLAN_PHASE_PIECE) {
+        ASSERT_TRUE(st->lane == 3 && i > red && !st->inKernel);
+        waits++;
+      }
+      if (st->kind == PLAN_STEP_COPY && st->src.buf == PLAN_BUF_RECV) {
+        ASSERT_TRUE(st->lane == 3 && st->src.rank != r && st->dst.rank == r);
+        pulls++;
+      }
+    }
+    ASSERT_TRUE(K >= 2);
+    ASSERT_EQ_INT(sigs, K * (n - 1));
+    ASSERT_EQ_INT(waits, pulls);
+    ASSERT_TRUE(waits >= K * (n - 1) - (n - 1));
+  }
+  for (uint32_t sd = 1; sd <= 40; sd++) {
+    ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
+    ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u), 0);
+  }
+  int deadlocks = 0;
+  for (uint32_t sd = 1; sd <= 400; sd++)
+    deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
+  printf("  control: %d of 400 dependency orders (a graph launch) deadlock\n", deadlocks);
+  ASSERT_TRUE(deadlocks > 0);
+  for (int r = 0; r < n; r++) s[r].listOrder = 0;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "list order only");
+  printf("  control: %s\n", why);
+  for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
   RUN(testPiecedReduce);
+  RUN(testPiecedAllReduce);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testArrivalEarly);

@@ -403,7 +403,8 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
  * place from 1 among the staged operations of its capture (counted anew
  * whenever the capture changes). In sequence order. */
 uint64_t coreStageNumber(coreClique *c, const coreOp *op);
-/* Sets the staged fields of a's planner arguments for op numbered idx. */
+/* Sets the fields of a's planner arguments that depend on capture (the
+ * staged ones for op numbered idx, kernelSignals). */
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
 /* A new set's id: unique in the process, never 0. */
 unsigned long coreNewCliqueId(void);

@@ -15,6 +15,9 @@ void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   int kw = op->comm->clique->kernelWait;
   a->kernelWait = kw == 2 || (kw == 1 && op->capture);
   a->lineBytes = coreLineBytes(op->comm->clique);
+  /* pull1's AllReduce signals from its kernel: list order (eager), and no
+   * peer on this GPU (one process: its signals are events) */
+  a->kernelSignals = !op->capture && !op->comm->clique->gpuShared;
 }
 
 planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,

@@ -833,13 +833,17 @@ static int polledPhase(const planStep *join) {
   return join->phase >= PLAN_PHASE_PIECE ? (int)join->phase : PLAN_PHASE_DATA;
 }
 
-/* A REDUCE in pieces (plan.h pieceBytes): one kernel that polls the own
- * word of piece k (written by its polled JOIN's lane) before piece k. */
-static dmacclResult_t launchPieced(dmacclComm_t comm, const planSchedule *sch, const planStep *st,
-                                   const execBuffers *b, cudaStream_t lane, uint32_t epoch,
-                                   int graph, int gslot) {
+/* A REDUCE in pieces (plan.h pieceBytes), steps[i]: one kernel that polls
+ * the own word of piece k (written by its polled JOIN's lane) before piece
+ * k, and after it writes the PIECE+k words of the peers that the inKernel
+ * SIGNALs after the REDUCE name (the same peers for every piece: pull1's
+ * AllReduce). Returns the index after those SIGNALs. */
+static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+                        cudaStream_t lane, uint32_t epoch, int graph, int gslot,
+                        dmacclResult_t *rcOut) {
   cudaState *s = stateOf(comm);
-  int n = comm->nranks, me = comm->rank;
+  const planStep *st = &sch->steps[i];
+  int n = comm->nranks, me = comm->rank, j = i + 1;
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   w.pieces = (int)((st->bytes + st->pieceBytes - 1) / st->pieceBytes);
@@ -850,7 +854,35 @@ static dmacclResult_t launchPieced(dmacclComm_t comm, const planSchedule *sch, c
   w.value = graph ? 1 : epoch;
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
-  return launchReduce(comm, sch, st, b, &w, lane);
+  w.signalValue = graph ? 1 : epoch;
+  /* the SIGNALs of piece 0 name the peers; every later piece's, the same
+   * peers in the same order */
+  while (j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_SIGNAL && sch->steps[j].inKernel &&
+         sch->steps[j].lane == st->lane)
+    j++;
+  int m = j - i - 1, P0 = 0, ok = w.pieces <= PLAN_PIECE_GROUPS;
+  while (P0 < m && sch->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
+  ok = ok && (!m || (P0 <= EXEC_REDUCE_MAX_MOVES && m == w.pieces * P0));
+  for (int t = 0; t < m && ok; t++) {
+    const planStep *q = &sch->steps[i + 1 + t];
+    ok = (int)q->phase == PLAN_PHASE_PIECE + t / P0 && q->peer == sch->steps[i + 1 + t % P0].peer &&
+         !colocated(comm, q->peer);
+  }
+  if (!ok) {
+    *rcOut = coreError(comm, dmacclInternalError,
+                       "the kernel of a REDUCE in pieces cannot do its %d SIGNALs (every piece's "
+                       "to the same peers, none on this GPU, at most %d pieces and %d peers)",
+                       m, PLAN_PIECE_GROUPS, EXEC_REDUCE_MAX_MOVES);
+    return j;
+  }
+  for (int t = 0; t < P0; t++)
+    w.pieceSignals[w.npieceSignals++] =
+        (uint32_t *)(uintptr_t)flagWord(s, sch->steps[i + 1 + t].peer,
+                                        graph ? flagGraphWord(n, PLAN_PHASE_PIECE, me, gslot)
+                                              : FLAG_EAGER(n, PLAN_PHASE_PIECE, me));
+  if (w.npieceSignals) w.pieceCounts = s->flags + FLAG_KPIECE(n, s->nlanes);
+  *rcOut = launchReduce(comm, sch, st, b, &w, lane);
+  return j;
 }
 
 /* A REDUCE with a source in a line slot (stagell). */
@@ -893,8 +925,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   } else if (st->kind == PLAN_STEP_REDUCE && readsLines(sch, st)) {
     j = issueKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &rc); /* the lines' waits */
   } else if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes) {
-    rc = launchPieced(comm, sch, st, b, lane, epoch, graph, gslot);
-    j = i + 1;
+    j = launchPieced(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
   } else if (st->kind == PLAN_STEP_REDUCE) {
     rc = launchReduce(comm, sch, st, b, NULL, lane);
     j = i + 1;

@@ -50,6 +50,9 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
  *                       kernels
  *   Q+2+L+n             the reduction kernel's count of blocks done storing
  *                       (stagesm: execReduceWait.moveCount), 0 between kernels
+ *   [Q+3+L+n, +G)       the reduction kernel's count of blocks done with piece
+ *                       k (execReduceWait.pieceCounts), 0 between kernels;
+ *                       G = PLAN_PIECE_GROUPS
  * Each graph staging slot has its own DATA words: a graph's staged operations
  * alternate between the two slots without an ENTRY handshake (staged.c), and
  * only the slot's own previous user is known to have reset its word.
@@ -64,7 +67,8 @@ typedef enum { SIGNAL_MEMOP = 0, SIGNAL_COPY = 1 } signalPath;
 #define FLAG_PROBE(n, L, peer) (FLAG_Q(n) + 1 + (L) + (peer))
 #define FLAG_KCOUNT(n, L) (FLAG_Q(n) + 1 + (L) + (n))
 #define FLAG_KMOVE(n, L) (FLAG_Q(n) + 2 + (L) + (n))
-#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 3 + (L))
+#define FLAG_KPIECE(n, L) (FLAG_Q(n) + 3 + (L) + (n))
+#define FLAG_WORDS(n, L) (FLAG_Q(n) + (n) + 3 + (L) + PLAN_PIECE_GROUPS)
 /* The graph word of (phase, peer) for an operation on graph staging slot
  * `gslot` (0 or 1; only DATA differs). */
 static inline size_t flagGraphWord(int n, int ph, int peer, int gslot) {

@@ -461,6 +461,24 @@ __device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size
   for (size_t i = head + tid; i < hi; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i);
 }
 
+/* After piece k (execReduceWait.pieceSignals): the last block done with it
+ * writes the peers' words, after every block's stores (as countAndSignal). */
+static __device__ void signalPiece(const execReduceWait &w, int k) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    if (atomicAdd(&w.pieceCounts[k], 1u) == gridDim.x - 1) {
+      __threadfence_system();
+      for (int m = 0; m < w.npieceSignals; m++)
+        asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(w.pieceSignals[m] +
+                                                                 (size_t)k * w.pieceStride),
+                     "r"(w.signalValue)
+                     : "memory");
+      w.pieceCounts[k] = 0; /* every block has counted: the next launch's */
+    }
+  }
+}
+
 /* Pieces (execReduceWait.pieces): piece k once its word has reached the
  * value. Thread 0 polls, the barrier then orders the block's reads of the
  * piece after the copy its word follows (as waitFlags does). */
@@ -475,6 +493,7 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
       }
     __syncthreads();
     if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec);
+    if (w.npieceSignals) signalPiece(w, k);
   }
   if (w.reset) {
     __syncthreads();
@@ -593,7 +612,8 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
     w = *wait;
   if (w.pieces &&
       (w.pieces < 0 || !w.pieceFlags || w.pieceStride < 0 || !w.pieceCount || w.nmoves ||
-       w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) ||
+       w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) || w.npieceSignals < 0 ||
+       w.npieceSignals > EXEC_REDUCE_MAX_MOVES || (w.npieceSignals && !w.pieceCounts) ||
        (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) || (size_t)w.pieces * w.pieceCount < count))
     return cudaErrorInvalidValue;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;

@@ -63,17 +63,24 @@ typedef struct {
   /* Bit k: source k is a line slot (stagell): the kernel waits for each of
    * its lines, reads it and sets it to 0 (sources 0..31 only). */
   uint32_t lineSrcs;
-  /* Pieces (plan.h pieceBytes; pull1's ReduceScatter): with pieces > 0 the
-   * kernel reduces elements [k*pieceCount, (k+1)*pieceCount) of every
-   * source and the destination once word pieceFlags[k*pieceStride] has
-   * reached `value`, k = 0..pieces-1, in order (each block polls for
-   * itself: no block waits for another); with `reset` the last block to
-   * finish sets the words back to 0 (`count` counts the blocks). No moves,
-   * signals, flags or lines with it. */
+  /* Pieces (plan.h pieceBytes; pull1): with pieces > 0 the kernel reduces
+   * elements [k*pieceCount, (k+1)*pieceCount) of every source and the
+   * destination once word pieceFlags[k*pieceStride] has reached `value`,
+   * k = 0..pieces-1, in order (each block polls for itself: no block waits
+   * for another); with `reset` the last block to finish sets the words back
+   * to 0 (`count` counts the blocks). Then, with npieceSignals, the last
+   * block done with piece k (pieceCounts[k], 0 between launches, counts
+   * them; a system fence after each block's stores) writes `signalValue`
+   * into pieceSignals[m][k*pieceStride] for every m: the peers' PIECE+k
+   * words (AllReduce: they pull the piece from here). No moves, signals,
+   * flags or lines with it. */
   int pieces;
   size_t pieceCount;
   uint32_t *pieceFlags;
   int pieceStride;
+  int npieceSignals;
+  uint32_t *pieceSignals[EXEC_REDUCE_MAX_MOVES];
+  unsigned *pieceCounts;
 } execReduceWait;
 
 /* Queues on stream a kernel that computes what baseReduceHost computes, bit

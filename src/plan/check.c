@@ -57,7 +57,8 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int *count = calloc((size_t)nl, sizeof(int));
   int *joinedBack = calloc((size_t)nl, sizeof(int)); /* lane 0 joined lane l after its last step */
   int *pend = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* polled JOINs for a lane's REDUCE */
-  if (!clock || !last || !ord || !count || !joinedBack || !pend) {
+  int *after = malloc((size_t)s->nsteps * sizeof(int)); /* a kernel's SIGNAL: its REDUCE, or -1 */
+  if (!clock || !last || !ord || !count || !joinedBack || !pend || !after) {
     rc = fail(err, errlen, "out of memory");
     goto out;
   }
@@ -124,6 +125,30 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int l = 1; l < nl && !rc; l++)
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
+  /* SIGNALs a kernel writes after its REDUCE in pieces (plan.h pieceBytes):
+   * right after it in the list, on its lane, of phases PIECE+k of its
+   * pieces in order of k, in a schedule issued in list order only. */
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *S = &s->steps[i], *B = i ? &s->steps[i - 1] : NULL;
+    after[i] = -1;
+    if (S->kind != PLAN_STEP_SIGNAL || !S->inKernel || !B || B->lane != S->lane) continue;
+    if (B->kind == PLAN_STEP_REDUCE && B->pieceBytes)
+      after[i] = i - 1;
+    else if (after[i - 1] >= 0)
+      after[i] = after[i - 1];
+    else
+      continue;
+    const planStep *R = &s->steps[after[i]];
+    int k = (int)S->phase - PLAN_PHASE_PIECE,
+        K = (int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes);
+    if (!s->listOrder || k < 0 || k >= K || (B != R && (int)B->phase > (int)S->phase) ||
+        i - after[i] > K * PLAN_SM_MAX_PEERS)
+      rc = fail(err, errlen,
+                "rank %d step %d: a SIGNAL its kernel writes after the REDUCE in pieces (step %d) "
+                "must be of phase PIECE+0..%d in order (at most %d per piece), in a schedule "
+                "issued in list order only",
+                r, i, after[i], K - 1, PLAN_SM_MAX_PEERS);
+  }
   /* A step a kernel does (inKernel: a COPY or a DATA or EXIT SIGNAL it
    * does, a DATA or EXIT WAIT or a JOIN it polls) is followed on its lane by
    * more such steps, then the REDUCE whose kernel it is; the steps one
@@ -133,7 +158,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int moves = 0, sigs = 0, phase = -1;
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
-    if (!W->inKernel) {
+    if (!W->inKernel || after[w] >= 0) {
       if (W->kind == PLAN_STEP_REDUCE) moves = sigs = 0, phase = -1;
       continue;
     }
@@ -160,7 +185,9 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                 w, PLAN_SM_MAX_PEERS);
   }
   /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round
-   * (not one that a kernel polls: it holds no queue). */
+   * (not one that a kernel polls: it holds no queue); a SIGNAL a kernel
+   * writes after its REDUCE comes before the WAITs listed after that REDUCE
+   * (the exception of plan.h: listOrder schedules, checked above). */
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
     if (W->kind != PLAN_STEP_WAIT || W->inKernel) continue;
@@ -168,7 +195,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     for (int i = 0; i < s->nsteps && !rc; i++) {
       const planStep *S = &s->steps[i];
       if (S->kind != PLAN_STEP_SIGNAL || S->round >= W->round) continue;
-      if (cw[S->lane] <= ord[i])
+      if (after[i] >= 0 ? w < after[i] : cw[S->lane] <= ord[i])
         rc = fail(err, errlen,
                   "rank %d: WAIT of round %d (step %d, lane %d) is not ordered after the SIGNAL "
                   "of round %d (step %d, lane %d): a shared hardware queue could deadlock",
@@ -228,6 +255,7 @@ out:
   free(count);
   free(joinedBack);
   free(pend);
+  free(after);
   return rc;
 }
 

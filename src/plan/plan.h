@@ -31,6 +31,13 @@
  *      order (several ranks of one process: round by round across them).
  * planCheck verifies 1-3 and the lane structure for every rank's schedule
  * of one operation; test_plan runs it on every algorithm.
+ * One exception to rule 2, for schedules issued in list order only
+ * (planSchedule.listOrder: never captured into a CUDA graph, whose launch
+ * may pick any dependency order): a SIGNAL that a reduction kernel writes
+ * after its REDUCE (pull1's AllReduce in pieces) counts as before every WAIT
+ * listed after that REDUCE. The kernel leaves its queue when launched, and
+ * what it signals depends only on steps listed before it, which every queue
+ * holds ahead of such a WAIT.
  */
 #ifndef DMACCL_PLAN_H_
 #define DMACCL_PLAN_H_
@@ -148,7 +155,8 @@ static inline size_t planLinesBytes(size_t bytes) {
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
- * g of my part is reduced in my receive buffer", and to relay (relay.c)
+ * g of my part is reduced in my receive buffer" (in pieces: piece g), and
+ * to relay (relay.c)
  * and chain (chain.c): "group g of my part (chain: of the block) is in my
  * receive buffer". */
 #define PLAN_PIECE_GROUPS 8
@@ -183,13 +191,16 @@ typedef struct {
   int from;
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
-  /* REDUCE: 0, or the bytes of each piece it may be done in (pull1's
-   * ReduceScatter, reduce.c): the JOINs before it on its lane are inKernel,
-   * of phases PIECE+0, PIECE+1, ... in order, one per piece, and piece k
-   * (bytes [k*pieceBytes, (k+1)*pieceBytes) of the destination and of every
-   * source) may be reduced once JOIN k's lane reached it. The CUDA executor
-   * launches one kernel that polls each piece's word before the piece;
-   * other executors run the JOINs as JOINs and the REDUCE whole. */
+  /* REDUCE: 0, or the bytes of each piece it may be done in (pull1,
+   * reduce.c): the JOINs before it on its lane are inKernel, of phases
+   * PIECE+0, PIECE+1, ... in order, one per piece, and piece k (bytes
+   * [k*pieceBytes, (k+1)*pieceBytes) of the destination and of every source)
+   * may be reduced once JOIN k's lane reached it. SIGNALs of phase PIECE+k
+   * marked inKernel right after it in the list, on its lane, in order of k
+   * (only where the schedule is listOrder), are written by the kernel once
+   * piece k is reduced. The CUDA executor launches one kernel that polls
+   * each piece's word before the piece and signals after it; other
+   * executors run the JOINs as JOINs, the REDUCE whole, then the SIGNALs. */
   size_t pieceBytes;
   /* 1 when the REDUCE that follows the step on its lane does it itself, in
    * its kernel: a WAIT or JOIN it polls (a peer's signal, or for a JOIN a
@@ -211,6 +222,7 @@ typedef struct {
   int stageSlots;
   int dtype, redop; /* REDUCE steps: dmacclDataType_t and dmacclRedOp_t numbers */
   size_t elemSize;
+  int listOrder; /* planArgs.kernelSignals: issued in list order, never in a graph (rule 2) */
   int nsteps, cap;
   planStep *steps;
   int nsrcs, srcCap; /* REDUCE sources */
@@ -274,6 +286,13 @@ typedef struct {
   /* AllGather and AllGatherV only: 1 to add a NOTIFY step per block of the
    * receive buffer where that block is complete (planAddArrivals). */
   int notify;
+  /* pull1's AllReduce: 1 to let the reduction kernel signal each piece of
+   * the rank's result to the peers as soon as it is reduced (reduce.c,
+   * buildPieced), so their pulls of it overlap the later pieces. Only
+   * where the executor issues the steps in list order (not captured into a
+   * CUDA graph: the exception to rule 2 above) and the kernel can write
+   * every peer's words (no peer on this GPU). Same on every rank. */
+  int kernelSignals;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */

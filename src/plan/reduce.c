@@ -54,8 +54,10 @@
  * running at once on the engine, so that the first lands late for its
  * reduction; no timeline shows it; docs/results/pull1-exit-4xh200/).
  *
- * A reduction with no result to share whose pieces all fit the scratch
- * buffer at once takes another shape: buildPieced (below).
+ * A reduction whose pieces all fit the scratch buffer at once takes
+ * another shape, one kernel for all pieces: buildPieced (below); an
+ * AllReduce only where the kernel may signal the peers (eager, no peer on
+ * this GPU), so this one is AllReduce's form in CUDA graphs.
  *
  * Safety in place: only rank t reads block T_t of the peers' buffers, and a
  * rank writes a peer's group into its own buffer only after that peer's
@@ -112,29 +114,62 @@ static int entry(const planArgs *a, planSchedule *s, size_t T) {
   return rc;
 }
 
+/* Whether a target of `bytes` fits buildPieced: at most PLAN_PIECE_GROUPS
+ * pieces, every peer's all in the scratch buffer at once (0 bytes fit). */
+static int piecedFits(const planArgs *a, size_t bytes) {
+  size_t P = pieceBytes(a, bytes);
+  if (!bytes) return 1;
+  size_t K = P ? (bytes + P - 1) / P : 0;
+  return P && K <= PLAN_PIECE_GROUPS && K * (size_t)(a->nranks - 1) * P <= a->scratchBytes;
+}
+
 /*
- * A reduction with no result to share (ReduceScatter, ReduceScatterV,
- * Reduce) whose pieces all fit the scratch buffer at once: one copy lane
- * pulls the pieces one after the other, each into a region of its own
- * (peer p's piece k at (p's index among the peers * K + k) * P, so every
- * source advances by P per piece), and one kernel reduces them, polling
- * the word lane A writes after each piece (an inKernel JOIN of phase
- * PIECE+k) instead of one kernel per piece behind an event: in a CUDA graph
- * on 2x H200 the first of four kernels started 15 us after its piece
- * landed and each later one 1.5-3 us after the one before
- * (docs/results/pull1-exit-4xh200/). EXIT leaves from lane A after the
- * last copy. Measured there: 64 MB 0.86-0.91x the time of a kernel per
- * piece (NCCL's time), 16 MB 0.95x (each word's write, between two
- * copies on lane A, leaves 5 us between them).
+ * A reduction whose pieces all fit the scratch buffer at once, as one
+ * kernel: ReduceScatter, ReduceScatterV and Reduce (T in more than one
+ * piece), and AllReduce where planArgs.kernelSignals allows and every
+ * rank's target fits. One copy lane pulls the pieces one after the other,
+ * each into a region of its own (peer p's piece k at (p's index among the
+ * peers * K + k) * P, so every source advances by P per piece), and one
+ * kernel reduces them, polling the word lane A writes after each piece (an
+ * inKernel JOIN of phase PIECE+k) instead of one kernel per piece behind an
+ * event: in a CUDA graph on 2x H200 the first of four kernels started 15
+ * us after its piece landed and each later one 1.5-3 us after the one
+ * before (docs/results/pull1-exit-4xh200/). Measured there: ReduceScatter
+ * 64 MB 0.86-0.91x the time of a kernel per piece (NCCL's time), 16 MB
+ * 0.95x (each word's write, between two copies on lane A, leaves 5 us
+ * between them).
+ *
+ * AllReduce: the kernel also SIGNALs PIECE+k to every peer once piece k is
+ * reduced (inKernel SIGNALs after the REDUCE, round 1), and lane C, forked
+ * before the copies, WAITs for each peer's PIECE+k (round 2) and pulls
+ * that piece of the peer's result from its receive buffer, so the result
+ * pulls run while later pieces are reduced, with no kernel end, event or
+ * stream write between a reduction and the pull of its bytes. Lane C's
+ * WAITs are ordered after the kernel's SIGNALs by list order alone (the
+ * exception to rule 2, plan.h), which is why this form is for listOrder
+ * schedules only; CUDA graphs take the groups of planBuildReduce. In
+ * place, a rank writes a peer's piece into its own buffer only after that
+ * peer's PIECE signal, which follows the peer's reduction of the piece,
+ * which followed its copies of the piece from this rank.
+ *
+ * EXIT leaves from the lane of the last reads (C, else A), after it joins
+ * the other reading lane.
  */
-static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, size_t P, size_t K) {
+static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int share) {
   const planCollInfo *ci = planCollOf(a->coll);
-  int n = a->nranks, r = a->rank, rc = 0;
+  int n = a->nranks, r = a->rank, rc = 0, Kmax = 0;
+  size_t P = pieceBytes(a, T.bytes), K = T.bytes ? (T.bytes + P - 1) / P : 0;
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
+  for (int d = 1; d < n && share; d++) {
+    size_t Tp = ci->target(a, (r + d) % n, 0).bytes, Pp = pieceBytes(a, Tp);
+    int Kp = Tp ? (int)((Tp + Pp - 1) / Pp) : 0;
+    if (Kp > Kmax) Kmax = Kp;
+  }
 #define PIECED_AT(k, p) ((((size_t)((p) < r ? (p) : (p)-1)) * K + (k)) * P)
   rc = entry(a, s, T.bytes);
-  if (!rc) rc = planAddJoin(s, LANE_A, 0);
+  if (!rc && Kmax) rc = planAddJoin(s, LANE_C, 0); /* after my ENTRY signals (rule 2) */
+  if (!rc && T.bytes) rc = planAddJoin(s, LANE_A, 0);
   for (size_t k = 0; k < K && !rc; k++) {
     size_t off = k * P, len = T.bytes - off < P ? T.bytes - off : P;
     for (int d = 1; d < n && !rc; d++) {
@@ -148,20 +183,48 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, size_t P
       j->phase = (planPhase)(PLAN_PHASE_PIECE + (int)k);
     }
   }
-  for (int i = 0; i < n && !rc; i++)
+  for (int i = 0; i < n && !rc && T.bytes; i++)
     src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, T.srcOff}
                     : (planLoc){r, PLAN_BUF_SCRATCH, PIECED_AT(0, i)};
-  if (!rc) rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff}, T.bytes);
-  if (!rc) s->steps[s->nsteps - 1].pieceBytes = P;
+  if (!rc && T.bytes)
+    rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff}, T.bytes);
+  if (!rc && T.bytes) s->steps[s->nsteps - 1].pieceBytes = P;
 #undef PIECED_AT
+  /* AllReduce: the kernel signals piece k to every peer; lane C pulls the
+   * peers' pieces as their signals come. */
+  for (size_t k = 0; k < K && share && !rc; k++)
+    for (int d = 1; d < n && !rc; d++)
+      if (!(rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n,
+                             (planPhase)(PLAN_PHASE_PIECE + (int)k))))
+        s->steps[s->nsteps - 1].inKernel = 1;
   s->round = 2;
+  for (int k = 0; k < Kmax && !rc; k++)
+    for (int d = 1; d < n && !rc; d++) {
+      int p = (r + d) % n;
+      planBlock Tp = ci->target(a, p, 0);
+      size_t Pp = pieceBytes(a, Tp.bytes), off = (size_t)k * Pp;
+      if (off >= Tp.bytes) continue;
+      size_t len = Tp.bytes - off < Pp ? Tp.bytes - off : Pp;
+      rc = planAddSync(s, PLAN_STEP_WAIT, LANE_C, p, (planPhase)(PLAN_PHASE_PIECE + k));
+      if (!rc)
+        rc = planAddCopy(s, LANE_C, (planLoc){p, PLAN_BUF_RECV, Tp.dstOff + off},
+                         (planLoc){r, PLAN_BUF_RECV, Tp.dstOff + off}, len, 1);
+    }
+  /* EXIT to every peer whose buffers I read, from the lane of my last reads */
+  int x = Kmax ? LANE_C : LANE_A;
+  if (!rc && Kmax && T.bytes) rc = planAddJoin(s, LANE_C, LANE_A);
+  s->round = share ? 3 : 2;
   for (int d = 1; d < n && !rc; d++)
-    rc = planAddSync(s, PLAN_STEP_SIGNAL, LANE_A, (r + d) % n, PLAN_PHASE_EXIT);
-  if (!rc) rc = planAddJoin(s, 0, LANE_A);
-  s->round = 3;
-  for (int d = 1; d < n && !rc; d++)
-    if (ci->target(a, (r + d) % n, 0).bytes)
-      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+    if (T.bytes || (share && ci->target(a, (r + d) % n, 0).bytes))
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, x, (r + d) % n, PLAN_PHASE_EXIT);
+  if (!rc && T.bytes) rc = planAddJoin(s, 0, LANE_A);
+  if (!rc && Kmax) rc = planAddJoin(s, 0, LANE_C);
+  s->round = share ? 4 : 3;
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    if (ci->target(a, p, 0).bytes || (share && T.bytes))
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, p, PLAN_PHASE_EXIT);
+  }
   free(src);
   return rc;
 }
@@ -179,10 +242,11 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   size_t P = pieceBytes(a, T.bytes);
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
   int share = ci->shareResult, Gmax = 0, G = share ? planGroups(a, T.bytes) : 0;
-  if (!share && T.bytes > P) {
-    size_t K = (T.bytes + P - 1) / P;
-    if (K <= PLAN_PIECE_GROUPS && K * (size_t)(n - 1) * P <= a->scratchBytes)
-      return buildPieced(a, s, T, P, K);
+  if (!share && T.bytes > P && piecedFits(a, T.bytes)) return buildPieced(a, s, T, 0);
+  if (share && a->kernelSignals && n - 1 <= PLAN_SM_MAX_PEERS) { /* the same on every rank */
+    int all = 1;
+    for (int t = 0; t < n && all; t++) all = piecedFits(a, ci->target(a, t, 0).bytes);
+    if (all) return buildPieced(a, s, T, 1);
   }
   for (int t = 0; t < n && share; t++) {
     int Gt = planGroups(a, ci->target(a, t, 0).bytes);

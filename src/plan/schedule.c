@@ -24,6 +24,7 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->dtype = args->dtype;
   s->redop = args->redop;
   s->elemSize = args->elemSize;
+  s->listOrder = args->kernelSignals;
   s->nsteps = 0;
   s->nsrcs = 0;
 }
