@@ -512,9 +512,12 @@ int main(int argc, char **argv) {
   } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
               {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
   /* the last only for Broadcast (relay's parts and chain's block in
-   * several groups: 16 MB of float32, 8 MB of bfloat16) and the reductions
-   * in their first two types */
+   * several groups: 16 MB of float32, 8 MB of bfloat16) and, as
+   * reduceCount, the reductions in their first two types */
   const size_t counts[] = {1, 1000, 300001, 4194311};
+  /* the reductions' largest count: float32 32 MB (pull1's AllReduce in one
+   * kernel on 2 and 4 GPUs), bfloat16 16 MB (its groups) */
+  const size_t reduceCount = 8388617;
   int cases = 0, rc = 0;
   for (int nn = 2; nn <= 3 && !rc; nn++) {
     int n = nn == 3 && ngpu >= 3 ? ngpu < MAXN ? ngpu : MAXN : nn;
@@ -547,7 +550,7 @@ int main(int argc, char **argv) {
                        .n = n,
                        .root = cases % n, /* every root in turn */
                        .inPlace = inPlace,
-                       .count = counts[ci],
+                       .count = ci == 3 && reduces ? reduceCount : counts[ci],
                        .type = tops[ti].t,
                        .op = tops[ti].op};
             rc = runCase(&c, 7919u * (uint64_t)(cases + 1));
