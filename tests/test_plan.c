@@ -1215,6 +1215,34 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         rc = 1;
       }
       if (dst != src) memcpy(dst, src, st->bytes);
+    } else if (st->kind == PLAN_STEP_JOIN && st->inKernel && st->phase >= PLAN_PHASE_PIECE) {
+      /* A REDUCE in pieces, as its kernel runs it: piece k as soon as its
+       * JOIN passes, then the SIGNALs of piece k written after the REDUCE */
+      int R = next[r][l];
+      while (R < s[r].nsteps && (s[r].steps[R].lane != l || s[r].steps[R].kind != PLAN_STEP_REDUCE))
+        R++;
+      const planStep *red = R < s[r].nsteps ? &s[r].steps[R] : NULL;
+      if (!red || !red->pieceBytes) {
+        TEST_FAIL("%s %s: rank %d's polled JOIN of a piece has no REDUCE in pieces", ci->name,
+                  planAlgoName(algo), r);
+        rc = 1;
+        break;
+      }
+      size_t lo = (size_t)(st->phase - PLAN_PHASE_PIECE) * red->pieceBytes;
+      size_t hi = lo + red->pieceBytes < red->bytes ? lo + red->pieceBytes : red->bytes;
+      unsigned char *dst = AT(red->dst);
+      for (size_t i = lo; i < hi; i++) {
+        unsigned char sum = 0;
+        for (int k = 0; k < red->nsrc; k++)
+          sum = (unsigned char)(sum + AT(s[r].srcs[red->src0 + k])[i]);
+        dst[i] = sum;
+      }
+      for (int q = R + 1; q < s[r].nsteps && s[r].steps[q].kind == PLAN_STEP_SIGNAL &&
+                          s[r].steps[q].inKernel && s[r].steps[q].lane == l;
+           q++)
+        if (s[r].steps[q].phase == st->phase) flags[s[r].steps[q].peer][st->phase][r] = 1;
+    } else if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes) {
+      /* reduced piece by piece at its polled JOINs (above) */
     } else if (st->kind == PLAN_STEP_REDUCE) {
       unsigned char *dst = AT(st->dst), *src[MAXR];
       for (int k = 0; k < st->nsrc; k++) {
@@ -2719,11 +2747,32 @@ static int testPiecedAllReduce(void) {
     deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
   printf("  control: %d of 400 dependency orders (a graph launch) deadlock\n", deadlocks);
   ASSERT_TRUE(deadlocks > 0);
+  /* piece 1's signals to two peers swapped: the executor's shape no more */
+  int red = 0;
+  while (s[0].steps[red].kind != PLAN_STEP_REDUCE) red++;
+  planStep *a = &s[0].steps[red + n], *b = &s[0].steps[red + n + 1], keep = *a;
+  ASSERT_TRUE(a->inKernel && a->phase == PLAN_PHASE_PIECE + 1 && b->phase == a->phase);
+  a->peer = b->peer, b->peer = keep.peer;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "same peers in the same order");
+  printf("  control: %s\n", why);
+  b->peer = a->peer, a->peer = keep.peer;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
   for (int r = 0; r < n; r++) s[r].listOrder = 0;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
   ASSERT_CONTAINS(why, "list order only");
   printf("  control: %s\n", why);
   for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+  /* 2 and 3 ranks byte for byte, pieces reduced and signalled one by one
+   * (replayColl: seed bit 5 sets kernelSignals), in and out of place */
+  for (int nn = 2; nn <= 3; nn++)
+    for (uint32_t sd = 0; sd < 8; sd++) {
+      size_t cnt = 40000 * (size_t)nn + 7 * sd;
+      makeVec(PLAN_COLL_ALLREDUCE, nn, cnt, &seed, &v);
+      ASSERT_EQ_INT(replayColl(PLAN_COLL_ALLREDUCE, nn, cnt, 0, (int)(sd & 1), PLAN_ALGO_PULL1, &v,
+                               (size_t)1 << 20, 256, 32u | (sd << 6)),
+                    0);
+    }
   return 0;
 }
 

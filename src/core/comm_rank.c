@@ -18,8 +18,10 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *id) {
 /* What each rank tells the others at init. */
 typedef struct {
   int32_t pid, executor, device, pad;
-  uint64_t stageBytes; /* DMACCL_STAGE_BYTES: the set uses the smallest */
-  char name[32];       /* executor's name of the device (PCI bus id) */
+  uint64_t stageBytes;   /* DMACCL_STAGE_BYTES: the set uses the smallest */
+  uint64_t scratchBytes; /* DMACCL_SCRATCH_BYTES: the smallest too (pull1's AllReduce
+                            takes its form by it: reduce.c) */
+  char name[32];         /* executor's name of the device (PCI bus id) */
 } rankInfo;
 
 /* Same verdict on every rank: they all see the same table. Ranks may share
@@ -29,7 +31,7 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
     const rankInfo *i = &all[r];
     if (i->pid <= 0 || (i->executor != dmacclExecutorCuda && i->executor != dmacclExecutorHost) ||
         i->device < -1 || !memchr(i->name, 0, sizeof(i->name)) ||
-        i->stageBytes > ((size_t)1 << 40)) {
+        i->stageBytes > ((size_t)1 << 40) || i->scratchBytes > ((size_t)1 << 40)) {
       snprintf(err, errlen, "rank %d sent init data out of range (pid %d, executor %d, device %d)",
                r, i->pid, i->executor, i->device);
       return dmacclInvalidArgument;
@@ -75,6 +77,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
   mine.device = device;
   mine.stageBytes = coreStageBytesParam();
+  mine.scratchBytes = coreScratchBytesParam();
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));
@@ -112,10 +115,11 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     goto fail;
   }
   c->stageBytes = mine.stageBytes;
-  c->scratchBytes = coreScratchBytesParam();
+  c->scratchBytes = mine.scratchBytes;
   c->kernelWait = coreKernelWaitParam();
   for (int r = 0; r < nranks; r++) {
     if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
+    if (all[r].scratchBytes < c->scratchBytes) c->scratchBytes = all[r].scratchBytes;
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }

@@ -16,7 +16,8 @@ void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   a->kernelWait = kw == 2 || (kw == 1 && op->capture);
   a->lineBytes = coreLineBytes(op->comm->clique);
   /* pull1's AllReduce signals from its kernel: list order (eager), and no
-   * peer on this GPU (one process: its signals are events) */
+   * two ranks on one GPU (one process: their signals are events; several
+   * processes: the form is not measured there) */
   a->kernelSignals = !op->capture && !op->comm->clique->gpuShared;
 }
 

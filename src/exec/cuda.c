@@ -860,7 +860,10 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   while (j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_SIGNAL && sch->steps[j].inKernel &&
          sch->steps[j].lane == st->lane)
     j++;
-  int m = j - i - 1, P0 = 0, ok = w.pieces <= PLAN_PIECE_GROUPS;
+  /* signals from the kernel only in list order (plan.h, the exception to
+   * rule 2): never captured */
+  int m = j - i - 1, P0 = 0,
+      ok = w.pieces <= PLAN_PIECE_GROUPS && (!m || (!graph && sch->listOrder));
   while (P0 < m && sch->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
   ok = ok && (!m || (P0 <= EXEC_REDUCE_MAX_MOVES && m == w.pieces * P0));
   for (int t = 0; t < m && ok; t++) {
@@ -871,7 +874,8 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   if (!ok) {
     *rcOut = coreError(comm, dmacclInternalError,
                        "the kernel of a REDUCE in pieces cannot do its %d SIGNALs (every piece's "
-                       "to the same peers, none on this GPU, at most %d pieces and %d peers)",
+                       "to the same peers, none on this GPU, at most %d pieces and %d peers, "
+                       "eager and in list order only)",
                        m, PLAN_PIECE_GROUPS, EXEC_REDUCE_MAX_MOVES);
     return j;
   }

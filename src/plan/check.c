@@ -126,9 +126,11 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
   /* SIGNALs a kernel writes after its REDUCE in pieces (plan.h pieceBytes):
-   * right after it in the list, on its lane, of phases PIECE+k of its
-   * pieces in order of k, in a schedule issued in list order only. */
-  for (int i = 0; i < s->nsteps && !rc; i++) {
+   * right after it in the list, on its lane, in a schedule issued in list
+   * order only; the executor's shape: every piece k in order, each to the
+   * same peers in the same order (at most PLAN_SM_MAX_PEERS), phase
+   * PIECE+k. */
+  for (int i = 0; i < s->nsteps; i++) {
     const planStep *S = &s->steps[i], *B = i ? &s->steps[i - 1] : NULL;
     after[i] = -1;
     if (S->kind != PLAN_STEP_SIGNAL || !S->inKernel || !B || B->lane != S->lane) continue;
@@ -136,18 +138,25 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       after[i] = i - 1;
     else if (after[i - 1] >= 0)
       after[i] = after[i - 1];
-    else
-      continue;
-    const planStep *R = &s->steps[after[i]];
-    int k = (int)S->phase - PLAN_PHASE_PIECE,
-        K = (int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes);
-    if (!s->listOrder || k < 0 || k >= K || (B != R && (int)B->phase > (int)S->phase) ||
-        i - after[i] > K * PLAN_SM_MAX_PEERS)
+  }
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *R = &s->steps[i];
+    if (i + 1 >= s->nsteps || after[i + 1] != i) continue;
+    int K = (int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes), m = 0, P0 = 0, ok = 1;
+    while (i + 1 + m < s->nsteps && after[i + 1 + m] == i) m++;
+    while (P0 < m && s->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
+    ok = s->listOrder && P0 >= 1 && P0 <= PLAN_SM_MAX_PEERS && m == K * P0;
+    for (int t = 0; t < m && ok; t++) {
+      const planStep *S = &s->steps[i + 1 + t];
+      ok = (int)S->phase == PLAN_PHASE_PIECE + t / P0 && S->peer == s->steps[i + 1 + t % P0].peer;
+      for (int q = 0; q < t && t < P0 && ok; q++) ok = s->steps[i + 1 + q].peer != S->peer;
+    }
+    if (!ok)
       rc = fail(err, errlen,
-                "rank %d step %d: a SIGNAL its kernel writes after the REDUCE in pieces (step %d) "
-                "must be of phase PIECE+0..%d in order (at most %d per piece), in a schedule "
-                "issued in list order only",
-                r, i, after[i], K - 1, PLAN_SM_MAX_PEERS);
+                "rank %d: the %d SIGNALs its kernel writes after the REDUCE in pieces (step %d) "
+                "are not piece 0..%d in order, each to the same peers in the same order (at most "
+                "%d), in a schedule issued in list order only",
+                r, m, i, K - 1, PLAN_SM_MAX_PEERS);
   }
   /* A step a kernel does (inKernel: a COPY or a DATA or EXIT SIGNAL it
    * does, a DATA or EXIT WAIT or a JOIN it polls) is followed on its lane by

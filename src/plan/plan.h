@@ -288,10 +288,12 @@ typedef struct {
   int notify;
   /* pull1's AllReduce: 1 to let the reduction kernel signal each piece of
    * the rank's result to the peers as soon as it is reduced (reduce.c,
-   * buildPieced), so their pulls of it overlap the later pieces. Only
-   * where the executor issues the steps in list order (not captured into a
-   * CUDA graph: the exception to rule 2 above) and the kernel can write
-   * every peer's words (no peer on this GPU). Same on every rank. */
+   * buildPieced; taken over 24 x the smallest piece, at most
+   * PLAN_SM_MAX_PEERS peers, every rank's pieces in scratchBytes), so their
+   * pulls of it overlap the later pieces. Only where the executor issues
+   * the steps in list order (not captured into a CUDA graph: the exception
+   * to rule 2 above) and the kernel can write every peer's words (no peer
+   * on this GPU). The same on every rank, as scratchBytes must be. */
   int kernelSignals;
 } planArgs;
 

@@ -243,21 +243,23 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
   int share = ci->shareResult, Gmax = 0, G = share ? planGroups(a, T.bytes) : 0;
   if (!share && T.bytes > P && piecedFits(a, T.bytes)) return buildPieced(a, s, T, 0);
-  /* AllReduce in one kernel where some rank's pieces exceed 2 x the
-   * smallest piece (T > 8 MB): below, the eager call is bound by the host
-   * issuing its CUDA calls (40 for 2 ranks at 16 MB) and the form took
-   * 1.03x the time on 2 ranks at 16 MB, 1.07-1.09x on 4 (2x and 4x H100;
-   * 32 MB 0.75x and 0.93x, docs/results/pull1-signals/). The same choice
-   * on every rank: every rank's target is known to all. */
+  /* AllReduce in one kernel where the whole buffer exceeds 24 x the
+   * smallest piece (24 MB): at 16 MB the eager call is bound by the host
+   * issuing its CUDA calls (40 on 2 ranks) and the form took 1.03x the time
+   * on 2 ranks, 1.07-1.09x on 4; at 32 MB 0.75x and 0.93x (2x and 4x H100,
+   * docs/results/pull1-signals/). The cut lies between the measured sizes,
+   * away from powers of two. The same choice on every rank: the sizes of
+   * every rank's target and the scratch size (the set's smallest) are
+   * known to all. */
   if (share && a->kernelSignals && n - 1 <= PLAN_SM_MAX_PEERS) {
     int all = 1;
-    size_t most = 0;
+    size_t total = 0;
     for (int t = 0; t < n && all; t++) {
       size_t Tt = ci->target(a, t, 0).bytes;
       all = piecedFits(a, Tt);
-      if (Tt > most) most = Tt;
+      total += Tt;
     }
-    if (all && most > 8 * planPieceMin(a)) return buildPieced(a, s, T, 1);
+    if (all && total > 24 * planPieceMin(a)) return buildPieced(a, s, T, 1);
   }
   for (int t = 0; t < n && share; t++) {
     int Gt = planGroups(a, ci->target(a, t, 0).bytes);
