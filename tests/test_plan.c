@@ -1146,8 +1146,16 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     }
   const void *bufs[4];
   (void)bufs;
+  /* A REDUCE in pieces runs as its kernel may: piece k at any pick after
+   * its polled JOIN passed (pieces in order, before the REDUCE's lane goes
+   * on), then that piece's SIGNALs written after the REDUCE. Per rank: the
+   * REDUCE's step, pieces whose JOIN passed, pieces done. */
+  int pieceRed[MAXR], piecesReady[MAXR], piecesDone[MAXR];
+  for (int r = 0; r < n; r++) pieceRed[r] = -1, piecesReady[r] = piecesDone[r] = 0;
   for (int steps = 0; !rc; steps++) {
-    int cand[MAXR * MAXL][2], nc = 0, left = 0;
+    int cand[MAXR * (MAXL + 1)][2], nc = 0, left = 0;
+    for (int r = 0; r < n; r++)
+      if (piecesDone[r] < piecesReady[r]) cand[nc][0] = r, cand[nc][1] = MAXL, nc++;
     for (int r = 0; r < n; r++)
       for (int l = 0; l < MAXL; l++) {
         int i = next[r][l];
@@ -1156,6 +1164,9 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         const planStep *st = &s[r].steps[i];
         if (st->kind == PLAN_STEP_WAIT && flags[r][st->phase][st->peer] == 0) continue;
         if (st->kind == PLAN_STEP_JOIN && next[r][st->from] < i) continue;
+        if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes &&
+            piecesDone[r] * st->pieceBytes < st->bytes)
+          continue;    /* its kernel has pieces to go */
         int ready = 1; /* a REDUCE's lines are its waits */
         for (int k = 0; st->kind == PLAN_STEP_REDUCE && k < st->nsrc; k++) {
           planLoc q = s[r].srcs[st->src0 + k];
@@ -1174,6 +1185,28 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       break;
     }
     int pick = (int)(stageRand(&rnd) % (uint32_t)nc), r = cand[pick][0], l = cand[pick][1];
+    if (l == MAXL) { /* the next piece of rank r's REDUCE in pieces, and its SIGNALs */
+      const planStep *red = &s[r].steps[pieceRed[r]];
+      size_t k = (size_t)piecesDone[r]++, lo = k * red->pieceBytes;
+      size_t hi = lo + red->pieceBytes < red->bytes ? lo + red->pieceBytes : red->bytes;
+      for (size_t i = lo; i < hi; i++) {
+        unsigned char sum = 0;
+        for (int q = 0; q < red->nsrc; q++) {
+          planLoc x = s[r].srcs[red->src0 + q];
+          unsigned char *b = x.buf == PLAN_BUF_SEND   ? m.send[x.rank]
+                             : x.buf == PLAN_BUF_RECV ? m.recv[x.rank]
+                                                      : m.scratch[r];
+          sum = (unsigned char)(sum + b[x.off + i]);
+        }
+        (red->dst.buf == PLAN_BUF_RECV ? m.recv[r] : m.scratch[r])[red->dst.off + i] = sum;
+      }
+      for (int q = pieceRed[r] + 1; q < s[r].nsteps && s[r].steps[q].kind == PLAN_STEP_SIGNAL &&
+                                    s[r].steps[q].inKernel && s[r].steps[q].lane == red->lane;
+           q++)
+        if ((int)s[r].steps[q].phase == PLAN_PHASE_PIECE + (int)k)
+          flags[s[r].steps[q].peer][s[r].steps[q].phase][r] = 1;
+      continue;
+    }
     const planStep *st = &s[r].steps[next[r][l]];
 #define AT(loc)                                                                                    \
   ((loc).buf == PLAN_BUF_SEND    ? m.send[(loc).rank] + (loc).off                                  \
@@ -1216,33 +1249,23 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       }
       if (dst != src) memcpy(dst, src, st->bytes);
     } else if (st->kind == PLAN_STEP_JOIN && st->inKernel && st->phase >= PLAN_PHASE_PIECE) {
-      /* A REDUCE in pieces, as its kernel runs it: piece k as soon as its
-       * JOIN passes, then the SIGNALs of piece k written after the REDUCE */
+      /* piece k of the REDUCE in pieces after it may be reduced from now on */
       int R = next[r][l];
       while (R < s[r].nsteps && (s[r].steps[R].lane != l || s[r].steps[R].kind != PLAN_STEP_REDUCE))
         R++;
-      const planStep *red = R < s[r].nsteps ? &s[r].steps[R] : NULL;
-      if (!red || !red->pieceBytes) {
-        TEST_FAIL("%s %s: rank %d's polled JOIN of a piece has no REDUCE in pieces", ci->name,
-                  planAlgoName(algo), r);
+      if (R == s[r].nsteps || !s[r].steps[R].pieceBytes || (pieceRed[r] >= 0 && pieceRed[r] != R) ||
+          (int)st->phase - PLAN_PHASE_PIECE != piecesReady[r]) {
+        TEST_FAIL("%s %s: rank %d's polled JOIN of piece %d has no REDUCE in pieces after it, "
+                  "or comes out of order",
+                  ci->name, planAlgoName(algo), r, (int)st->phase - PLAN_PHASE_PIECE);
         rc = 1;
         break;
       }
-      size_t lo = (size_t)(st->phase - PLAN_PHASE_PIECE) * red->pieceBytes;
-      size_t hi = lo + red->pieceBytes < red->bytes ? lo + red->pieceBytes : red->bytes;
-      unsigned char *dst = AT(red->dst);
-      for (size_t i = lo; i < hi; i++) {
-        unsigned char sum = 0;
-        for (int k = 0; k < red->nsrc; k++)
-          sum = (unsigned char)(sum + AT(s[r].srcs[red->src0 + k])[i]);
-        dst[i] = sum;
-      }
-      for (int q = R + 1; q < s[r].nsteps && s[r].steps[q].kind == PLAN_STEP_SIGNAL &&
-                          s[r].steps[q].inKernel && s[r].steps[q].lane == l;
-           q++)
-        if (s[r].steps[q].phase == st->phase) flags[s[r].steps[q].peer][st->phase][r] = 1;
+      pieceRed[r] = R;
+      piecesReady[r]++;
     } else if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes) {
-      /* reduced piece by piece at its polled JOINs (above) */
+      /* reduced piece by piece (above): the kernel's end */
+      pieceRed[r] = -1, piecesReady[r] = piecesDone[r] = 0;
     } else if (st->kind == PLAN_STEP_REDUCE) {
       unsigned char *dst = AT(st->dst), *src[MAXR];
       for (int k = 0; k < st->nsrc; k++) {
@@ -2758,9 +2781,24 @@ static int testPiecedAllReduce(void) {
   printf("  control: %s\n", why);
   b->peer = a->peer, a->peer = keep.peer;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+  /* a piece's signal missing (the last), and a peer twice in piece 0 */
+  int last = red + 1;
+  while (last + 1 < s[0].nsteps && s[0].steps[last + 1].kind == PLAN_STEP_SIGNAL &&
+         s[0].steps[last + 1].inKernel)
+    last++;
+  s[0].steps[last].inKernel = 0;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "same peers in the same order");
+  s[0].steps[last].inKernel = 1;
+  int p1 = s[0].steps[red + 2].peer;
+  s[0].steps[red + 2].peer = s[0].steps[red + 1].peer;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, "same peers in the same order");
+  s[0].steps[red + 2].peer = p1;
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
   for (int r = 0; r < n; r++) s[r].listOrder = 0;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
-  ASSERT_CONTAINS(why, "list order only");
+  ASSERT_CONTAINS(why, "not issued in list order");
   printf("  control: %s\n", why);
   for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
   /* 2 and 3 ranks byte for byte, pieces reduced and signalled one by one

@@ -119,8 +119,9 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
                      call, EXEC_REDUCE_MAX_SRCS, n);
   if (ci->reduces && n > 1 && comm->clique->scratchBytes / (2 * (size_t)(n - 1)) < 256)
     return coreError(comm, dmacclInvalidUsage,
-                     "%s: the scratch buffer (DMACCL_SCRATCH_BYTES = %zu) is too small for %d "
-                     "ranks: it needs at least %zu bytes",
+                     "%s: the scratch buffer (%zu bytes: DMACCL_SCRATCH_BYTES, the smallest any "
+                     "rank's process asked for) is too small for %d ranks: it needs at least %zu "
+                     "bytes",
                      call, comm->clique->scratchBytes, n, (size_t)512 * (size_t)(n - 1));
   if (ci->rooted && (op->root < 0 || op->root >= n))
     return coreError(comm, dmacclInvalidArgument, "%s: root %d is not a rank (0 to %d)", call,

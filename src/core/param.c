@@ -34,7 +34,8 @@ static const struct {
      "algorithms; 0 turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
-     "pulled into it in pieces (at least 2 KB per peer)"},
+     "pulled into it in pieces (at least 2 KB per peer); ranks of several processes use the "
+     "smallest any of them asks for"},
     {"DMACCL_REDUCE_CTAS", "8",
      "thread blocks of the reduction kernel (1 to 1024): the SMs a reducing collective takes "
      "from the application"},

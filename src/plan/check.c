@@ -145,7 +145,14 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     int K = (int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes), m = 0, P0 = 0, ok = 1;
     while (i + 1 + m < s->nsteps && after[i + 1 + m] == i) m++;
     while (P0 < m && s->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
-    ok = s->listOrder && P0 >= 1 && P0 <= PLAN_SM_MAX_PEERS && m == K * P0;
+    if (!s->listOrder) {
+      rc = fail(err, errlen,
+                "rank %d: the REDUCE in pieces (step %d) is followed by SIGNALs its kernel "
+                "writes, in a schedule not issued in list order (a CUDA graph's)",
+                r, i);
+      break;
+    }
+    ok = P0 >= 1 && P0 <= PLAN_SM_MAX_PEERS && m == K * P0;
     for (int t = 0; t < m && ok; t++) {
       const planStep *S = &s->steps[i + 1 + t];
       ok = (int)S->phase == PLAN_PHASE_PIECE + t / P0 && S->peer == s->steps[i + 1 + t % P0].peer;
@@ -155,7 +162,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       rc = fail(err, errlen,
                 "rank %d: the %d SIGNALs its kernel writes after the REDUCE in pieces (step %d) "
                 "are not piece 0..%d in order, each to the same peers in the same order (at most "
-                "%d), in a schedule issued in list order only",
+                "%d)",
                 r, m, i, K - 1, PLAN_SM_MAX_PEERS);
   }
   /* A step a kernel does (inKernel: a COPY or a DATA or EXIT SIGNAL it

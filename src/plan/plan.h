@@ -288,7 +288,8 @@ typedef struct {
   int notify;
   /* pull1's AllReduce: 1 to let the reduction kernel signal each piece of
    * the rank's result to the peers as soon as it is reduced (reduce.c,
-   * buildPieced; taken over 24 x the smallest piece, at most
+   * buildPieced; taken where the whole buffer exceeds 24 x the smallest
+   * piece, at most
    * PLAN_SM_MAX_PEERS peers, every rank's pieces in scratchBytes), so their
    * pulls of it overlap the later pieces. Only where the executor issues
    * the steps in list order (not captured into a CUDA graph: the exception
