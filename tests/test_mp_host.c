@@ -794,6 +794,35 @@ static int testPersistent(void) {
   return 0;
 }
 
+/* Ranks asking for different DMACCL_SCRATCH_BYTES use the smallest (pull1's
+ * AllReduce takes its form by it, and forms that differ do not pair): with
+ * one rank of 10 asking for 4K, too small for 10 ranks, every rank's
+ * AllReduce is refused with that size in its message (had the others kept
+ * 32M, they would go on and wait for the refused rank). */
+static int scratchBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  setenv("DMACCL_SCRATCH_BYTES", rank == 3 ? "4K" : "32M", 1);
+  dmacclComm_t comm;
+  char *send, *recv;
+  if (openRank(rank, n, id, 4096, &comm, &send, &recv)) return 1;
+  memset(send, 1, 4096);
+  dmacclResult_t rc = dmacclAllReduce(send, recv, 1000, dmacclUint8, dmacclSum, comm, NULL);
+  const char *why = dmacclCommGetLastError(comm);
+  if (rc != dmacclInvalidUsage || !strstr(why, "scratch buffer (4096 bytes")) {
+    fprintf(stderr, "rank %d: AllReduce gave %s: %s\n", rank, dmacclGetErrorString(rc), why);
+    return 1;
+  }
+  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testScratchAgreed(void) {
+  ASSERT_EQ_INT(mpRun(10, scratchBody, NULL, 30, 0), 0);
+  return 0;
+}
+
 static int testAbort(void) {
   ASSERT_EQ_INT(mpRun(2, abortBody, NULL, 30, 0), 0);
   return 0;
@@ -814,6 +843,7 @@ int main(int argc, char **argv) {
   RUN_IF(testDisagree);
   RUN_IF(testWatchdog);
   RUN_IF(testPeerDeath);
+  RUN_IF(testScratchAgreed);
   RUN_IF(testAbort);
   RUN_IF(testPersistent);
   TEST_EXIT();
