@@ -56,8 +56,9 @@
  *
  * A reduction whose pieces all fit the scratch buffer at once takes
  * another shape, one kernel for all pieces: buildPieced (below); an
- * AllReduce only where the kernel may signal the peers (eager, no peer on
- * this GPU), so this one is AllReduce's form in CUDA graphs.
+ * AllReduce only over 24 MB and where the kernel may signal the peers
+ * (eager, no peer on this GPU), so this one is AllReduce's form in CUDA
+ * graphs and up to 24 MB.
  *
  * Safety in place: only rank t reads block T_t of the peers' buffers, and a
  * rank writes a peer's group into its own buffer only after that peer's
