@@ -843,7 +843,7 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
                         dmacclResult_t *rcOut) {
   cudaState *s = stateOf(comm);
   const planStep *st = &sch->steps[i];
-  int n = comm->nranks, me = comm->rank, j = i + 1;
+  int n = comm->nranks, me = comm->rank;
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   w.pieces = (int)((st->bytes + st->pieceBytes - 1) / st->pieceBytes);
@@ -855,28 +855,16 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
   w.signalValue = graph ? 1 : epoch;
-  /* the SIGNALs of piece 0 name the peers; every later piece's, the same
-   * peers in the same order */
-  while (j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_SIGNAL && sch->steps[j].inKernel &&
-         sch->steps[j].lane == st->lane)
-    j++;
-  /* signals from the kernel only in list order (plan.h, the exception to
-   * rule 2): never captured */
-  int m = j - i - 1, P0 = 0,
-      ok = w.pieces <= PLAN_PIECE_GROUPS && (!m || (!graph && sch->listOrder));
-  while (P0 < m && sch->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
-  ok = ok && (!m || (P0 <= EXEC_REDUCE_MAX_MOVES && m == w.pieces * P0));
-  for (int t = 0; t < m && ok; t++) {
-    const planStep *q = &sch->steps[i + 1 + t];
-    ok = (int)q->phase == PLAN_PHASE_PIECE + t / P0 && q->peer == sch->steps[i + 1 + t % P0].peer &&
-         !colocated(comm, q->peer);
-  }
+  /* the SIGNALs of piece 0 name the peers, every later piece's the same
+   * (planPieceSignals); from the kernel only in list order (plan.h, the
+   * exception to rule 2): never captured */
+  int P0 = 0, m = planPieceSignals(sch, i, &P0), j = i + 1 + (m > 0 ? m : 0);
+  int ok = m >= 0 && P0 <= EXEC_REDUCE_MAX_MOVES && (!m || (!graph && sch->listOrder));
+  for (int t = 0; t < P0 && ok; t++) ok = !colocated(comm, sch->steps[i + 1 + t].peer);
   if (!ok) {
     *rcOut = coreError(comm, dmacclInternalError,
-                       "the kernel of a REDUCE in pieces cannot do its %d SIGNALs (every piece's "
-                       "to the same peers, none on this GPU, at most %d pieces and %d peers, "
-                       "eager and in list order only)",
-                       m, PLAN_PIECE_GROUPS, EXEC_REDUCE_MAX_MOVES);
+                       "the kernel of a REDUCE in pieces cannot do the SIGNALs after it (every "
+                       "piece to the same peers, none on this GPU, eager and in list order only)");
     return j;
   }
   for (int t = 0; t < P0; t++)

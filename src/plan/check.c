@@ -140,30 +140,18 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       after[i] = after[i - 1];
   }
   for (int i = 0; i < s->nsteps && !rc; i++) {
-    const planStep *R = &s->steps[i];
+    int peers = 0;
     if (i + 1 >= s->nsteps || after[i + 1] != i) continue;
-    int K = (int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes), m = 0, P0 = 0, ok = 1;
-    while (i + 1 + m < s->nsteps && after[i + 1 + m] == i) m++;
-    while (P0 < m && s->steps[i + 1 + P0].phase == PLAN_PHASE_PIECE) P0++;
-    if (!s->listOrder) {
+    if (!s->listOrder)
       rc = fail(err, errlen,
                 "rank %d: the REDUCE in pieces (step %d) is followed by SIGNALs its kernel "
                 "writes, in a schedule not issued in list order (a CUDA graph's)",
                 r, i);
-      break;
-    }
-    ok = P0 >= 1 && P0 <= PLAN_SM_MAX_PEERS && m == K * P0;
-    for (int t = 0; t < m && ok; t++) {
-      const planStep *S = &s->steps[i + 1 + t];
-      ok = (int)S->phase == PLAN_PHASE_PIECE + t / P0 && S->peer == s->steps[i + 1 + t % P0].peer;
-      for (int q = 0; q < t && t < P0 && ok; q++) ok = s->steps[i + 1 + q].peer != S->peer;
-    }
-    if (!ok)
+    else if (planPieceSignals(s, i, &peers) < 0)
       rc = fail(err, errlen,
-                "rank %d: the %d SIGNALs its kernel writes after the REDUCE in pieces (step %d) "
-                "are not piece 0..%d in order, each to the same peers in the same order (at most "
-                "%d)",
-                r, m, i, K - 1, PLAN_SM_MAX_PEERS);
+                "rank %d: the SIGNALs its kernel writes after the REDUCE in pieces (step %d) are "
+                "not every piece in order, each to the same peers in the same order (at most %d)",
+                r, i, PLAN_SM_MAX_PEERS);
   }
   /* A step a kernel does (inKernel: a COPY or a DATA or EXIT SIGNAL it
    * does, a DATA or EXIT WAIT or a JOIN it polls) is followed on its lane by
@@ -273,6 +261,28 @@ out:
   free(pend);
   free(after);
   return rc;
+}
+
+int planPieceSignals(const planSchedule *s, int red, int *peers) {
+  const planStep *R = &s->steps[red];
+  int m = 0, P0 = 0, ok = 1;
+  *peers = 0;
+  if (R->kind != PLAN_STEP_REDUCE || !R->pieceBytes) return -1;
+  while (red + 1 + m < s->nsteps && s->steps[red + 1 + m].kind == PLAN_STEP_SIGNAL &&
+         s->steps[red + 1 + m].inKernel && s->steps[red + 1 + m].lane == R->lane)
+    m++;
+  if (!m) return 0;
+  const planStep *S = &s->steps[red + 1];
+  while (P0 < m && S[P0].phase == PLAN_PHASE_PIECE) P0++;
+  size_t K = (R->bytes + R->pieceBytes - 1) / R->pieceBytes;
+  ok = P0 >= 1 && P0 <= PLAN_SM_MAX_PEERS && K <= PLAN_PIECE_GROUPS && (size_t)m == K * (size_t)P0;
+  for (int t = 0; t < m && ok; t++) {
+    ok = (int)S[t].phase == PLAN_PHASE_PIECE + t / P0 && S[t].peer == S[t % P0].peer;
+    for (int q = 0; q < t && t < P0 && ok; q++) ok = S[q].peer != S[t].peer;
+  }
+  if (!ok) return -1;
+  *peers = P0;
+  return m;
 }
 
 /* The only SIGNAL (or WAIT) of rank a for peer b in phase ph; -1 if none, -2 if several. */

@@ -375,6 +375,15 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
  * than one lane, or nothing says a written block is complete. */
 int planAddArrivals(planSchedule *s, const planArgs *a);
 
+/* The SIGNALs a kernel writes after the REDUCE in pieces steps[red]: the
+ * inKernel SIGNALs right after it in the list, on its lane. Returns how
+ * many (0: none) and sets *peers to how many each piece has; -1 when they
+ * are not the one shape executors take: piece 0, 1, ... in order, each to
+ * the same distinct peers (1 to PLAN_SM_MAX_PEERS) in the same order, phase
+ * PIECE+k for piece k, every piece of the REDUCE. planCheck and the CUDA
+ * executor both hold a schedule to it. */
+int planPieceSignals(const planSchedule *s, int red, int *peers);
+
 /* Checks the schedules of one operation, s[r] being rank r's (n ranks), for
  * the queue-safety rules above, the lane structure (lanes > 0 open with a
  * JOIN from lane 0 and are joined back), and the pairing of SIGNALs and
