@@ -2704,6 +2704,33 @@ static int testPiecedReduce(void) {
   return 0;
 }
 
+/* buildPieced's pieces (reduce.c pieceBytes): a third of the target where
+ * that is at most 6 x the smallest piece (measured best for targets of 8
+ * and 16 MB), a quarter above; every rank's REDUCE is cut so, and the
+ * schedules pass planCheck. */
+static int testPiecedThirds(void) {
+  char why[256];
+  planSchedule s[3];
+  const size_t counts[2] = {3 * 1000 + 2, 3 * 40000 + 5};
+  for (int c = 0; c < 2; c++) {
+    ASSERT_EQ_INT(buildPull1Rs(3, counts[c], (size_t)1 << 20, 5, s), 0);
+    ASSERT_EQ_INT(planCheck(s, 3, why, sizeof(why)), 0);
+    for (int r = 0; r < 3; r++) {
+      const planStep *R = NULL;
+      for (int i = 0; i < s[r].nsteps; i++)
+        if (s[r].steps[i].kind == PLAN_STEP_REDUCE) R = &s[r].steps[i];
+      ASSERT_TRUE(R && R->pieceBytes > 0);
+      size_t third = R->bytes / 3, quarter = R->bytes / 4;
+      size_t want = third > quarter && third <= 6 * 256 ? third : quarter;
+      want = (want + 255) / 256 * 256;
+      ASSERT_EQ_INT((long long)R->pieceBytes, (long long)want);
+      ASSERT_EQ_INT((int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes), c ? 4 : 3);
+    }
+    for (int r = 0; r < 3; r++) planScheduleFree(&s[r]);
+  }
+  return 0;
+}
+
 /*
  * pull1's AllReduce in one kernel (reduce.c buildPieced, planArgs.
  * kernelSignals): the REDUCE in pieces, the kernel's SIGNALs of PIECE+k to
@@ -2818,6 +2845,7 @@ int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
   RUN(testPiecedReduce);
+  RUN(testPiecedThirds);
   RUN(testPiecedAllReduce);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);

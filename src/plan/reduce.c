@@ -71,10 +71,20 @@
 
 enum { LANE_A = 1, LANE_B = 2, LANE_C = 3 };
 
-static size_t pieceBytes(const planArgs *a, size_t total) {
+/* The pieces of a target of `total` bytes: a quarter of it, at least the
+ * smallest piece. buildPieced's one kernel (pieced): a third of it where
+ * that is larger and at most 6 x the smallest piece (6 MB). Measured on 2x
+ * H100 (docs/results/pieces-2xh100/), against quarters: ReduceScatter of
+ * 16 MB (targets of 8 MB) 0.92x the time eager and in graphs, AllReduce of
+ * 32 MB eager 0.93x; 64 MB was best in quarters (8 MB pieces), and the
+ * groups of planBuildReduce lost with thirds (AllReduce in graphs, 32 MB:
+ * 1.10x the time), so they keep quarters. */
+static size_t pieceBytes(const planArgs *a, size_t total, int pieced) {
   size_t cap =
       a->scratchBytes / (2 * (size_t)(a->nranks - 1)) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
-  size_t want = (total / 4 + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  size_t want = total / 4, third = total / 3;
+  if (pieced && third > want && third <= 6 * planPieceMin(a)) want = third;
+  want = (want + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
   if (want < planPieceMin(a)) want = planPieceMin(a);
   return want < cap ? want : cap;
 }
@@ -118,7 +128,7 @@ static int entry(const planArgs *a, planSchedule *s, size_t T) {
 /* Whether a target of `bytes` fits buildPieced: at most PLAN_PIECE_GROUPS
  * pieces, every peer's all in the scratch buffer at once (0 bytes fit). */
 static int piecedFits(const planArgs *a, size_t bytes) {
-  size_t P = pieceBytes(a, bytes);
+  size_t P = pieceBytes(a, bytes, 1);
   if (!bytes) return 1;
   size_t K = P ? (bytes + P - 1) / P : 0;
   return P && K <= PLAN_PIECE_GROUPS && K * (size_t)(a->nranks - 1) * P <= a->scratchBytes;
@@ -159,11 +169,11 @@ static int piecedFits(const planArgs *a, size_t bytes) {
 static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int share) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks, r = a->rank, rc = 0, Kmax = 0;
-  size_t P = pieceBytes(a, T.bytes), K = T.bytes ? (T.bytes + P - 1) / P : 0;
+  size_t P = pieceBytes(a, T.bytes, 1), K = T.bytes ? (T.bytes + P - 1) / P : 0;
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
   for (int d = 1; d < n && share; d++) {
-    size_t Tp = ci->target(a, (r + d) % n, 0).bytes, Pp = pieceBytes(a, Tp);
+    size_t Tp = ci->target(a, (r + d) % n, 0).bytes, Pp = pieceBytes(a, Tp, 1);
     int Kp = Tp ? (int)((Tp + Pp - 1) / Pp) : 0;
     if (Kp > Kmax) Kmax = Kp;
   }
@@ -203,7 +213,7 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
     for (int d = 1; d < n && !rc; d++) {
       int p = (r + d) % n;
       planBlock Tp = ci->target(a, p, 0);
-      size_t Pp = pieceBytes(a, Tp.bytes), off = (size_t)k * Pp;
+      size_t Pp = pieceBytes(a, Tp.bytes, 1), off = (size_t)k * Pp;
       if (off >= Tp.bytes) continue;
       size_t len = Tp.bytes - off < Pp ? Tp.bytes - off : Pp;
       rc = planAddSync(s, PLAN_STEP_WAIT, LANE_C, p, (planPhase)(PLAN_PHASE_PIECE + k));
@@ -240,7 +250,7 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
     return planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, T.srcOff},
                        (planLoc){r, PLAN_BUF_RECV, T.dstOff}, T.bytes, 0);
   }
-  size_t P = pieceBytes(a, T.bytes);
+  size_t P = pieceBytes(a, T.bytes, 0);
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
   int share = ci->shareResult, Gmax = 0, G = share ? planGroups(a, T.bytes) : 0;
   if (!share && T.bytes > P && piecedFits(a, T.bytes)) return buildPieced(a, s, T, 0);
