@@ -163,7 +163,8 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   }
   dmacclComm_t comm;
   RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
-  size_t devBytes = (size_t)8 << 20;
+  /* on GPUs room for the largest reductions below (64 MB and guards) */
+  size_t devBytes = (size_t)(a->gpu ? 72 : 8) << 20;
   char *dev = NULL;
   if (a->gpu)
     RANK_CHECK(cudaMalloc((void **)&dev, devBytes) == cudaSuccess);
@@ -188,6 +189,22 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
                       dev, devBytes))
             return 1;
         }
+    }
+  /* The largest reductions across processes (GPUs; built-in selection and
+   * direct forms): an AllReduce over 24 MB takes pull1's one kernel that
+   * signals the peers each reduced piece where no two ranks share a GPU,
+   * and a ReduceScatter of 8 MB targets the one kernel in thirds (reduce.c
+   * buildPieced); the counts above stay below both. */
+  const struct {
+    collId c;
+    size_t count;
+  } big[] = {{COLL_ALLREDUCE, 8388617}, {COLL_REDUCESCATTER, 2097155}};
+  for (size_t b = 0; a->gpu && (!a->algo || a->algo == direct) && n > 1 && b < 2; b++)
+    for (int inPlace = 0; inPlace <= 1; inPlace++) {
+      collShape s = {.nranks = n, .count = big[b].count, .root = 0};
+      if (oneCase(rank, n, comm, a, st, big[b].c, dmacclFloat32, dmacclSum, &s, inPlace, seed++,
+                  dev, devBytes))
+        return 1;
     }
   if (a->gpu)
     cudaFree(dev);
