@@ -79,11 +79,16 @@ typedef struct {
   int cycle, coll, inPlace, contender;
   size_t bytes, count;
   perfStat us;
-  double slowest; /* the slowest iteration's host time in the timed loop (one call of
-                     every local rank, or one launch of their graphs), us, the most of any
-                     process */
-  double skew;    /* how much later than the first the last rank started the timed loop, us
-                     (the time counts from that start) */
+  double slowest;    /* the slowest iteration's host time in the timed loop (one call of
+                        every local rank, or one launch of their graphs), us, the most of any
+                        process */
+  double skew;       /* how much later than the first the last rank started the timed loop, us
+                        (the time counts from that start) */
+  double completion; /* the timed loop's wait for completion after its last operation
+                        (perfSyncAll), us, the most of any process */
+  double runqueue;   /* how long the timing thread was runnable but not running in the timed
+                        loop (/proc/thread-self/schedstat), us, the most of any process; -1
+                        where a process cannot tell */
   long long wrong;
   double speedup;       /* best baseline's time / this time; 0 = no baseline or a baseline row */
   int best;             /* contender index of that baseline, -1 if none */
@@ -155,13 +160,13 @@ int perfTakes(const bench *b, const contender *c, int coll);
 void perfFreeRequests(bench *b, contender *c);
 int perfSyncAll(bench *b, contender *c);
 /* Times the row: warm-up, a barrier, then -n operations (or -G launches of
- * a graph of them), each rank's time counted from the last rank's start;
- * *slowest: the longest one iteration (call, launch) took on the host, us,
- * the most of any process; *skew: how much later than the first the last
- * rank started, us. Leaves a captured graph in *graphs for the check and
- * energy. */
-int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
-                double *slowest, double *skew, cudaGraphExec_t *graphs);
+ * a graph of them), each rank's time counted from the last rank's start
+ * (r->us); r->slowest: the longest one iteration (call, launch) took on the
+ * host, us, the most of any process; r->skew: how much later than the
+ * first the last rank started, us; r->completion and r->runqueue (above).
+ * Leaves a captured graph in *graphs for the check and energy. */
+int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfRow *r,
+                cudaGraphExec_t *graphs);
 /* Wrong elements over every rank in -c checked operations into poisoned
  * outputs; through the graph when graphs is not NULL. -1 on error. */
 long long perfCheck(bench *b, contender *c, int coll, size_t count, int inPlace,

@@ -286,7 +286,7 @@ static int runSize(bench *b, int cycle, int coll, int k, size_t size, int *failu
       r->cycle = cycle, r->coll = coll, r->inPlace = ip, r->contender = i;
       r->bytes = bytes, r->count = count;
       if (b->kernOk) r->hasKernels = 1, r->kern = b->kern[kernIndex(b, coll, k, i, ip)];
-      if (perfMeasure(b, c, coll, count, ip, &r->us, &r->slowest, &r->skew, graphs)) return -1;
+      if (perfMeasure(b, c, coll, count, ip, r, graphs)) return -1;
       cudaGraphExec_t *g = b->args.graphs ? graphs : NULL;
       r->wrong = b->args.check ? perfCheck(b, c, coll, count, ip, g) : 0;
       if (r->wrong < 0) return -1;

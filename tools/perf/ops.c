@@ -288,8 +288,18 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, 
   return 0;
 }
 
-int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfStat *t,
-                double *slowest, double *skew, cudaGraphExec_t *graphs) {
+/* ns this thread has waited on a run queue (schedstat's second field); -1
+ * where the kernel does not say. */
+static double runQueueNs(void) {
+  FILE *f = fopen("/proc/thread-self/schedstat", "r");
+  unsigned long long run = 0, wait = 0;
+  int ok = f && fscanf(f, "%llu %llu", &run, &wait) == 2;
+  if (f) fclose(f);
+  return ok ? (double)wait : -1;
+}
+
+int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, perfRow *r,
+                cudaGraphExec_t *graphs) {
   perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
   /* A Send/Recv channel is made at the first operation between two ranks,
    * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
@@ -306,22 +316,28 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
     ops = (long)b->args.graphs * b->args.iters;
   }
   perfBarrier(b);
-  double slow = 0, t0 = perfNowSec();
-  if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g, &slow) ||
-      perfSyncAll(b, c))
-    return -1;
-  double t1 = perfNowSec();
+  double q0 = runQueueNs(), slow = 0, t0 = perfNowSec();
+  if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g, &slow)) return -1;
+  double tIssued = perfNowSec();
+  if (perfSyncAll(b, c)) return -1;
+  double t1 = perfNowSec(), q1 = runQueueNs();
   /* Every rank's clock starts at the last rank's start (CLOCK_MONOTONIC is
    * one clock for the processes of a host): a process that leaves the
    * barrier late is waited for by its peers' first operations, which would
    * count its lateness as their time. The lateness goes to *skew. */
   perfStat st;
   perfShare(b, t0, &st);
-  *skew = (st.v[PERF_AVG_MAX] - st.v[PERF_AVG_MIN]) * 1e6;
-  perfShare(b, (t1 - st.v[PERF_AVG_MAX]) * 1e6 / (double)ops, t);
+  r->skew = (st.v[PERF_AVG_MAX] - st.v[PERF_AVG_MIN]) * 1e6;
+  perfShare(b, (t1 - st.v[PERF_AVG_MAX]) * 1e6 / (double)ops, &r->us);
   perfStat s;
   perfShare(b, slow, &s);
-  *slowest = s.v[PERF_AVG_MAX];
+  r->slowest = s.v[PERF_AVG_MAX];
+  /* Where a 100-ms-class stall goes (docs/latency-notes.md): the wait for
+   * completion, and whether the thread was kept off a CPU. */
+  perfShare(b, (t1 - tIssued) * 1e6, &s);
+  r->completion = s.v[PERF_AVG_MAX];
+  perfShare(b, q0 < 0 || q1 < 0 ? -1 : (q1 - q0) / 1e3, &s);
+  r->runqueue = s.v[PERF_AVG_MIN] < 0 ? -1 : s.v[PERF_AVG_MAX];
   return 0;
 }
 

@@ -37,8 +37,10 @@ ROW_KEYS = {
 OPTIONAL = {"speedup": float, "best_baseline": str, "energy_j_per_op": float,
             "watts": float, "breakdown": dict}
 # files written before 2026-11-26 have no slowest_call_us, before 2026-11-27
-# no start_skew_us
-LATER_KEYS = {"slowest_call_us": float, "start_skew_us": float}
+# no start_skew_us, completion_wait_us or runqueue_us (which a process that
+# cannot read its scheduler statistics leaves out)
+LATER_KEYS = {"slowest_call_us": float, "start_skew_us": float, "completion_wait_us": float,
+              "runqueue_us": float}
 # --kernels (CUPTI); files written before it have none of these keys
 KERNEL_KEYS = {"kernels_per_op": float, "kernel_us_per_op": float, "kernel_ctas": int}
 # nccl-tests' size (count elements of the collective's count argument) and

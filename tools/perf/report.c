@@ -150,6 +150,20 @@ static void half(bench *b, const perfRow *r) {
          perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
 }
 
+/* A row with a call or a completion wait over 10 ms and over 10 times its
+ * time per operation: where it went (the 100-ms-class stall of
+ * docs/latency-notes.md). */
+static void stallNote(const perfRow *r) {
+  double most = !r ? 0 : r->slowest > r->completion ? r->slowest : r->completion;
+  if (!r || most < 1e4 || most < 10 * r->us.v[PERF_AVG_MAX]) return;
+  printf("#   ^ %s: slowest call %.1f ms, completion wait %.1f ms, ",
+         r->inPlace ? "in place" : "out of place", r->slowest / 1e3, r->completion / 1e3);
+  if (r->runqueue >= 0)
+    printf("off a CPU while runnable %.1f ms (the most of any process)\n", r->runqueue / 1e3);
+  else
+    printf("run-queue wait unknown\n");
+}
+
 void perfPrintSize(bench *b, size_t firstRow) {
   for (int c = 0; c < b->nc; c++) {
     const perfRow *out = NULL, *in = NULL;
@@ -167,6 +181,8 @@ void perfPrintSize(bench *b, size_t firstRow) {
     if (b->kernOk) printf(" %10.2f %10.2f %5d", out->kern.kernels, out->kern.us, out->kern.ctas);
     if (b->energy) printf(" %9.3f %7.1f", out->joules * 1e3, out->watts);
     printf("\n");
+    stallNote(out);
+    stallNote(in);
   }
   fflush(stdout);
 }
@@ -275,17 +291,18 @@ int perfWriteJson(bench *b, const char *path, int complete) {
             "\"kind\": \"%s\", \"size\": %zu, \"count\": %zu, \"time_us\": %.4f, "
             "\"time_us_rank0\": %.4f, \"time_us_mean\": %.4f, \"time_us_min\": %.4f, "
             "\"time_us_max\": %.4f, \"slowest_call_us\": %.2f, \"start_skew_us\": %.2f, "
-            "\"algbw\": %.4f, "
+            "\"completion_wait_us\": %.2f, \"algbw\": %.4f, "
             "\"busbw\": %.4f, \"wrong\": %lld, \"speedup\": ",
             r->cycle, collName(r->coll), r->inPlace ? "true" : "false", b->cs[r->contender].name,
             perfKindName[b->cs[r->contender].kind], r->bytes, r->count, us, r->us.v[PERF_AVG_RANK0],
             r->us.v[PERF_AVG_MEAN], r->us.v[PERF_AVG_MIN], r->us.v[PERF_AVG_MAX], r->slowest,
-            r->skew, perfAlgBw(r->bytes, us), perfBusBw((collId)r->coll, r->bytes, us, b->n),
-            r->wrong);
+            r->skew, r->completion, perfAlgBw(r->bytes, us),
+            perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
     if (r->speedup > 0)
       fprintf(f, "%.4f, \"best_baseline\": \"%s\"", r->speedup, b->cs[r->best].name);
     else
       fprintf(f, "null, \"best_baseline\": null");
+    if (r->runqueue >= 0) fprintf(f, ", \"runqueue_us\": %.2f", r->runqueue);
     if (r->joules > 0)
       fprintf(f, ", \"energy_j_per_op\": %.6g, \"watts\": %.3f", r->joules, r->watts);
     else
