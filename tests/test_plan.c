@@ -2704,10 +2704,11 @@ static int testPiecedReduce(void) {
   return 0;
 }
 
-/* buildPieced's pieces (reduce.c pieceBytes): a third of the target where
- * that is at most 6 x the smallest piece (measured best for targets of 8
- * and 16 MB), a quarter above; every rank's REDUCE is cut so, and the
- * schedules pass planCheck. */
+/* buildPieced's pieces (reduce.c pieceBytes): a third of the target
+ * (rounded up) where that is at most 6 x the smallest piece (measured best
+ * for targets of 8 and 16 MB), a quarter above; every rank's REDUCE is cut
+ * so, and the schedules pass planCheck. Where thirds would overflow a
+ * scratch buffer that quarters fill exactly, quarters. */
 static int testPiecedThirds(void) {
   char why[256];
   planSchedule s[3];
@@ -2720,13 +2721,31 @@ static int testPiecedThirds(void) {
       for (int i = 0; i < s[r].nsteps; i++)
         if (s[r].steps[i].kind == PLAN_STEP_REDUCE) R = &s[r].steps[i];
       ASSERT_TRUE(R && R->pieceBytes > 0);
-      size_t third = R->bytes / 3, quarter = R->bytes / 4;
+      size_t third = ((R->bytes + 2) / 3 + 255) / 256 * 256,
+             quarter = (R->bytes / 4 + 255) / 256 * 256;
       size_t want = third > quarter && third <= 6 * 256 ? third : quarter;
-      want = (want + 255) / 256 * 256;
       ASSERT_EQ_INT((long long)R->pieceBytes, (long long)want);
       ASSERT_EQ_INT((int)((R->bytes + R->pieceBytes - 1) / R->pieceBytes), c ? 4 : 3);
     }
     for (int r = 0; r < 3; r++) planScheduleFree(&s[r]);
+  }
+  /* Targets of 4096 bytes on 3 ranks, scratch 8192: quarters fill it
+   * exactly, thirds (1536 bytes, rounded up) would not fit; the one kernel
+   * stays, in quarters (with thirds taken regardless, the schedule fell
+   * back to a kernel per piece). */
+  ASSERT_EQ_INT(buildPull1Rs(3, 4096, 8192, 5, s), 0);
+  ASSERT_EQ_INT(planCheck(s, 3, why, sizeof(why)), 0);
+  for (int r = 0; r < 3; r++) {
+    int reduces = 0;
+    size_t piece = 0;
+    for (int i = 0; i < s[r].nsteps; i++)
+      if (s[r].steps[i].kind == PLAN_STEP_REDUCE) {
+        reduces++, piece = s[r].steps[i].pieceBytes;
+        ASSERT_EQ_INT((int)s[r].steps[i].bytes, 4096);
+      }
+    ASSERT_EQ_INT(reduces, 1);
+    ASSERT_EQ_INT((int)piece, 1024);
+    planScheduleFree(&s[r]);
   }
   return 0;
 }

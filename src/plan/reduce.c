@@ -71,22 +71,35 @@
 
 enum { LANE_A = 1, LANE_B = 2, LANE_C = 3 };
 
+/* Whether a target of `bytes` in pieces of P fits buildPieced: at most
+ * PLAN_PIECE_GROUPS pieces, every peer's all in the scratch buffer at once. */
+static int fitsAt(const planArgs *a, size_t bytes, size_t P) {
+  size_t K = P ? (bytes + P - 1) / P : 0;
+  return P && K <= PLAN_PIECE_GROUPS && K * (size_t)(a->nranks - 1) * P <= a->scratchBytes;
+}
+
 /* The pieces of a target of `total` bytes: a quarter of it, at least the
- * smallest piece. buildPieced's one kernel (pieced): a third of it where
- * that is larger and at most 6 x the smallest piece (6 MB). Measured on 2x
+ * smallest piece. buildPieced's one kernel (pieced): a third of it (rounded
+ * up) where that is larger and at most 6 x the smallest piece (6 MB), and
+ * where quarters and thirds both fit the scratch buffer at once (so thirds
+ * never change which form a size takes: a third rounded up to 256 bytes
+ * can overflow a scratch buffer that quarters fill exactly). Measured on 2x
  * H100 (docs/results/pieces-2xh100/), against quarters: ReduceScatter of
- * 16 MB (targets of 8 MB) 0.92x the time eager and in graphs, AllReduce of
- * 32 MB eager 0.93x; 64 MB was best in quarters (8 MB pieces), and the
+ * 16 MB (targets of 8 MB) 0.92x the time in graphs, AllReduce of 32 MB
+ * eager 0.94-0.96x; 64 MB was best in quarters (8 MB pieces), and the
  * groups of planBuildReduce lost with thirds (AllReduce in graphs, 32 MB:
  * 1.10x the time), so they keep quarters. */
 static size_t pieceBytes(const planArgs *a, size_t total, int pieced) {
   size_t cap =
       a->scratchBytes / (2 * (size_t)(a->nranks - 1)) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
-  size_t want = total / 4, third = total / 3;
-  if (pieced && third > want && third <= 6 * planPieceMin(a)) want = third;
-  want = (want + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
-  if (want < planPieceMin(a)) want = planPieceMin(a);
-  return want < cap ? want : cap;
+  size_t q = (total / 4 + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  if (q < planPieceMin(a)) q = planPieceMin(a);
+  if (q > cap) q = cap;
+  size_t t = ((total + 2) / 3 + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  if (pieced && t > q && t <= 6 * planPieceMin(a) && t <= cap && fitsAt(a, total, q) &&
+      fitsAt(a, total, t))
+    return t;
+  return q;
 }
 
 /* Lane C, AllReduce: for every peer with a group g, WAIT its PIECE signal
@@ -125,13 +138,9 @@ static int entry(const planArgs *a, planSchedule *s, size_t T) {
   return rc;
 }
 
-/* Whether a target of `bytes` fits buildPieced: at most PLAN_PIECE_GROUPS
- * pieces, every peer's all in the scratch buffer at once (0 bytes fit). */
+/* Whether a target of `bytes` fits buildPieced in its pieces (0 bytes fit). */
 static int piecedFits(const planArgs *a, size_t bytes) {
-  size_t P = pieceBytes(a, bytes, 1);
-  if (!bytes) return 1;
-  size_t K = P ? (bytes + P - 1) / P : 0;
-  return P && K <= PLAN_PIECE_GROUPS && K * (size_t)(a->nranks - 1) * P <= a->scratchBytes;
+  return !bytes || fitsAt(a, bytes, pieceBytes(a, bytes, 1));
 }
 
 /*
