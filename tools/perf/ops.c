@@ -324,7 +324,7 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
   /* Every rank's clock starts at the last rank's start (CLOCK_MONOTONIC is
    * one clock for the processes of a host): a process that leaves the
    * barrier late is waited for by its peers' first operations, which would
-   * count its lateness as their time. The lateness goes to *skew. */
+   * count its lateness as their time. The lateness goes to r->skew. */
   perfStat st;
   perfShare(b, t0, &st);
   r->skew = (st.v[PERF_AVG_MAX] - st.v[PERF_AVG_MIN]) * 1e6;
