@@ -38,6 +38,14 @@ static int openRank(int rank, int n, const dmacclUniqueId *id, size_t bytes, dma
   return 0;
 }
 
+/* openRank's undoing: both buffers freed, the communicator destroyed. */
+static int closeRank(int rank, dmacclComm_t comm, char *send, char *recv) {
+  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* --- bootstrap errors --------------------------------------------------- */
 
 typedef struct {
@@ -140,10 +148,7 @@ static int collBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
           return 1;
         }
       }
-  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
-  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
-  return 0;
+  return closeRank(rank, comm, send, recv);
 }
 
 static int testCollectives(void) {
@@ -812,10 +817,7 @@ static int scratchBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     fprintf(stderr, "rank %d: AllReduce gave %s: %s\n", rank, dmacclGetErrorString(rc), why);
     return 1;
   }
-  RANK_CHECK(dmacclMemFree(comm, send) == dmacclSuccess);
-  RANK_CHECK(dmacclMemFree(comm, recv) == dmacclSuccess);
-  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
-  return 0;
+  return closeRank(rank, comm, send, recv);
 }
 
 static int testScratchAgreed(void) {
