@@ -127,18 +127,49 @@ typedef struct {
  * the grammar of DMACCL_ALGO (docs/algorithms.md), e.g.
  *   "allgather:push1;alltoall:0-64K:batch,64K-inf:pushn".
  * It overrides DMACCL_ALGO for this communicator.
+ *
+ * ctaPolicy: how many of the GPU's SMs (CTAs, thread blocks) the library may
+ * take, with NCCL 2.28's values (NCCL_CTA_POLICY_*). DMACCL_CONFIG_UNDEF_INT
+ * (the initializer's) leaves it to DMACCL_CTA_POLICY, else Default.
+ *   dmacclCtaPolicyDefault: the fastest algorithm alone. Below a few MB that
+ *     is a kernel that moves the data with SM stores (stagell, stagesm,
+ *     twoshot; up to 32 blocks, for microseconds), as NCCL's kernels do.
+ *   dmacclCtaPolicyEfficiency: accepted, and the same as Default: the
+ *     default's kernels already take few blocks briefly, and capping the
+ *     line kernel at 8 blocks measured slower alone (1.7-2.9x at 256 KB-4 MB)
+ *     and slowed a decode GEMM beside it more (docs/algorithms.md).
+ *   dmacclCtaPolicyZero: no kernel of the library moves data: the built-in
+ *     and tuned selection takes copy-engine algorithms at every size
+ *     (stagell and stagesm run as stage, twoshot as pull1; small messages
+ *     then take 10-20 us). Reductions still launch the reduction kernel
+ *     (DMACCL_REDUCE_CTAS blocks) for the arithmetic, and the driver runs a
+ *     copy within one GPU (a rank's own block out of place, a staging
+ *     slot's copy out) as its own kernel (docs/overlap.md). An algorithm
+ *     named in DMACCL_ALGO or config->algorithm runs as named.
  */
+typedef enum {
+  dmacclCtaPolicyDefault = 0,
+  dmacclCtaPolicyEfficiency = 1,
+  dmacclCtaPolicyZero = 2
+} dmacclCtaPolicy_t;
+
+#define DMACCL_CONFIG_UNDEF_INT (-2147483647 - 1) /* INT_MIN: a field left to its default */
+
 typedef struct {
   size_t size;
   unsigned int magic;
   unsigned int version;
   dmacclExecutor_t executor;
   const char *algorithm;
+  int ctaPolicy; /* a dmacclCtaPolicy_t, or DMACCL_CONFIG_UNDEF_INT */
 } dmacclConfig_t;
 
 #define DMACCL_CONFIG_MAGIC 0xd3acc10fu
 #define DMACCL_CONFIG_INITIALIZER                                                                  \
-  { sizeof(dmacclConfig_t), DMACCL_CONFIG_MAGIC, DMACCL_VERSION_CODE, dmacclExecutorDefault, NULL }
+  {                                                                                                \
+    sizeof(dmacclConfig_t), DMACCL_CONFIG_MAGIC, DMACCL_VERSION_CODE, dmacclExecutorDefault, NULL, \
+        DMACCL_CONFIG_UNDEF_INT                                                                    \
+  }
 
 /* Version as DMACCL_VERSION_CODE. Never fails except for a NULL pointer. */
 dmacclResult_t dmacclGetVersion(int *version);

@@ -7,13 +7,18 @@
  */
 #include "collcheck.h"
 #include "harness.h"
+#include "plan.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <unistd.h>
 
 /* Internal (src/core/param.c): a parameter in seconds, checked. */
 double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
+/* Internal (src/core/comm.c): the selection table a communicator gets. */
+dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
+                              int nranks, char *note, size_t notelen);
 
 #define N 4
 #define COUNT 64
@@ -183,7 +188,79 @@ static int testInitArgs(void) {
   EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
              "DMACCL_EXECUTOR='fpga'");
   unsetenv("DMACCL_EXECUTOR");
+  cfg.executor = dmacclExecutorHost;
+  cfg.ctaPolicy = 3;
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "config->ctaPolicy 3 is not a dmacclCtaPolicy_t");
+  cfg.ctaPolicy = -1;
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "config->ctaPolicy -1");
+  cfg.ctaPolicy = DMACCL_CONFIG_UNDEF_INT;
+  setenv("DMACCL_CTA_POLICY", "none", 1);
+  EXPECT_ERR(dmacclCommInitAll(c, 2, NULL, &cfg), dmacclInvalidArgument, NULL,
+             "DMACCL_CTA_POLICY='none' is not default, efficiency or zero");
+  unsetenv("DMACCL_CTA_POLICY");
   ASSERT_TRUE(c[0] == NULL && c[1] == NULL); /* nothing written on failure */
+  return 0;
+}
+
+/* An AllGather and an AllReduce of random data on 2 host ranks made with cfg,
+ * every output byte against the reference (collcheck), then destroyed. */
+static int runPair(const dmacclConfig_t *cfg) {
+  dmacclComm_t c[2] = {NULL, NULL};
+  ASSERT_EQ_INT(dmacclCommInitAll(c, 2, NULL, cfg), dmacclSuccess);
+  int rc = ccRun(&env, c, 2, COLL_ALLGATHER, dmacclFloat32, 1001, 0, 4242) ||
+           ccRun(&env, c, 2, COLL_ALLREDUCE, dmacclBfloat16, 3001, 1, 4243);
+  dmacclCommDestroy(c[0]);
+  dmacclCommDestroy(c[1]);
+  return rc;
+}
+
+/* The CTA policy's sources: the config where the caller's struct has the
+ * field and sets it, else DMACCL_CTA_POLICY by name or number (any case),
+ * else Default. Communicators of every policy run correct collectives (the
+ * selection each makes is test_select's). */
+static int testCtaPolicy(void) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  ASSERT_EQ_INT(cfg.ctaPolicy, DMACCL_CONFIG_UNDEF_INT);
+  const char *names[] = {"zero", "Efficiency", "DEFAULT", "0", "1", "2"};
+  for (int i = 0; i < 6; i++) {
+    setenv("DMACCL_CTA_POLICY", names[i], 1);
+    ASSERT_EQ_INT(runPair(&cfg), 0);
+  }
+  /* The config's value wins: the environment is not read. */
+  setenv("DMACCL_CTA_POLICY", "none", 1);
+  for (int p = dmacclCtaPolicyDefault; p <= dmacclCtaPolicyZero; p++) {
+    cfg.ctaPolicy = p;
+    ASSERT_EQ_INT(runPair(&cfg), 0);
+  }
+  /* What each policy makes of the table a communicator gets: zero moves a
+   * 1 KB AllGather with copy engines and says so. */
+  unsetenv("DMACCL_CTA_POLICY");
+  const planAlgo ag1k[] = {PLAN_ALGO_STAGELL, PLAN_ALGO_STAGELL, PLAN_ALGO_STAGE};
+  for (int p = dmacclCtaPolicyDefault; p <= dmacclCtaPolicyZero; p++) {
+    planTable t;
+    char note[256];
+    cfg.ctaPolicy = p;
+    ASSERT_EQ_INT(coreBuildTable(&cfg, &t, "test", 2, note, sizeof(note)), dmacclSuccess);
+    ASSERT_EQ_INT(t.ctaPolicy, p);
+    ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1024, NULL), ag1k[p]);
+    ASSERT_TRUE((strstr(note, "CTA policy zero") != NULL) == (p == dmacclCtaPolicyZero));
+  }
+  /* DMACCL_ALGO's stagell runs as named under zero. */
+  setenv("DMACCL_ALGO", "allgather:stagell", 1);
+  planTable t;
+  char note[256];
+  ASSERT_EQ_INT(coreBuildTable(&cfg, &t, "test", 2, note, sizeof(note)), dmacclSuccess);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1024, NULL), PLAN_ALGO_STAGELL);
+  unsetenv("DMACCL_ALGO");
+  /* A caller built against a header without the field: its struct ends
+   * before ctaPolicy, so whatever lies there is not read. */
+  cfg.ctaPolicy = 99;
+  cfg.size = offsetof(dmacclConfig_t, ctaPolicy);
+  unsetenv("DMACCL_CTA_POLICY");
+  ASSERT_EQ_INT(runPair(&cfg), 0);
   return 0;
 }
 
@@ -404,6 +481,7 @@ int main(void) {
   RUN(testSeveralRanksOutsideGroup);
   RUN(testGroupMisuse);
   RUN(testInitArgs);
+  RUN(testCtaPolicy);
   RUN(testQueries);
   RUN(testRanksDisagree);
   RUN(testDestroyedHandles);

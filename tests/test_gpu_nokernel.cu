@@ -33,6 +33,7 @@
 static int nKernels, nCopies, nPeerCopies, nMemsets;
 static int nReduceKernels;    /* kernels whose name contains dmacclReduce */
 static char otherKernel[256]; /* the name of the last other kernel */
+static unsigned maxBlocks;    /* the most thread blocks of any kernel recorded */
 
 static void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
   *size = 1 << 20;
@@ -46,7 +47,10 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const char *name = ((CUpti_ActivityKernel10 *)rec)->name;
+      const CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
+      const char *name = k->name;
+      unsigned blocks = (unsigned)k->gridX * (unsigned)k->gridY * (unsigned)k->gridZ;
+      if (blocks > maxBlocks) maxBlocks = blocks;
       nKernels++;
       if (name && strstr(name, "dmacclReduce"))
         nReduceKernels++;
@@ -66,6 +70,7 @@ static void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_
 static void resetCounts(void) {
   cuptiActivityFlushAll(1);
   nKernels = nCopies = nPeerCopies = nMemsets = nReduceKernels = 0;
+  maxBlocks = 0;
   otherKernel[0] = 0;
 }
 
@@ -139,17 +144,24 @@ static int runSet(int n, const int *devs, int shared) {
 }
 
 /* Every collective of the table on n ranks on devs, with every algorithm it
- * takes and the built-in selection: movement-only ones launch no kernel
- * (and no memset); reducing ones only kernels named dmacclReduce (at least
- * one: n > 1). Each result is checked too. shared: no peer-to-peer copy. */
+ * takes and the built-in selection under each CTA policy: movement-only
+ * ones launch no kernel (and no memset) but for stagell's, which the
+ * built-in selection takes for these sizes on GPUs of their own under the
+ * default and efficiency policies (the control that the zero policy's none
+ * means something); reducing ones only kernels named dmacclReduce (at
+ * least one: n > 1). Each result is checked too. shared: no peer-to-peer
+ * copy. */
 static int runColls(int n, const int *devs, int shared) {
-  for (int a = 0; a <= CC_NALGOS; a++) {
-    const char *algo = a < CC_NALGOS ? ccAlgos[a] : "auto";
+  static const char *const policyName[] = {"auto", "auto/efficiency", "auto/zero"};
+  for (int a = 0; a < CC_NALGOS + 3; a++) {
+    int policy = a < CC_NALGOS ? dmacclCtaPolicyDefault : a - CC_NALGOS;
+    const char *algo = a < CC_NALGOS ? ccAlgos[a] : policyName[policy];
     char sel[512];
     ccAlgoTable(algo, sel, sizeof(sel));
     dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
     cfg.executor = dmacclExecutorCuda;
     cfg.algorithm = a < CC_NALGOS ? sel : NULL;
+    cfg.ctaPolicy = policy;
     dmacclComm_t comms[CC_MAXR];
     ASSERT_EQ_INT(dmacclCommInitAll(comms, n, devs, &cfg), dmacclSuccess);
     ccEnv env;
@@ -188,15 +200,18 @@ static int runColls(int n, const int *devs, int shared) {
       ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
       ASSERT_EQ_INT(ccWait(&env, comms, n), dmacclSuccess);
       cuptiActivityFlushAll(1);
-      printf("%-7s %-14s: %d kernels (%d dmacclReduce), %d copies (%d peer to peer), %d memsets "
-             "on %d ranks%s\n",
-             algo, collTable[c].name, nKernels, nReduceKernels, nCopies, nPeerCopies, nMemsets, n,
-             shared ? " sharing GPU 0" : " on GPUs of their own");
+      printf("%-7s %-14s: %d kernels (%d dmacclReduce, at most %u blocks), %d copies (%d peer "
+             "to peer), %d memsets on %d ranks%s\n",
+             algo, collTable[c].name, nKernels, nReduceKernels, maxBlocks, nCopies, nPeerCopies,
+             nMemsets, n, shared ? " sharing GPU 0" : " on GPUs of their own");
       if (nKernels != nReduceKernels) printf("  another kernel: %s\n", otherKernel);
       ASSERT_EQ_INT(nKernels - nReduceKernels, 0);
+      int lines = !shared && (c == COLL_ALLGATHER || c == COLL_ALLTOALL || c == COLL_ALLGATHERV);
+      /* the control: stagell's kernel */
+      if (a >= CC_NALGOS && policy != dmacclCtaPolicyZero && lines) ASSERT_TRUE(nKernels >= 1);
       if (reduces) {
         ASSERT_TRUE(nReduceKernels >= 1);
-      } else if (!strcmp(algo, "stagell") || !strcmp(algo, "auto")) {
+      } else if (!strcmp(algo, "stagell") || (a >= CC_NALGOS && policy != dmacclCtaPolicyZero)) {
         /* the lines' kernel (stage where they do not fit; the built-in
          * table takes stagell for the small AllGather(V) and AlltoAll) */
         ASSERT_EQ_INT(nMemsets, 0);

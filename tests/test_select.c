@@ -325,8 +325,84 @@ static int testNames(void) {
   return 0;
 }
 
+/* The SM-moving algorithm that size would run (eager or captured), or -1. */
+static int smMoveAt(const planTable *t, planColl c, size_t size, int graph) {
+  planAlgo a = planSelectIn(t, c, size, graph, NULL);
+  return (PLAN_ALGOS_SM_MOVE & PLAN_ALGO_BIT(a)) ? (int)a : -1;
+}
+
+/* CTA policy zero (planTableNoSmMoves): at no size, rank count or capture
+ * does the built-in table, or a tuning file over it, select an algorithm
+ * whose kernel moves data; each such range takes stage (stagesm, stagell)
+ * or pull1 (twoshot) over the same sizes; what DMACCL_ALGO or the config
+ * names still runs as named. */
+static int testNoSmMoves(void) {
+  size_t sizes[64];
+  int ns = 0;
+  for (int e = 0; e <= 31; e++) {
+    size_t v = (size_t)1 << e;
+    sizes[ns++] = v;
+    sizes[ns++] = v + 1;
+  }
+  for (int nranks = 1; nranks <= 8; nranks++) {
+    planTable t, z;
+    planTableDefaults(&t, nranks);
+    z = t;
+    int changed = planTableNoSmMoves(&z), before = 0;
+    for (int c = 0; c < PLAN_NUM_COLLS; c++)
+      for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ns; i++) {
+          int was = smMoveAt(&t, (planColl)c, sizes[i], g);
+          before += was >= 0;
+          if (smMoveAt(&z, (planColl)c, sizes[i], g) >= 0) {
+            TEST_FAIL("%d ranks: %s of %zu bytes (graph %d) still selects %s", nranks,
+                      planCollName((planColl)c), sizes[i], g,
+                      planAlgoName(planSelectIn(&z, (planColl)c, sizes[i], g, NULL)));
+            return 1;
+          }
+          planAlgo now = planSelectIn(&z, (planColl)c, sizes[i], g, NULL);
+          if (was >= 0)
+            ASSERT_EQ_INT(now, was == PLAN_ALGO_TWOSHOT ? PLAN_ALGO_PULL1 : PLAN_ALGO_STAGE);
+          else /* nothing else changes */
+            ASSERT_EQ_INT(now, planSelectIn(&t, (planColl)c, sizes[i], g, NULL));
+          /* what it runs is one the collective takes */
+          ASSERT_TRUE(planCollOf((planColl)c)->algos & PLAN_ALGO_BIT(now));
+        }
+    /* The control: the built-in table does move data with SMs on 2-8 ranks
+     * (stagell and twoshot), so the loop above checked something. */
+    if (nranks >= 2) ASSERT_TRUE(before > 0 && changed > 0);
+  }
+  /* A tuning file's stagell is reshaped too; DMACCL_ALGO's and the config's are not. */
+  planTable t;
+  char err[256];
+  planTableDefaults(&t, 2);
+  t.origin = PLAN_FROM_TUNE_FILE;
+  ASSERT_EQ_INT(planTableParse(&t,
+                               "broadcast:push1;allgather:0-64K:stagell;"
+                               "allgather@graph:4M-8M:stagell",
+                               err, sizeof(err)),
+                0);
+  ASSERT_TRUE(planTableNoSmMoves(&t) > 0);
+  const planRange *why = NULL;
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 4096, &why), PLAN_ALGO_STAGE);
+  ASSERT_TRUE(why && why->noSmMove && why->origin == PLAN_FROM_TUNE_FILE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 5 << 20, 1, &why), PLAN_ALGO_STAGE);
+  ASSERT_TRUE(why && why->noSmMove && why->lo == (4u << 20) && why->hi == (8u << 20));
+  t.origin = PLAN_FROM_ENV;
+  ASSERT_EQ_INT(planTableParse(&t, "allgather:0-64K:stagell", err, sizeof(err)), 0);
+  t.origin = PLAN_FROM_CONFIG;
+  ASSERT_EQ_INT(planTableParse(&t, "allreduce:0-1M:twoshot", err, sizeof(err)), 0);
+  ASSERT_EQ_INT(planTableNoSmMoves(&t), 0);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 4096, &why), PLAN_ALGO_STAGELL);
+  ASSERT_TRUE(!why->noSmMove);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLREDUCE, 4096, NULL), PLAN_ALGO_TWOSHOT);
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_BROADCAST, 4096, NULL), PLAN_ALGO_PUSH1);
+  return 0;
+}
+
 int main(void) {
   RUN(testDefaultsParse);
+  RUN(testNoSmMoves);
   RUN(testIssueExample);
   RUN(testRanges);
   RUN(testMalformed);

@@ -27,11 +27,26 @@ class ConfigStruct(ctypes.Structure):
         ("version", ctypes.c_uint),
         ("executor", ctypes.c_int),
         ("algorithm", ctypes.c_char_p),
+        ("ctaPolicy", ctypes.c_int),
     ]
 
 
 CONFIG_MAGIC = 0xD3ACC10F
+CONFIG_UNDEF_INT = -(2**31)
 EXECUTOR_DEFAULT, EXECUTOR_CUDA, EXECUTOR_HOST = 0, 1, 2
+# dmacclCtaPolicy_t (NCCL's NCCL_CTA_POLICY_* numbers)
+CTA_POLICIES = {"default": 0, "efficiency": 1, "zero": 2}
+
+
+def cta_policy_value(cta_policy):
+    """The config's ctaPolicy for a Python argument: None (DMACCL_CTA_POLICY,
+    else default) or one of CTA_POLICIES' names; ValueError otherwise."""
+    if cta_policy is None:
+        return CONFIG_UNDEF_INT
+    if isinstance(cta_policy, str) and cta_policy.lower() in CTA_POLICIES:
+        return CTA_POLICIES[cta_policy.lower()]
+    raise ValueError(f"cta_policy {cta_policy!r} is not one of "
+                     f"{', '.join(repr(k) for k in CTA_POLICIES)} or None")
 
 _c = ctypes
 _p = _c.c_void_p
@@ -156,11 +171,12 @@ def size_array(values):
     return (ctypes.c_size_t * len(values))(*values)
 
 
-def make_config(executor, algorithm):
+def make_config(executor, algorithm, cta_policy=None):
     cfg = ConfigStruct()
     cfg.size = ctypes.sizeof(ConfigStruct)
     cfg.magic = CONFIG_MAGIC
     cfg.version = version()
     cfg.executor = executor
     cfg.algorithm = algorithm.encode() if algorithm else None
+    cfg.ctaPolicy = cta_policy_value(cta_policy)
     return cfg

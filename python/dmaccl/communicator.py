@@ -154,14 +154,19 @@ class Communicator:
     executor: "cuda" (copy engines; torch tensors on the communicator's GPU),
     "host" (ranks on the CPU; numpy arrays or CPU tensors: tests, machines
     without a GPU), or None (DMACCL_EXECUTOR, else "cuda" when torch sees a
-    GPU). algorithm: a selection string (docs/algorithms.md). Across
+    GPU). algorithm: a selection string (docs/algorithms.md). cta_policy:
+    the SMs the library may take, as NCCL's CTA policies: "default" (the
+    fastest; small messages move with a kernel of up to 32 blocks),
+    "efficiency" (the same as "default" for now), "zero" (no kernel moves
+    data: copy engines at every size; reductions keep their kernel for the
+    arithmetic), or None (DMACCL_CTA_POLICY, else "default"). Across
     processes the host executor moves data through a shared buffer of
     host_buffer_bytes (default 32 MiB), which bounds the bytes one call (or
     one group) may use.
     """
 
     def __init__(self, group=None, device=None, *, unique_id=None, rank=None, world_size=None,
-                 executor=None, algorithm=None, host_buffer_bytes=None):
+                 executor=None, algorithm=None, host_buffer_bytes=None, cta_policy=None):
         self._comm = None
         self._host_buf = None
         self.disabled = False
@@ -180,6 +185,7 @@ class Communicator:
         if not isinstance(rank, int) or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank!r} is out of range for world_size {world_size}")
         self.rank, self.world_size = rank, world_size
+        _lib.cta_policy_value(cta_policy)  # checked before anything is made
         self.executor = _resolve_executor(executor)
         if self.executor == "host":  # checked before anything is made (collective allocation)
             if host_buffer_bytes is None:
@@ -196,7 +202,8 @@ class Communicator:
         uid = _lib.UniqueIdStruct()
         ctypes.memmove(ctypes.addressof(uid), bytes(unique_id), _lib.UNIQUE_ID_BYTES)
         cfg = _lib.make_config(
-            _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST, algorithm)
+            _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST, algorithm,
+            cta_policy)
         comm = ctypes.c_void_p()
         if self.executor == "cuda":
             import torch
@@ -220,11 +227,12 @@ class Communicator:
                 raise
 
     @classmethod
-    def init_all(cls, devices, executor=None, algorithm=None):
+    def init_all(cls, devices, executor=None, algorithm=None, cta_policy=None):
         """One communicator per device (or per rank: an int n means devices
         0..n-1), all driven by this process; put calls for several ranks from
         one thread inside ``dmaccl.group()``. A device may repeat: its ranks
-        share the GPU."""
+        share the GPU. executor, algorithm and cta_policy as for the
+        constructor."""
         if isinstance(devices, int):
             if devices < 1:
                 raise ValueError(f"init_all: need at least one rank, not {devices}")
@@ -235,7 +243,8 @@ class Communicator:
             raise ValueError("init_all: devices is empty")
         executor = _resolve_executor(executor)
         cfg = _lib.make_config(
-            _lib.EXECUTOR_CUDA if executor == "cuda" else _lib.EXECUTOR_HOST, algorithm)
+            _lib.EXECUTOR_CUDA if executor == "cuda" else _lib.EXECUTOR_HOST, algorithm,
+            cta_policy)
         comms = (ctypes.c_void_p * n)()
         devlist = (ctypes.c_int * n)(*devices)
         check(lib().dmacclCommInitAll(comms, n, devlist, ctypes.byref(cfg)))

@@ -3,6 +3,7 @@
 #include "../boot/boot.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +65,40 @@ static char *readSmallFile(const char *path, char *why, size_t whylen) {
   return buf;
 }
 
+/* The communicator's CTA policy: config->ctaPolicy where the caller's
+ * config has the field and sets it, else DMACCL_CTA_POLICY, else Default. */
+static dmacclResult_t coreResolveCtaPolicy(const dmacclConfig_t *config, const char *call,
+                                           int *out) {
+  static const char *const names[] = {"default", "efficiency", "zero"};
+  if (config && config->size >= offsetof(dmacclConfig_t, ctaPolicy) + sizeof(config->ctaPolicy) &&
+      config->ctaPolicy != DMACCL_CONFIG_UNDEF_INT) {
+    if (config->ctaPolicy < dmacclCtaPolicyDefault || config->ctaPolicy > dmacclCtaPolicyZero)
+      return coreError(NULL, dmacclInvalidArgument,
+                       "%s: config->ctaPolicy %d is not a dmacclCtaPolicy_t (Default 0, "
+                       "Efficiency 1, Zero 2) or DMACCL_CONFIG_UNDEF_INT",
+                       call, config->ctaPolicy);
+    *out = config->ctaPolicy;
+    return dmacclSuccess;
+  }
+  const char *env = coreParamString("DMACCL_CTA_POLICY");
+  *out = dmacclCtaPolicyDefault;
+  if (!env[0]) return dmacclSuccess;
+  for (int p = 0; p < 3; p++)
+    if (strcasecmp(env, names[p]) == 0 || (env[0] == '0' + p && !env[1])) {
+      *out = p;
+      return dmacclSuccess;
+    }
+  return coreError(NULL, dmacclInvalidArgument,
+                   "%s: DMACCL_CTA_POLICY='%s' is not default, efficiency or zero (or 0, 1, 2)",
+                   call, env);
+}
+
 dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
                               int nranks, char *note, size_t notelen) {
   char err[256];
+  int policy = dmacclCtaPolicyDefault;
+  dmacclResult_t rc = coreResolveCtaPolicy(config, call, &policy);
+  if (rc != dmacclSuccess) return rc;
   planTableDefaults(t, nranks);
   if (notelen) note[0] = 0;
   /* A tuning file that cannot be used is reported and skipped: the
@@ -82,6 +114,17 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
       coreLog(CORE_LOG_WARN, "%s: %s", call, note);
     }
     free(text);
+  }
+  /* The policy reshapes what the library chose (the built-in table and a
+   * tuning file); what DMACCL_ALGO and the config name runs as named. */
+  t->ctaPolicy = policy;
+  if (policy == dmacclCtaPolicyZero) {
+    int changed = planTableNoSmMoves(t);
+    size_t used = notelen ? strlen(note) : 0;
+    if (used + 1 < notelen)
+      snprintf(note + used, notelen - used,
+               "%sCTA policy zero: %d ranges of SM-moving algorithms take their copy-engine form",
+               used ? "; " : "", changed);
   }
   t->origin = PLAN_FROM_ENV;
   const char *env = coreParamString("DMACCL_ALGO");

@@ -20,6 +20,11 @@ static const struct {
      "tuning file from dmaccl-tune: selection per rank count, applied over the built-in table "
      "(a file that cannot be used is skipped with a warning)"},
     {"DMACCL_EXECUTOR", "", "executor when the config leaves it default: cuda or host"},
+    {"DMACCL_CTA_POLICY", "",
+     "SMs the library may take when the config leaves ctaPolicy unset (NCCL's CTA policies): "
+     "default (the fastest: small messages move with a kernel of up to 32 blocks), efficiency "
+     "(the same as default) or zero (no kernel moves data: copy engines at every size; "
+     "reductions keep their kernel for the arithmetic)"},
     {"DMACCL_HOST_TIMEOUT", "60", "host executor: seconds a rank waits for a peer before failing"},
     {"DMACCL_INIT_TIMEOUT", "60",
      "dmacclCommInitRank and other bootstrap exchanges: seconds to wait for every rank"},

@@ -435,7 +435,8 @@ typedef struct {
   size_t lo, hi; /* hi == SIZE_MAX means infinity */
   planAlgo algo;
   planOrigin origin;
-  int line; /* line of the tuning text it came from (0: none) */
+  int line;     /* line of the tuning text it came from (0: none) */
+  int noSmMove; /* its algorithm was the SM-moving one's copy-engine form (planTableNoSmMoves) */
 } planRange;
 typedef struct {
   int nranges[PLAN_NUM_COLLS];
@@ -446,6 +447,7 @@ typedef struct {
   planRange granges[PLAN_NUM_COLLS][PLAN_MAX_RANGES];
   planOrigin origin; /* stamped on the ranges that parsing adds */
   int line;
+  int ctaPolicy; /* a dmacclCtaPolicy_t (coreBuildTable; Default from planTableDefaults) */
 } planTable;
 
 /* A size as the grammar writes it ("4M", "inf" = SIZE_MAX), exactly len chars: 0 or -1. */
@@ -470,6 +472,17 @@ int planTuneParse(planTable *t, int nranks, const char *text, char *err, size_t 
 extern const char planDefaultTune[];
 /* Resets *t to the built-in defaults for nranks (0: the '*' lines only). */
 void planTableDefaults(planTable *t, int nranks);
+/* The algorithms whose kernel moves data with SM stores (stagesm, stagell,
+ * twoshot; the reduction kernel's arithmetic is not counted). */
+#define PLAN_ALGOS_SM_MOVE                                                                         \
+  (PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL) |                           \
+   PLAN_ALGO_BIT(PLAN_ALGO_TWOSHOT))
+/* dmacclCtaPolicyZero: every range of *t that came from the built-in table
+ * or a tuning file and names an algorithm of PLAN_ALGOS_SM_MOVE takes its
+ * copy-engine form instead: stagesm and stagell the staged one (stage),
+ * twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
+ * Returns how many ranges changed. */
+int planTableNoSmMoves(planTable *t);
 /* The algorithm for a collective of the given size, and the range that chose it. */
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why);
 /* ... for a call captured into a CUDA graph (graph != 0): a coll@graph

@@ -202,11 +202,11 @@ static int cutRange(const planRange *list, int count, size_t lo, size_t hi, plan
     }
     if (r.lo < lo) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){r.lo, lo, r.algo, r.origin, r.line};
+      out[n++] = (planRange){r.lo, lo, r.algo, r.origin, r.line, r.noSmMove};
     }
     if (r.hi > hi) {
       if (n == PLAN_MAX_RANGES) return -1;
-      out[n++] = (planRange){hi, r.hi, r.algo, r.origin, r.line};
+      out[n++] = (planRange){hi, r.hi, r.algo, r.origin, r.line, r.noSmMove};
     }
   }
   *nout = n;
@@ -252,7 +252,7 @@ static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
 
 static int parseRanged(planTable *t, planColl c, int graph, const char *p, size_t len, char *err,
                        size_t errlen) {
-  planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0};
+  planRange r = {0, SIZE_MAX, PLAN_ALGO_PUSH1, PLAN_FROM_BUILTIN, 0, 0};
   const char *colon = memchr(p, ':', len);
   const char *name = p;
   size_t nameLen = len;
@@ -433,11 +433,31 @@ void planTableDefaults(planTable *t, int nranks) {
   memset(t, 0, sizeof(*t));
   for (int c = 0; c < PLAN_NUM_COLLS; c++) {
     t->nranges[c] = 1;
-    t->ranges[c][0] = (planRange){0, SIZE_MAX, planFallbackAlgo((planColl)c), PLAN_FROM_BUILTIN, 0};
+    t->ranges[c][0] =
+        (planRange){0, SIZE_MAX, planFallbackAlgo((planColl)c), PLAN_FROM_BUILTIN, 0, 0};
   }
   t->origin = PLAN_FROM_BUILTIN;
   /* The built-in text is tested to parse (test_select). */
   (void)planTuneParse(t, nranks, planDefaultTune, err, sizeof(err));
+}
+
+static int noSmMoves(planRange *r, int n) {
+  int changed = 0;
+  for (int i = 0; i < n; i++) {
+    if (r[i].origin != PLAN_FROM_BUILTIN && r[i].origin != PLAN_FROM_TUNE_FILE) continue;
+    if (!(PLAN_ALGOS_SM_MOVE & PLAN_ALGO_BIT(r[i].algo))) continue;
+    r[i].algo = r[i].algo == PLAN_ALGO_TWOSHOT ? PLAN_ALGO_PULL1 : PLAN_ALGO_STAGE;
+    r[i].noSmMove = 1;
+    changed++;
+  }
+  return changed;
+}
+
+int planTableNoSmMoves(planTable *t) {
+  int changed = 0;
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    changed += noSmMoves(t->ranges[c], t->nranges[c]) + noSmMoves(t->granges[c], t->gnranges[c]);
+  return changed;
 }
 
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {

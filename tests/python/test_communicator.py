@@ -347,3 +347,31 @@ def test_unique_id_is_checked():
     with pytest.raises(ValueError, match="executor"):
         dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
                             executor="tpu")
+    with pytest.raises(ValueError, match="cta_policy"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
+                            executor="host", cta_policy="none")
+
+
+@pytest.mark.parametrize("policy", ["default", "efficiency", "zero", "ZERO", None])
+def test_cta_policy(policy):
+    """The library's CTA policy (NCCL's names) from Python: every policy runs
+    correct collectives (what each selects is the C tests'); a wrong one is
+    refused before a communicator exists."""
+    n = 2
+    comms = dmaccl.Communicator.init_all(n, executor="host", cta_policy=policy)
+    xs = [data(11, r, 1000, "float32") for r in range(n)]
+    ys = [poison(np.empty(1000, np.float32)) for _ in range(n)]
+    gs = [poison(np.empty(1000 * n, np.float32)) for _ in range(n)]
+    with dmaccl.group():
+        for r in range(n):
+            comms[r].all_reduce(xs[r], ys[r])
+            comms[r].all_gather(gs[r], xs[r])
+    for r in range(n):
+        comms[r].synchronize()
+        np.testing.assert_array_equal(ys[r], reduce(xs, "sum"))
+        np.testing.assert_array_equal(gs[r], np.concatenate(xs))
+    for c in comms:
+        c.destroy()
+    for bad in ("none", 2, ""):
+        with pytest.raises(ValueError, match="cta_policy"):
+            dmaccl.Communicator.init_all(n, executor="host", cta_policy=bad)

@@ -19,6 +19,10 @@ static const char *originName(const planRange *r, char *buf, size_t len) {
   case PLAN_FROM_CONFIG: snprintf(buf, len, "config"); break;
   default: snprintf(buf, len, r->line ? "built-in table line %d" : "built-in table", r->line);
   }
+  if (r->noSmMove) {
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, ", as CTA policy zero");
+  }
   return buf;
 }
 
