@@ -136,7 +136,7 @@ typedef struct {
  *     twoshot; up to 32 blocks, for microseconds), as NCCL's kernels do.
  *   dmacclCtaPolicyEfficiency: accepted, and the same as Default: the
  *     default's kernels already take few blocks briefly, and capping the
- *     line kernel at 8 blocks measured slower alone (1.7-2.9x at 256 KB-4 MB)
+ *     line kernel at 8 blocks measured slower alone (1.7-2.7x from 256 KB)
  *     and slowed a decode GEMM beside it more (docs/algorithms.md).
  *   dmacclCtaPolicyZero: no kernel of the library moves data: the built-in
  *     and tuned selection takes copy-engine algorithms at every size
