@@ -189,7 +189,7 @@ static int testTuneErrors(void) {
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, AllGather(V)
- * and AlltoAll take stagell below 4 MB, captured ones push1 at 4-8 MB;
+ * and AlltoAll take stagell up to 4 MB, captured ones push1 at 4-8 MB;
  * AllReduce takes stagell up to 4 MB and twoshot above it, ReduceScatterV
  * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
@@ -217,14 +217,17 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  /* 2 ranks: stagell below 4 MB (line slots as large as a staging slot),
-   * eager and in graphs; from 4 MB push1 in graphs, stage eager */
+  /* 2 ranks: stagell up to 4 MB (line slots as large as a staging slot),
+   * eager and in graphs but 4 MB itself; from 4 MB push1 in graphs, from
+   * 4 MB + 1 stage eager */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, (4 << 20) - 1, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, &why), PLAN_ALGO_PUSH1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, (4 << 20) + 1, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   planTableDefaults(&t, 4); /* the graph ranges were measured on 2 ranks only */

@@ -62,7 +62,7 @@ const char planDefaultTune[] =
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-1M:stage,1M-inf:pull1\n"
-    /* 2 ranks, below 4 MB: stagell, with line slots as large as a staging
+    /* 2 ranks, up to 4 MB: stagell, with line slots as large as a staging
      * slot (a block of up to 2 MB fits). 2x H100, 2 MB (dmaccl-perf -p 2,
      * DMACCL_STAGE_BYTES=32M standing in for the larger slots): in graphs
      * AllGather 14.8 us against push1's 16.4 (NCCL 16.3), AlltoAll 14.7
@@ -71,8 +71,14 @@ const char planDefaultTune[] =
      * CUDA graphs push1 (20.6 us against stagell's 28.6 and stage's 26.8 at
      * 4 MB): one entry round costs less than the staged form's dependent
      * local copy; from 8 MB the plain pushb runs as plain copies in a graph.
-     * Eager, stage stays at 4-8 MB (level with stagell at 4 MB). */
-    "2 allgather:0-4M:stagell;alltoall:0-4M:stagell;allgatherv:0-4M:stagell\n"
+     * Eager, 4 MB itself takes stagell and stage the rest to 8 MB: alone the
+     * two are about level at 4 MB (2x H200: AllGather 28.7-28.8 us against
+     * stage's 27.9-28.6, AlltoAll 28.5-28.9 against 28.2-28.7, NCCL
+     * 19.5-26.2; 2x H100: 1.00-1.07x stage's time), but beside a decode GEMM
+     * (dmaccl-c3 8b-decode-mlp, AlltoAll 4 MB) the GEMM runs 1.11-1.15x
+     * slower next to stagell and 1.75-1.77x next to stage's copies, for the
+     * same overlapped time (docs/results/c3-2xh200-4m/, docs/overlap.md). */
+    "2 allgather:0-4194305:stagell;alltoall:0-4194305:stagell;allgatherv:0-4194305:stagell\n"
     "2 allgather@graph:4M-8M:push1;alltoall@graph:4M-8M:push1\n"
     /* Reductions on 2 ranks take stagell (the kernel stores into the peer's
      * line slot, flags in the data: no copy engine, no fence, no flag word
