@@ -16,6 +16,8 @@
 
 /* Internal (src/core/param.c): a parameter in seconds, checked. */
 double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
+/* Internal (src/core/param.c): DMACCL_KERNEL_WAIT under a CTA policy. */
+int coreKernelWaitParam(int ctaPolicy);
 /* Internal (src/core/comm.c): the selection table a communicator gets. */
 dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const char *call,
                               int nranks, char *note, size_t notelen);
@@ -248,6 +250,14 @@ static int testCtaPolicy(void) {
     ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1024, NULL), ag1k[p]);
     ASSERT_TRUE((strstr(note, "CTA policy zero") != NULL) == (p == dmacclCtaPolicyZero));
   }
+  /* Under zero a staged reduction's kernel waits on the stream, not by
+   * polling with its blocks, unless DMACCL_KERNEL_WAIT is set. */
+  ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyDefault), 1);
+  ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyEfficiency), 1);
+  ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyZero), 0);
+  setenv("DMACCL_KERNEL_WAIT", "1", 1);
+  ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyZero), 1);
+  unsetenv("DMACCL_KERNEL_WAIT");
   /* DMACCL_ALGO's stagell runs as named under zero. */
   setenv("DMACCL_ALGO", "allgather:stagell", 1);
   planTable t;

@@ -387,6 +387,44 @@ static int runNoSm(int n, const int *devs) {
   return 0;
 }
 
+/* One rank: an out-of-place AllGather of 256 KB is one copy. By default the
+ * library's byte-copy kernel makes it (cheaper to launch); under CTA policy
+ * zero the runtime's copy (no kernel of the library). Bytes checked. */
+static int runOneRank(void) {
+  const size_t bytes = 256 << 10;
+  for (int policy = dmacclCtaPolicyDefault; policy <= dmacclCtaPolicyZero; policy += 2) {
+    dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+    cfg.executor = dmacclExecutorCuda;
+    cfg.ctaPolicy = policy;
+    int dev = 0;
+    dmacclComm_t comm;
+    ASSERT_EQ_INT(dmacclCommInitAll(&comm, 1, &dev, &cfg), dmacclSuccess);
+    unsigned char *in = NULL, *out = NULL, *host = (unsigned char *)malloc(2 * bytes);
+    ASSERT_TRUE(host != NULL);
+    ASSERT_EQ_INT(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&in, bytes), cudaSuccess);
+    ASSERT_EQ_INT(cudaMalloc((void **)&out, bytes), cudaSuccess);
+    for (size_t i = 0; i < bytes; i++) host[i] = (unsigned char)(i * 7 + policy);
+    ASSERT_EQ_INT(cudaMemcpy(in, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ_INT(cudaMemset(out, CC_POISON, bytes), cudaSuccess);
+    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+    resetCounts();
+    ASSERT_EQ_INT(dmacclAllGather(in, out, bytes, dmacclUint8, comm, NULL), dmacclSuccess);
+    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+    cuptiActivityFlushAll(1);
+    printf("one rank, CTA policy %s: AllGather of 256 KB: %d kernels, %d copies\n",
+           policy ? "zero" : "default", nKernels, nCopies);
+    ASSERT_EQ_INT(nKernels, policy == dmacclCtaPolicyZero ? 0 : 1);
+    ASSERT_EQ_INT(cudaMemcpy(host + bytes, out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_TRUE(memcmp(host, host + bytes, bytes) == 0);
+    cudaFree(in);
+    cudaFree(out);
+    free(host);
+    dmacclCommDestroy(comm);
+  }
+  return 0;
+}
+
 int main(void) {
   int ndev = gpuCountOrSkip(1, "test_gpu_nokernel");
   CUPTI_OK(cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted));
@@ -414,5 +452,6 @@ int main(void) {
   if (ndev >= 2 && runColls(ndev < 3 ? 2 : 3, three, 0)) return 1;
   if (runColls(3, same3, 1)) return 1;
   if (ndev >= 2 && runNoSm(ndev < 4 ? ndev : 4, own)) return 1;
+  if (runOneRank()) return 1;
   TEST_EXIT();
 }

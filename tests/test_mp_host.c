@@ -103,6 +103,29 @@ static int testInitMissingRank(void) {
   return 0;
 }
 
+/* Ranks whose CTA policies differ would build different tables (one a
+ * kernel's lines, the other copies): every rank's init refuses it, naming
+ * both. */
+static int policyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = hostConfig(NULL);
+  cfg.ctaPolicy = rank == 1 ? dmacclCtaPolicyZero : dmacclCtaPolicyDefault;
+  dmacclComm_t comm = NULL;
+  dmacclResult_t rc = dmacclCommInitRank(&comm, n, *id, rank, &cfg);
+  const char *why = dmacclCommGetLastError(NULL);
+  if (rc != dmacclInvalidArgument || comm != NULL ||
+      !strstr(why, "rank 0 has CTA policy default but rank 1 zero")) {
+    fprintf(stderr, "rank %d: init gave %s: %s\n", rank, dmacclGetErrorString(rc), why);
+    return 1;
+  }
+  return 0;
+}
+
+static int testInitPolicyDisagree(void) {
+  ASSERT_EQ_INT(mpRun(3, policyBody, NULL, 30, 0), 0);
+  return 0;
+}
+
 static int testInitLocalArgs(void) {
   dmacclUniqueId id;
   dmacclComm_t comm = NULL;
@@ -835,6 +858,7 @@ int main(int argc, char **argv) {
   RUN_IF(testInitLocalArgs);
   RUN_IF(testInitWrongNranks);
   RUN_IF(testInitDuplicateRank);
+  RUN_IF(testInitPolicyDisagree);
   RUN_IF(testInitMissingRank);
   RUN_IF(testRendezvousAuth);
   RUN_IF(testHugeSizes);

@@ -171,6 +171,7 @@ class Communicator:
         self._host_buf = None
         self.disabled = False
         self.available = True
+        _lib.cta_policy_value(cta_policy)  # checked before anything is made
         if group is not None:
             rank, world_size = _group_rank_size(group)
             if world_size == 1:  # as vLLM: nothing to communicate
@@ -185,7 +186,6 @@ class Communicator:
         if not isinstance(rank, int) or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank!r} is out of range for world_size {world_size}")
         self.rank, self.world_size = rank, world_size
-        _lib.cta_policy_value(cta_policy)  # checked before anything is made
         self.executor = _resolve_executor(executor)
         if self.executor == "host":  # checked before anything is made (collective allocation)
             if host_buffer_bytes is None:

@@ -21,9 +21,14 @@ dmacclResult_t dmacclGetVersion(int *version) {
   return dmacclSuccess;
 }
 
+/* The caller's config has this field: its struct (config->size, a header
+ * of its time) reaches past it. Fields it lacks take their defaults. */
+#define CONFIG_HAS(config, field)                                                                  \
+  ((config) && (config)->size >= offsetof(dmacclConfig_t, field) + sizeof((config)->field))
+
 static dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
                                           const char *call) {
-  dmacclExecutor_t e = config ? config->executor : dmacclExecutorDefault;
+  dmacclExecutor_t e = CONFIG_HAS(config, executor) ? config->executor : dmacclExecutorDefault;
   if ((unsigned)e > dmacclExecutorHost)
     return coreError(NULL, dmacclInvalidArgument,
                      "%s: config->executor %d is not a dmacclExecutor_t", call, (int)e);
@@ -70,8 +75,7 @@ static char *readSmallFile(const char *path, char *why, size_t whylen) {
 static dmacclResult_t coreResolveCtaPolicy(const dmacclConfig_t *config, const char *call,
                                            int *out) {
   static const char *const names[] = {"default", "efficiency", "zero"};
-  if (config && config->size >= offsetof(dmacclConfig_t, ctaPolicy) + sizeof(config->ctaPolicy) &&
-      config->ctaPolicy != DMACCL_CONFIG_UNDEF_INT) {
+  if (CONFIG_HAS(config, ctaPolicy) && config->ctaPolicy != DMACCL_CONFIG_UNDEF_INT) {
     if (config->ctaPolicy < dmacclCtaPolicyDefault || config->ctaPolicy > dmacclCtaPolicyZero)
       return coreError(NULL, dmacclInvalidArgument,
                        "%s: config->ctaPolicy %d is not a dmacclCtaPolicy_t (Default 0, "
@@ -131,7 +135,8 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
   if (planTableParse(t, env, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_ALGO: %s", call, err);
   t->origin = PLAN_FROM_CONFIG;
-  if (config && config->algorithm && planTableParse(t, config->algorithm, err, sizeof(err)))
+  if (CONFIG_HAS(config, algorithm) && config->algorithm &&
+      planTableParse(t, config->algorithm, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: config->algorithm: %s", call, err);
   return dmacclSuccess;
 }
@@ -237,7 +242,7 @@ dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
   c->stageBytes = coreStageBytesParam();
   coreSetLineBytes(c, channel);
   c->scratchBytes = coreScratchBytesParam();
-  c->kernelWait = coreKernelWaitParam();
+  c->kernelWait = coreKernelWaitParam(c->table.ctaPolicy);
   for (int i = 0; i < ndev && executor == dmacclExecutorCuda; i++)
     for (int j = i + 1; j < ndev; j++)
       if ((devlist ? devlist[i] : i) == (devlist ? devlist[j] : j)) c->gpuShared = 1;

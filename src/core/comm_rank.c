@@ -17,8 +17,8 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *id) {
 
 /* What each rank tells the others at init. */
 typedef struct {
-  int32_t pid, executor, device, pad;
-  uint64_t stageBytes;   /* DMACCL_STAGE_BYTES: the set uses the smallest */
+  int32_t pid, executor, device, ctaPolicy; /* ctaPolicy: the table's (all ranks alike) */
+  uint64_t stageBytes;                      /* DMACCL_STAGE_BYTES: the set uses the smallest */
   uint64_t scratchBytes; /* DMACCL_SCRATCH_BYTES: the smallest too (pull1's AllReduce
                             takes its form by it: reduce.c) */
   char name[32];         /* executor's name of the device (PCI bus id) */
@@ -30,8 +30,9 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
   for (int r = 0; r < n; r++) { /* what a rank says is in range */
     const rankInfo *i = &all[r];
     if (i->pid <= 0 || (i->executor != dmacclExecutorCuda && i->executor != dmacclExecutorHost) ||
-        i->device < -1 || !memchr(i->name, 0, sizeof(i->name)) ||
-        i->stageBytes > ((size_t)1 << 40) || i->scratchBytes > ((size_t)1 << 40)) {
+        i->device < -1 || !memchr(i->name, 0, sizeof(i->name)) || i->ctaPolicy < 0 ||
+        i->ctaPolicy > dmacclCtaPolicyZero || i->stageBytes > ((size_t)1 << 40) ||
+        i->scratchBytes > ((size_t)1 << 40)) {
       snprintf(err, errlen, "rank %d sent init data out of range (pid %d, executor %d, device %d)",
                r, i->pid, i->executor, i->device);
       return dmacclInvalidArgument;
@@ -42,6 +43,15 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
       snprintf(err, errlen, "rank 0 uses the %s executor but rank %d the %s executor",
                all[0].executor == dmacclExecutorCuda ? "cuda" : "host", r,
                all[r].executor == dmacclExecutorCuda ? "cuda" : "host");
+      return dmacclInvalidArgument;
+    }
+  static const char *const policy[] = {"default", "efficiency", "zero"};
+  for (int r = 1; r < n; r++) /* the policy shapes the table: tables that differ do not pair */
+    if (all[r].ctaPolicy != all[0].ctaPolicy) {
+      snprintf(err, errlen,
+               "rank 0 has CTA policy %s but rank %d %s (config->ctaPolicy or "
+               "DMACCL_CTA_POLICY must agree)",
+               policy[all[0].ctaPolicy], r, policy[all[r].ctaPolicy]);
       return dmacclInvalidArgument;
     }
   return dmacclSuccess;
@@ -78,6 +88,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   mine.device = device;
   mine.stageBytes = coreStageBytesParam();
   mine.scratchBytes = coreScratchBytesParam();
+  mine.ctaPolicy = table->ctaPolicy;
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));
@@ -116,7 +127,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   }
   c->stageBytes = mine.stageBytes;
   c->scratchBytes = mine.scratchBytes;
-  c->kernelWait = coreKernelWaitParam();
+  c->kernelWait = coreKernelWaitParam(c->table.ctaPolicy);
   for (int r = 0; r < nranks; r++) {
     if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
     if (all[r].scratchBytes < c->scratchBytes) c->scratchBytes = all[r].scratchBytes;

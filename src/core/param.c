@@ -48,7 +48,7 @@ static const struct {
      "staged reductions (small AllReduce and ReduceScatter): 1: inside CUDA graphs the "
      "reduction kernel is launched beside the copies and waits for the peers' data itself; 2: "
      "eager calls too (the host executor then runs the same schedules); 0: never, a stream wait "
-     "comes before the kernel"},
+     "comes before the kernel (the default under CTA policy zero)"},
     {"DMACCL_BATCH_OVERLAP", "1",
      "1: batch copies carry cudaMemcpyFlagPreferOverlapWithCompute, so the driver keeps them on "
      "copy engines (without it, it may copy with SM kernels); 0: no flag (for measurements)"},
@@ -137,7 +137,11 @@ int coreBatchOverlapParam(void) {
   return 1;
 }
 
-int coreKernelWaitParam(void) {
+int coreKernelWaitParam(int ctaPolicy) {
+  /* CTA policy zero: a reduction kernel launched early would hold its
+   * blocks while it polls for the peers' copies; it waits on the stream
+   * instead unless DMACCL_KERNEL_WAIT says otherwise. */
+  if (ctaPolicy == dmacclCtaPolicyZero && !getenv("DMACCL_KERNEL_WAIT")) return 0;
   const char *v = coreParamString("DMACCL_KERNEL_WAIT");
   if (strcmp(v, "0") == 0 || strcmp(v, "2") == 0) return v[0] - '0';
   if (strcmp(v, "1") != 0)

@@ -1128,8 +1128,10 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
   /* Up to 1 MB the reduction kernel's byte copy (one source: plan.h), whose
    * launch costs the host less than the runtime's copy (2.9 us against 3.6
    * on H100, bench/probes/hostapi.cu); a copy within one GPU runs on SMs
-   * either way (docs/overlap.md). Larger: the runtime's copy, on every SM. */
-  if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX)
+   * either way (docs/overlap.md). Larger, or under CTA policy zero (no
+   * kernel of the library moves data): the runtime's copy. */
+  if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX &&
+      comm->clique->table.ctaPolicy != dmacclCtaPolicyZero)
     CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes, dmacclUint8, dmacclSum, EXEC_LINE_CTAS,
                                       NULL, op->stream));
   else if (bytes && src != dst)

@@ -79,7 +79,7 @@ const char planDefaultTune[] =
      * slower next to stagell and 1.75-1.77x next to stage's copies, for the
      * same overlapped time (docs/results/c3-2xh200-4m/, docs/overlap.md). */
     "2 allgather:0-4194305:stagell;alltoall:0-4194305:stagell;allgatherv:0-4194305:stagell\n"
-    "2 allgather@graph:4M-8M:push1;alltoall@graph:4M-8M:push1\n"
+    "2 allgather@graph:4M-8M:push1;alltoall@graph:4M-8M:push1;allgatherv@graph:4M-8M:stage\n"
     /* Reductions on 2 ranks take stagell (the kernel stores into the peer's
      * line slot, flags in the data: no copy engine, no fence, no flag word
      * on the path), eager and in graphs; where the lines do not fit (an

@@ -333,6 +333,8 @@ def test_one_rank_group_is_disabled():
     c = dmaccl.Communicator(group=_OneRankGroup())
     assert c.disabled and not c.available
     assert c.all_reduce(np.ones(3, np.float32)) is None
+    with pytest.raises(ValueError, match="cta_policy"):  # checked all the same
+        dmaccl.Communicator(group=_OneRankGroup(), cta_policy="fast")
 
 
 def test_unique_id_is_checked():
