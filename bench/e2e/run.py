@@ -36,8 +36,8 @@ from moe import MOE_MODELS, MOE_VARIANTS  # noqa: E402
 
 MODES = ("dense", "prefill", "moe")
 BACKENDS = ("nccl", "nccl-graph", "nccl-ce", "nccl-ce-graph", "gloo", "dmaccl",
-            "dmaccl-graph", "none", "none-graph")
-CPU_BACKENDS = ("gloo", "dmaccl", "none")
+            "dmaccl-graph", "dmaccl-zero", "dmaccl-zero-graph", "none", "none-graph")
+CPU_BACKENDS = ("gloo", "dmaccl", "dmaccl-zero", "none")
 
 # Defaults per device; --quick replaces some (explicit options win over both).
 DEFAULTS = {

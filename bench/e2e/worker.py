@@ -15,7 +15,7 @@ from dense import DENSE_MODELS, DenseModel, DenseStep, padded_rows
 from measure import Energy, Streams, capture, percentile, time_steps
 from moe import MOE_MODELS, MoeModel, MoeStep
 
-BASES = ("nccl", "nccl-ce", "gloo", "dmaccl", "none")  # backends, graph or not
+BASES = ("nccl", "nccl-ce", "gloo", "dmaccl", "dmaccl-zero", "none")  # backends, graph or not
 REFERENCES = ("nccl", "gloo")  # the first one that runs is the numerical reference
 # A row within --tol of the reference passes; so does one no further from the
 # exact result (the reference's collectives in fp32) than EXACT_K times the
@@ -97,12 +97,13 @@ class Rank:
                                            self.dev)
         elif b == "gloo":
             self.comms[b] = GlooComm(dist.new_group(backend="gloo"))
-        elif b == "dmaccl":
+        elif b in ("dmaccl", "dmaccl-zero"):  # -zero: CTA policy zero, no kernel moves data
             import dmaccl
 
             comm = dmaccl.Communicator(group=dist.new_group(backend="gloo"),
                                        device=self.dev if self.cuda else None,
-                                       executor="cuda" if self.cuda else "host")
+                                       executor="cuda" if self.cuda else "host",
+                                       cta_policy="zero" if b == "dmaccl-zero" else None)
             self.comms[b] = DmacclComm(comm)
         else:
             self.comms[b] = NoComm(self.n, self.rank, graphable=self.cuda)

@@ -77,6 +77,16 @@ def test_cpu_run(tmp_path):
             assert r["rel_diff_base"] is not None and r["rel_diff_base"] <= TOL, what
 
 
+def test_cpu_run_zero_policy(tmp_path):
+    """The dmaccl-zero backend (CTA policy zero) runs and matches the reference."""
+    rows = cpu_run(tmp_path, "--backends", "gloo,dmaccl-zero", "--modes", "dense,moe",
+                   "--batches", "4", "--tokens", "4")["rows"]
+    zero = [r for r in rows if r["backend"] == "dmaccl-zero" and r["status"] == "ok"]
+    assert len(zero) == 3 + 4  # dense ar, sp, sp-overlap; moe agrs, a2a and their -tbo
+    for r in zero:
+        assert r["check"] == "ok" and r["rel_diff"] <= TOL, f"{r['mode']} {r['variant']}"
+
+
 def test_cpu_run_4_ranks(tmp_path):
     rows = cpu_run(tmp_path, "--ranks", "4", "--batches", "4", "--tokens", "4")["rows"]
     checked = [r for r in rows if r["status"] == "ok" and r["backend"] != "none"]
