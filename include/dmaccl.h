@@ -142,7 +142,8 @@ typedef struct {
  *     and tuned selection takes copy-engine algorithms at every size
  *     (stagell and stagesm run as stage, twoshot as pull1; small messages
  *     then take 10-22 us). Reductions still launch the reduction kernel
- *     (DMACCL_REDUCE_CTAS blocks) for the arithmetic, and the driver runs a
+ *     (DMACCL_REDUCE_CTAS blocks) for the arithmetic (pull1's waits for its
+ *     pieces with those blocks), and the driver runs a
  *     copy within one GPU (a rank's own block out of place, a staging
  *     slot's copy out) as its own kernel (docs/overlap.md). An algorithm
  *     named in DMACCL_ALGO or config->algorithm runs as named.

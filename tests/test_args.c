@@ -252,6 +252,7 @@ static int testCtaPolicy(void) {
   }
   /* Under zero a staged reduction's kernel waits on the stream, not by
    * polling with its blocks, unless DMACCL_KERNEL_WAIT is set. */
+  unsetenv("DMACCL_KERNEL_WAIT");
   ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyDefault), 1);
   ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyEfficiency), 1);
   ASSERT_EQ_INT(coreKernelWaitParam(dmacclCtaPolicyZero), 0);

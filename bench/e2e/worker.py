@@ -103,7 +103,7 @@ class Rank:
             comm = dmaccl.Communicator(group=dist.new_group(backend="gloo"),
                                        device=self.dev if self.cuda else None,
                                        executor="cuda" if self.cuda else "host",
-                                       cta_policy="zero" if b == "dmaccl-zero" else None)
+                                       cta_policy="zero" if b == "dmaccl-zero" else "default")
             self.comms[b] = DmacclComm(comm)
         else:
             self.comms[b] = NoComm(self.n, self.rank, graphable=self.cuda)
