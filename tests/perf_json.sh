@@ -26,6 +26,7 @@ rows = t["rows"]
 assert len(rows) == 3 * 2 * 2 * 3, len(rows)
 assert t["complete"] is True  # the last write; the ones after each size say false
 assert t["config"]["ranks"] == 3 and t["config"]["processes"] == 1
+assert t["config"]["cta_policy"] == "", t["config"]  # unset: the library's default
 assert {r["cycle"] for r in rows} == {0, 1}
 assert sum(r["in_place"] for r in rows) == 12
 assert all(r["wrong"] == 0 for r in rows)
@@ -45,13 +46,15 @@ for r in p["rows"]:
     assert r["breakdown"] is None and r["energy_j_per_op"] is None
 PY
 
-# every collective: --uneven V forms, an op, a root, persistent requests; the
-# checker's size and busbw rules per collective; no kernel columns on the host
-"$perf" -B host -g 3 -o all --uneven --op max -d half --root 2 --persistent -b 1K -e 4K -n 2 \
+# every collective: --uneven V forms, an op, a root, persistent requests, CTA
+# policy zero; the checker's size and busbw rules per collective; no kernel
+# columns on the host
+DMACCL_CTA_POLICY=zero "$perf" -B host -g 3 -o all --uneven --op max -d half --root 2 --persistent -b 1K -e 4K -n 2 \
   -w 1 -A auto,stage -J "$tmp/a.json" >"$tmp/a.txt" 2>"$tmp/a.err" ||
   { cat "$tmp/a.txt" "$tmp/a.err"; fail "-o all run"; }
 "$py" "$plot" --check "$tmp/a.json" || fail "schema check of -o all"
 grep -q "uneven" "$tmp/a.txt" || fail "-o all: the header does not say --uneven"
+grep -q "DMACCL_CTA_POLICY=zero" "$tmp/a.txt" || fail "-o all: the header does not name the policy"
 grep -q "^  reducescatterv " "$tmp/a.txt" || fail "-o all: no reducescatterv rows in the table"
 "$py" - "$tmp/a.json" <<'PY' || fail "content of -o all"
 import json, sys
@@ -59,6 +62,7 @@ d = json.load(open(sys.argv[1]))
 rows, cfg = d["rows"], d["config"]
 assert cfg["op"] == "max" and cfg["root"] == 2 and cfg["uneven"] and cfg["persistent"], cfg
 assert cfg["kernels"] is False and cfg["reduce_ctas"] >= 1, cfg
+assert cfg["cta_policy"] == "zero", cfg
 colls = ["allgather", "alltoall", "allreduce", "reducescatter", "broadcast", "reduce", "gather",
          "scatter", "allgatherv", "reducescatterv", "alltoallv", "sendrecv"]
 assert sorted({r["coll"] for r in rows}) == sorted(colls), {r["coll"] for r in rows}

@@ -24,6 +24,13 @@ static int reduceCtas(void) {
   return v && *v && !*end && n >= 1 && n <= 1024 ? (int)n : 8;
 }
 
+/* DMACCL_CTA_POLICY as set ("" when unset: the library's default, as
+ * dmaccl-perf's communicators leave the config's field unset). */
+static const char *ctaPolicy(void) {
+  const char *v = getenv("DMACCL_CTA_POLICY");
+  return v ? v : "";
+}
+
 static int anyColl(const bench *b, unsigned flag) {
   for (int c = 0; c < COLL_NUM; c++)
     if ((b->args.colls & PERF_COLL(c)) && (collTable[c].flags & flag)) return 1;
@@ -64,9 +71,9 @@ void perfHeader(bench *b) {
          "AlltoAll(v) = bytes each rank sends,\n#   AllReduce/Broadcast/Reduce/SendRecv = count "
          "bytes, Gather/Scatter = the root's buffer; busbw = algbw * 2(n-1)/n (AllReduce),\n#   1 "
          "(Broadcast, Reduce, SendRecv), (n-1)/n (the others); op %s, root %d; "
-         "DMACCL_REDUCE_CTAS=%d%s\n",
-         collOpName(a->op), a->root, reduceCtas(),
-         getenv("DMACCL_REDUCE_CTAS") ? "" : " (default)");
+         "DMACCL_REDUCE_CTAS=%d%s; DMACCL_CTA_POLICY=%s\n",
+         collOpName(a->op), a->root, reduceCtas(), getenv("DMACCL_REDUCE_CTAS") ? "" : " (default)",
+         ctaPolicy()[0] ? ctaPolicy() : "default (unset)");
   for (int c = 0; c < COLL_NUM; c++)
     if (b->tooFew & PERF_COLL(c))
       printf("# no %s rows: it needs %d ranks or more (a Send/Recv to oneself is refused by the "
@@ -269,11 +276,14 @@ int perfWriteJson(bench *b, const char *path, int complete) {
           ", \"type\": \"%s\", \"type_bytes\": %zu, \"iters\": %d, \"warmup\": %d, "
           "\"check\": %d, \"graph_launches\": %d, \"blocking\": %d, \"average\": %d, "
           "\"cycles\": %d, \"idle_watts\": %.3f, \"op\": \"%s\", \"root\": %d, "
-          "\"uneven\": %s, \"persistent\": %s, \"reduce_ctas\": %d, \"kernels\": %s},\n",
+          "\"uneven\": %s, \"persistent\": %s, \"reduce_ctas\": %d, \"kernels\": %s, "
+          "\"cta_policy\": ",
           perfTypeName(a->type), b->tsize, a->iters, a->warmup, a->check, a->graphs, a->blocking,
           a->average, a->cycles, b->idleWatts, collOpName(a->op), a->root,
           a->uneven ? "true" : "false", a->persistent ? "true" : "false", reduceCtas(),
           b->kernOk ? "true" : "false");
+  jsonString(f, ctaPolicy());
+  fprintf(f, "},\n");
   fprintf(f, "  \"contenders\": [");
   for (int c = 0; c < b->nc; c++) {
     fprintf(f, "%s{\"name\": ", c ? ", " : "");
