@@ -70,11 +70,17 @@ static char *readSmallFile(const char *path, char *why, size_t whylen) {
   return buf;
 }
 
+static const char *const ctaPolicyNames[] = {"default", "efficiency", "zero"};
+
+const char *coreCtaPolicyName(int policy) {
+  return policy >= dmacclCtaPolicyDefault && policy <= dmacclCtaPolicyZero ? ctaPolicyNames[policy]
+                                                                           : "unknown";
+}
+
 /* The communicator's CTA policy: config->ctaPolicy where the caller's
  * config has the field and sets it, else DMACCL_CTA_POLICY, else Default. */
 static dmacclResult_t coreResolveCtaPolicy(const dmacclConfig_t *config, const char *call,
                                            int *out) {
-  static const char *const names[] = {"default", "efficiency", "zero"};
   if (CONFIG_HAS(config, ctaPolicy) && config->ctaPolicy != DMACCL_CONFIG_UNDEF_INT) {
     if (config->ctaPolicy < dmacclCtaPolicyDefault || config->ctaPolicy > dmacclCtaPolicyZero)
       return coreError(NULL, dmacclInvalidArgument,
@@ -88,7 +94,7 @@ static dmacclResult_t coreResolveCtaPolicy(const dmacclConfig_t *config, const c
   *out = dmacclCtaPolicyDefault;
   if (!env[0]) return dmacclSuccess;
   for (int p = 0; p < 3; p++)
-    if (strcasecmp(env, names[p]) == 0 || (env[0] == '0' + p && !env[1])) {
+    if (strcasecmp(env, ctaPolicyNames[p]) == 0 || (env[0] == '0' + p && !env[1])) {
       *out = p;
       return dmacclSuccess;
     }

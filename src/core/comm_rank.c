@@ -45,13 +45,12 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
                all[r].executor == dmacclExecutorCuda ? "cuda" : "host");
       return dmacclInvalidArgument;
     }
-  static const char *const policy[] = {"default", "efficiency", "zero"};
   for (int r = 1; r < n; r++) /* the policy shapes the table: tables that differ do not pair */
     if (all[r].ctaPolicy != all[0].ctaPolicy) {
       snprintf(err, errlen,
                "rank 0 has CTA policy %s but rank %d %s (config->ctaPolicy or "
                "DMACCL_CTA_POLICY must agree)",
-               policy[all[0].ctaPolicy], r, policy[all[r].ctaPolicy]);
+               coreCtaPolicyName(all[0].ctaPolicy), r, coreCtaPolicyName(all[r].ctaPolicy));
       return dmacclInvalidArgument;
     }
   return dmacclSuccess;
