@@ -46,12 +46,13 @@ def same(got, want, what):
         f"{(got.float() - want.float()).abs().argmax()}"
 
 
-def collectives_body(uid, rank, n):
+def collectives_body(uid, rank, n, policy="default"):
     import dmaccl
 
     dev = torch.device("cuda", rank % GPUS)
     torch.cuda.set_device(dev)
-    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev,
+                               cta_policy=policy)
     assert comm.executor == "cuda"
     for count in (4096, 1 << 21):  # 8-16 KB (staged) and 4-8 MB (direct)
         for dtype in (torch.float32, torch.bfloat16):
@@ -111,11 +112,46 @@ def collectives_body(uid, rank, n):
     comm.destroy()
 
 
-def test_collectives_one_process_per_rank():
-    run_ranks(collectives_body, 2)
+# CTA policy zero selects copy-engine forms everywhere (and, in graphs, staged
+# reductions that wait on the stream): the same results are asserted.
+POLICIES = ("default", "zero")
 
 
-def graph_body(uid, rank, n):
+@pytest.mark.parametrize("policy", POLICIES)
+def test_collectives_one_process_per_rank(policy):
+    run_ranks(collectives_body, 2, policy)
+
+
+def one_rank_body(uid, rank, n, policy):
+    """A group of one: out of place every collective is one local copy
+    (under zero the runtime's copy), in place nothing."""
+    import dmaccl
+
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev,
+                               cta_policy=policy)
+    for count in (1000, 1 << 20):
+        x = inputs(count % 91, 1, count, torch.bfloat16)[0]
+        same(comm.all_reduce(x.to(dev), poisoned(count, torch.bfloat16, dev)), x,
+             f"one rank all_reduce {count}")
+        same(comm.all_gather(poisoned(count, torch.bfloat16, dev), x.to(dev)), x,
+             f"one rank all_gather {count}")
+        same(comm.reduce_scatter(poisoned(count, torch.bfloat16, dev), x.to(dev)), x,
+             f"one rank reduce_scatter {count}")
+        t = x.to(dev)
+        comm.all_reduce(t)
+        same(t, x, f"one rank all_reduce in place {count}")
+    torch.cuda.synchronize()
+    comm.destroy()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_one_rank(policy):
+    run_ranks(one_rank_body, 1, policy)
+
+
+def graph_body(uid, rank, n, policy="default"):
     """Every collective method captured in one CUDA graph, at 16 KB (staged
     eagerly, direct in graphs) and 8 MB bf16, replayed four times on new
     inputs; every output poisoned before each replay and compared with the
@@ -124,7 +160,8 @@ def graph_body(uid, rank, n):
 
     dev = torch.device("cuda", rank % GPUS)
     torch.cuda.set_device(dev)
-    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev)
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev,
+                               cta_policy=policy)
     bf = torch.bfloat16
     for count in (8192, 1 << 22):
         blk = count // n
@@ -192,8 +229,9 @@ def graph_body(uid, rank, n):
     comm.destroy()
 
 
-def test_cuda_graph_capture_and_replay():
-    run_ranks(graph_body, 2)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_cuda_graph_capture_and_replay(policy):
+    run_ranks(graph_body, 2, policy)
 
 
 def p2p_body(uid, rank, n):
