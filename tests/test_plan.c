@@ -654,7 +654,8 @@ static planAlgo anyAlgo(planColl coll, uint32_t x) {
  * whole queue, as on the GPU. A kernel (its inKernel steps and the REDUCE
  * after them: copies and signals it does, waits it polls) leaves its queue
  * once its lane has reached it, as a launch does, and runs from then on in
- * its lane's order, off every queue.
+ * its lane's order, off every queue; a JOIN marked launched runs once the
+ * kernel of its REDUCE has left its queue.
  */
 #define SIM_MAXOPS 6
 #define SIM_MAXSTEPS 4096
@@ -776,7 +777,11 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
               const planStep *sj = &sc->steps[j];
               if (issued[j]) continue;
               if (sj->lane == sc->steps[i].lane) ok = 0;
-              if (sc->steps[i].kind == PLAN_STEP_JOIN && sj->lane == sc->steps[i].from) ok = 0;
+              /* a JOIN is an edge from lane `from`; one a kernel polls
+               * (inKernel) is no edge: the word it polls is written there */
+              if (sc->steps[i].kind == PLAN_STEP_JOIN && !sc->steps[i].inKernel &&
+                  sj->lane == sc->steps[i].from)
+                ok = 0;
             }
             if (ok) ready[nr++] = i;
           }
@@ -830,7 +835,13 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           progressed = 1;
           continue;
         }
-        if (ok && st->kind == PLAN_STEP_JOIN) {
+        if (ok && st->kind == PLAN_STEP_JOIN && st->launched) {
+          /* once the kernel of lane `from`'s REDUCE before it has launched */
+          int R = ref.idx - 1, kf = -1;
+          while (R >= 0 && (sc->steps[R].lane != st->from || sc->steps[R].kind != PLAN_STEP_REDUCE))
+            R--;
+          ok = R >= 0 && kernelPart(sc, R, &kf) && launched[ref.rank][ref.op][kf];
+        } else if (ok && st->kind == PLAN_STEP_JOIN) {
           int need = laneBase[ref.rank][ref.op][st->from];
           for (int j = 0; j < ref.idx; j++) need += sc->steps[j].lane == st->from;
           ok = laneDone[ref.rank][st->from] >= need;
@@ -899,8 +910,10 @@ static int testQueueSafety(void) {
               a.kernelWait = (int)((seed >> 3) & 1); /* reductions' kernels poll */
               a.lineBytes = (size_t)1 << 20;         /* stagell: its line form */
               a.pieceMin = 256; /* pull1: several pieces, AllReduce's result in groups */
-              /* pull1's AllReduce signalling from its kernel: list order only */
-              a.kernelSignals = mode != SIM_TOPO_PER_RANK && (seed & 1);
+              /* pull1's AllReduce signalling from its kernel; list order
+               * (lane C forked early) only where the steps are issued so */
+              a.kernelSignals = (int)(seed & 1);
+              a.listOrder = mode != SIM_TOPO_PER_RANK && ((seed >> 4) & 1);
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
@@ -1065,6 +1078,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
     a[r].notify = (coll == PLAN_COLL_ALLGATHER || coll == PLAN_COLL_ALLGATHERV) &&
                   (((seed >> 4) & 1) || notifyEarlyControl);
     a[r].kernelSignals = (int)((seed >> 5) & 1); /* pull1's AllReduce in one kernel */
+    a[r].listOrder = (int)((seed >> 6) & 1);     /* ... with lane C forked early */
   }
   int notified[MAXR][MAXR];
   memset(notified, 0, sizeof(notified));
@@ -2755,13 +2769,21 @@ static int testPiecedThirds(void) {
  * kernelSignals): the REDUCE in pieces, the kernel's SIGNALs of PIECE+k to
  * every peer right after it, lane C's WAITs and pulls of the peers' pieces;
  * targets of different sizes (4 ranks, a count no rank divides evenly), and
- * every rank's last piece short. Simulated queues in list order (one per
- * rank, and shared by all ranks round by round) never deadlock. Controls:
- * the same schedules without listOrder fail planCheck, and issued in random
- * dependency orders (a graph launch) they deadlock in some: lane C's WAIT
- * ahead of lane A's copies holds them, so no kernel reaches its piece.
+ * every rank's last piece short. Two forms:
+ *   - list order (eager): lane C forked before the copies. Simulated
+ *     queues in list order (one per rank, and shared by all ranks round by
+ *     round) never deadlock. Controls: without listOrder the schedules fail
+ *     planCheck, and issued in random dependency orders (a graph launch)
+ *     they deadlock in some: lane C's WAIT ahead of lane A's copies holds
+ *     them, so no kernel reaches its piece.
+ *   - launched (graphs): lane C opens with a JOIN marked launched after the
+ *     kernel's SIGNALs, then a JOIN from lane A. No order deadlocks, random
+ *     dependency orders included. Controls: without the JOIN from lane A
+ *     the schedules fail planCheck and deadlock in some dependency order;
+ *     with the launched JOIN before the REDUCE's signals, or on a lane with
+ *     no REDUCE, planCheck refuses it.
  */
-static int testPiecedAllReduce(void) {
+static int piecedAllReduce(int listOrder) {
   char why[256];
   const int n = 4;
   planSchedule s[4], *ops[4];
@@ -2771,17 +2793,20 @@ static int testPiecedAllReduce(void) {
   makeVec(PLAN_COLL_ALLREDUCE, n, count, &seed, &v);
   for (int r = 0; r < n; r++) {
     planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, r, n, count, 0, 0, &v, (size_t)1 << 20);
-    a.pieceMin = 256;
+    /* eager: over 24 smallest pieces; graphs: at most 40 */
+    a.pieceMin = listOrder ? 256 : 16384;
     a.kernelSignals = 1;
+    a.listOrder = listOrder;
     memset(&s[r], 0, sizeof(s[r]));
     ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PULL1, &s[r]), 0);
     ops[r] = &s[r];
   }
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
   for (int r = 0; r < n; r++) {
-    int red = -1, sigs = 0, waits = 0, pulls = 0, K = 0;
+    int red = -1, sigs = 0, waits = 0, pulls = 0, K = 0, firstC = -1;
     for (int i = 0; i < s[r].nsteps; i++) {
       const planStep *st = &s[r].steps[i];
+      if (st->lane == 3 && firstC < 0) firstC = i;
       if (st->kind == PLAN_STEP_REDUCE) {
         ASSERT_EQ_INT(red, -1);
         red = i;
@@ -2801,11 +2826,20 @@ static int testPiecedAllReduce(void) {
         ASSERT_TRUE(st->lane == 3 && st->src.rank != r && st->dst.rank == r);
         pulls++;
       }
+      ASSERT_TRUE(!st->launched || (!listOrder && i == firstC));
     }
     ASSERT_TRUE(K >= 2);
     ASSERT_EQ_INT(sigs, K * (n - 1));
     ASSERT_EQ_INT(waits, pulls);
     ASSERT_TRUE(waits >= K * (n - 1) - (n - 1));
+    const planStep *c0 = &s[r].steps[firstC], *c1 = &s[r].steps[firstC + 1];
+    ASSERT_TRUE(c0->kind == PLAN_STEP_JOIN && c0->from == 0);
+    if (listOrder) {
+      ASSERT_TRUE(firstC < red && !c0->launched);
+    } else { /* right after the kernel's SIGNALs: launched, then lane A */
+      ASSERT_TRUE(firstC == red + 1 + sigs && c0->launched);
+      ASSERT_TRUE(c1->kind == PLAN_STEP_JOIN && c1->lane == 3 && c1->from == 1 && !c1->launched);
+    }
   }
   for (uint32_t sd = 1; sd <= 40; sd++) {
     ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
@@ -2814,8 +2848,13 @@ static int testPiecedAllReduce(void) {
   int deadlocks = 0;
   for (uint32_t sd = 1; sd <= 400; sd++)
     deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
-  printf("  control: %d of 400 dependency orders (a graph launch) deadlock\n", deadlocks);
-  ASSERT_TRUE(deadlocks > 0);
+  if (listOrder) {
+    printf("  control: %d of 400 dependency orders (a graph launch) deadlock\n", deadlocks);
+    ASSERT_TRUE(deadlocks > 0);
+  } else {
+    printf("  launched: %d of 400 dependency orders deadlock\n", deadlocks);
+    ASSERT_EQ_INT(deadlocks, 0);
+  }
   /* piece 1's signals to two peers swapped: the executor's shape no more */
   int red = 0;
   while (s[0].steps[red].kind != PLAN_STEP_REDUCE) red++;
@@ -2824,7 +2863,7 @@ static int testPiecedAllReduce(void) {
   a->peer = b->peer, b->peer = keep.peer;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
   ASSERT_CONTAINS(why, "same peers in the same order");
-  printf("  control: %s\n", why);
+  if (listOrder) printf("  control: %s\n", why);
   b->peer = a->peer, a->peer = keep.peer;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
   /* a piece's signal missing (the last), and a peer twice in piece 0 */
@@ -2832,9 +2871,9 @@ static int testPiecedAllReduce(void) {
   while (last + 1 < s[0].nsteps && s[0].steps[last + 1].kind == PLAN_STEP_SIGNAL &&
          s[0].steps[last + 1].inKernel)
     last++;
-  s[0].steps[last].inKernel = 0;
+  s[0].steps[last].inKernel = 0; /* launched: the JOIN no more follows the kernel's SIGNALs */
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
-  ASSERT_CONTAINS(why, "same peers in the same order");
+  ASSERT_CONTAINS(why, listOrder ? "same peers in the same order" : "marked launched");
   s[0].steps[last].inKernel = 1;
   int p1 = s[0].steps[red + 2].peer;
   s[0].steps[red + 2].peer = s[0].steps[red + 1].peer;
@@ -2842,19 +2881,59 @@ static int testPiecedAllReduce(void) {
   ASSERT_CONTAINS(why, "same peers in the same order");
   s[0].steps[red + 2].peer = p1;
   ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
-  for (int r = 0; r < n; r++) s[r].listOrder = 0;
-  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
-  ASSERT_CONTAINS(why, "not issued in list order");
-  printf("  control: %s\n", why);
+  if (listOrder) {
+    for (int r = 0; r < n; r++) s[r].listOrder = 0;
+    ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+    ASSERT_CONTAINS(why, "is not ordered after the SIGNAL");
+    printf("  control: without listOrder: %s\n", why);
+  } else {
+    /* lane C's JOIN from lane A taken out (every rank): rule 2 refuses it,
+     * and a graph's dependency order can deadlock */
+    for (int r = 0; r < n; r++) {
+      int j = last + 2; /* after the launched JOIN */
+      while (!(s[r].steps[j].kind == PLAN_STEP_JOIN && s[r].steps[j].lane == 3 &&
+               s[r].steps[j].from == 1))
+        j++;
+      memmove(&s[r].steps[j], &s[r].steps[j + 1], (size_t)(s[r].nsteps - j - 1) * sizeof(planStep));
+      s[r].nsteps--;
+    }
+    ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+    ASSERT_CONTAINS(why, "is not ordered after the SIGNAL");
+    printf("  control, launched without lane A: %s\n", why);
+    deadlocks = 0;
+    for (uint32_t sd = 1; sd <= 400; sd++)
+      deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
+    printf("  control, launched without lane A: %d of 400 dependency orders deadlock\n", deadlocks);
+    ASSERT_TRUE(deadlocks > 0);
+    /* lane 0's JOIN of lane A at the end marked launched: lane A has no
+     * REDUCE */
+    int j = s[0].nsteps - 1;
+    while (!(s[0].steps[j].kind == PLAN_STEP_JOIN && s[0].steps[j].lane == 0 &&
+             s[0].steps[j].from == 1))
+      j--;
+    s[0].steps[j].launched = 1;
+    ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+    ASSERT_CONTAINS(why, "marked launched does not follow a REDUCE in pieces");
+    printf("  control: %s\n", why);
+  }
   for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
+static int testPiecedAllReduce(void) {
+  uint32_t seed = 5;
+  static vecStore v;
+  if (piecedAllReduce(1) || piecedAllReduce(0)) return 1;
   /* 2 and 3 ranks byte for byte, pieces reduced and signalled one by one
-   * (replayColl: seed bit 5 sets kernelSignals), in and out of place */
+   * (replayColl: seed bit 5 sets kernelSignals, bit 6 listOrder), in and
+   * out of place, both forms */
   for (int nn = 2; nn <= 3; nn++)
     for (uint32_t sd = 0; sd < 8; sd++) {
       size_t cnt = 40000 * (size_t)nn + 7 * sd;
       makeVec(PLAN_COLL_ALLREDUCE, nn, cnt, &seed, &v);
       ASSERT_EQ_INT(replayColl(PLAN_COLL_ALLREDUCE, nn, cnt, 0, (int)(sd & 1), PLAN_ALGO_PULL1, &v,
-                               (size_t)1 << 20, 256, 32u | (sd << 6)),
+                               (size_t)1 << 20, sd & 4 ? 16384 : 256,
+                               32u | ((sd >> 1 & 1) << 6) | (sd << 7)),
                     0);
     }
   return 0;

@@ -15,10 +15,11 @@ void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx) {
   int kw = op->comm->clique->kernelWait;
   a->kernelWait = kw == 2 || (kw == 1 && op->capture);
   a->lineBytes = coreLineBytes(op->comm->clique);
-  /* pull1's AllReduce signals from its kernel: list order (eager), and no
-   * two ranks on one GPU (one process: their signals are events; several
-   * processes: the form is not measured there) */
-  a->kernelSignals = !op->capture && !op->comm->clique->gpuShared;
+  /* pull1's AllReduce signals from its kernel where no two ranks share a
+   * GPU (one process: their signals are events; several processes: the
+   * form is not measured there); eager steps are issued in list order */
+  a->kernelSignals = !op->comm->clique->gpuShared;
+  a->listOrder = !op->capture;
 }
 
 planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const *vecs,

@@ -85,6 +85,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->capTail[k]) cudaEventDestroy(s->capTail[k]);
   }
   if (s->oneTail) cudaEventDestroy(s->oneTail);
+  if (s->launched) cudaEventDestroy(s->launched);
   for (int k = 0; s->sigEv && k < PLAN_NUM_PHASES * comm->nranks; k++)
     if (s->sigEv[k]) cudaEventDestroy(s->sigEv[k]);
   if (comm->clique->mp) {
@@ -171,6 +172,7 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
     CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->capTail[k], cudaEventDisableTiming));
   }
   CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->oneTail, cudaEventDisableTiming));
+  CUDA_TRY(NULL, cudaEventCreateWithFlags(&s->launched, cudaEventDisableTiming));
   size_t flagBytes = FLAG_WORDS(n, s->nlanes) * sizeof(uint32_t);
   if (comm->clique->mp) {
     rc = cudaVmmCreate(comm, flagBytes, &s->flagVmm, call);
@@ -691,8 +693,8 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
 
 /* The launch of a REDUCE step (with w: waiting for w's flags first). */
 static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, const planStep *st,
-                                   const execBuffers *b, const execReduceWait *w,
-                                   cudaStream_t lane) {
+                                   const execBuffers *b, const execReduceWait *w, cudaStream_t lane,
+                                   cudaEvent_t launched) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   const void *src[EXEC_REDUCE_MAX_SRCS];
@@ -705,10 +707,11 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
   if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
   /* one source: a copy of bytes (plan.h), e.g. stagell's movement form */
   int bytes = st->nsrc == 1;
-  CUDA_TRY(comm, execCudaReduceWait(execLocate(b, st->dst), src, st->nsrc,
-                                    bytes ? st->bytes : st->bytes / sch->elemSize,
-                                    bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype,
-                                    bytes ? dmacclSum : (dmacclRedOp_t)sch->redop, ctas, w, lane));
+  CUDA_TRY(comm, execCudaReduceLaunched(execLocate(b, st->dst), src, st->nsrc,
+                                        bytes ? st->bytes : st->bytes / sch->elemSize,
+                                        bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype,
+                                        bytes ? dmacclSum : (dmacclRedOp_t)sch->redop, ctas, w,
+                                        lane, launched));
 out:
   return rc;
 }
@@ -820,7 +823,7 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
                !(w.moves[m].lines && w.lineSrcs && src == d);
   }
   if (w.nsignals || (w.nmoves && overlap)) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
-  rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane);
+  rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane, NULL);
   j++;
 out:
   *rcOut = rc;
@@ -833,11 +836,25 @@ static int polledPhase(const planStep *join) {
   return join->phase >= PLAN_PHASE_PIECE ? (int)join->phase : PLAN_PHASE_DATA;
 }
 
+/* Whether the first JOIN from the lane of the REDUCE steps[i] at steps[j]
+ * or later (its kernel's SIGNALs end before j), before any other step of
+ * that lane, is marked launched (plan.h). */
+static int launchJoined(const planSchedule *sch, int i, int j) {
+  int lane = sch->steps[i].lane;
+  for (; j < sch->nsteps && sch->steps[j].lane != lane; j++)
+    if (sch->steps[j].kind == PLAN_STEP_JOIN && sch->steps[j].from == lane)
+      return sch->steps[j].launched;
+  return 0;
+}
+
 /* A REDUCE in pieces (plan.h pieceBytes), steps[i]: one kernel that polls
  * the own word of piece k (written by its polled JOIN's lane) before piece
  * k, and after it writes the PIECE+k words of the peers that the inKernel
  * SIGNALs after the REDUCE name (the same peers for every piece: pull1's
- * AllReduce). Returns the index after those SIGNALs. */
+ * AllReduce). Those SIGNALs are written while the kernel runs: only where
+ * the schedule is issued in list order, or a JOIN marked launched orders
+ * the WAITs that need them after the kernel's launch (plan.h; the launch
+ * then records s->launched). Returns the index after those SIGNALs. */
 static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                         cudaStream_t lane, uint32_t epoch, int graph, int gslot,
                         dmacclResult_t *rcOut) {
@@ -856,15 +873,16 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
   w.signalValue = graph ? 1 : epoch;
   /* the SIGNALs of piece 0 name the peers, every later piece's the same
-   * (planPieceSignals); from the kernel only in list order (plan.h, the
-   * exception to rule 2): never captured */
+   * (planPieceSignals) */
   int P0 = 0, m = planPieceSignals(sch, i, &P0), j = i + 1 + (m > 0 ? m : 0);
-  int ok = m >= 0 && P0 <= EXEC_REDUCE_MAX_MOVES && (!m || (!graph && sch->listOrder));
+  int joined = m > 0 && launchJoined(sch, i, j);
+  int ok = m >= 0 && P0 <= EXEC_REDUCE_MAX_MOVES && (!m || joined || (!graph && sch->listOrder));
   for (int t = 0; t < P0 && ok; t++) ok = !colocated(comm, sch->steps[i + 1 + t].peer);
   if (!ok) {
     *rcOut = coreError(comm, dmacclInternalError,
                        "the kernel of a REDUCE in pieces cannot do the SIGNALs after it (every "
-                       "piece to the same peers, none on this GPU, eager and in list order only)");
+                       "piece to the same peers, none on this GPU, in list order or before a "
+                       "JOIN marked launched)");
     return j;
   }
   for (int t = 0; t < P0; t++)
@@ -873,7 +891,7 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
                                         graph ? flagGraphWord(n, PLAN_PHASE_PIECE, me, gslot)
                                               : FLAG_EAGER(n, PLAN_PHASE_PIECE, me));
   if (w.npieceSignals) w.pieceCounts = s->flags + FLAG_KPIECE(n, s->nlanes);
-  *rcOut = launchReduce(comm, sch, st, b, &w, lane);
+  *rcOut = launchReduce(comm, sch, st, b, &w, lane, joined ? s->launched : NULL);
   return j;
 }
 
@@ -919,7 +937,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   } else if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes) {
     j = launchPieced(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
   } else if (st->kind == PLAN_STEP_REDUCE) {
-    rc = launchReduce(comm, sch, st, b, NULL, lane);
+    rc = launchReduce(comm, sch, st, b, NULL, lane, NULL);
     j = i + 1;
   } else if (st->kind == PLAN_STEP_NOTIFY) {
     /* a stream memory operation: ordered after the lane's earlier copies
@@ -928,11 +946,15 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
       CU_TRY(comm, drv.writeValue32((CUstream)lane, (CUdeviceptr)(uintptr_t)(b->arrived + st->peer),
                                     b->arrivedValue, CU_STREAM_WRITE_VALUE_DEFAULT));
     j = i + 1;
+  } else if (st->kind == PLAN_STEP_JOIN && st->launched) {
+    /* the launch of lane `from`'s REDUCE recorded it (launchPieced) */
+    CUDA_TRY(comm, cudaStreamWaitEvent(lane, s->launched, 0));
+    j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN) {
     /* One record serves a run of lanes joining the same lane. */
     CUDA_TRY(comm, cudaEventRecord(s->join[st->from], streams[st->from]));
-    for (j = i;
-         j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_JOIN && sch->steps[j].from == st->from;
+    for (j = i; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_JOIN &&
+                sch->steps[j].from == st->from && !sch->steps[j].launched;
          j++)
       CUDA_TRY(comm, cudaStreamWaitEvent(streams[sch->steps[j].lane], s->join[st->from], 0));
   } else if (st->batch == 2 && !graph && (j = issue2D(comm, sch, i, b, lane, &rc)) > i) {

@@ -547,7 +547,7 @@ cudaKernel_t kernelOf(cudaKernel_t *slot, const void *fn) {
 
 template <int T, int OP>
 cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
-                        const execReduceWait &w, cudaStream_t st) {
+                        const execReduceWait &w, cudaStream_t st, cudaEvent_t launched) {
   typedef typename Ty<T>::S S;
   int vec = ((uintptr_t)dst & 15) == 0;
   for (int k = 0; k < n && vec; k++) vec = ((uintptr_t)s.p[k] & 15) == 0;
@@ -564,6 +564,21 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
+  if (launched) { /* the runtime's launch with a launch-completion event */
+    cudaLaunchAttribute at[1];
+    memset(at, 0, sizeof(at));
+    at[0].id = cudaLaunchAttributeLaunchCompletionEvent;
+    at[0].val.launchCompletionEvent.event = launched;
+    at[0].val.launchCompletionEvent.flags = 0;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDim = dim3((unsigned)blocks);
+    cfg.blockDim = dim3(512);
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, dmacclReduceKernel<T, OP>, dst, s, n, count, vec, w);
+  }
   /* Through the driver: 0.2 us less host time per launch than the
    * runtime's (bench/probes/hostapi.cu). The runtime's launch where the
    * driver's is unavailable or fails (it names the error). */
@@ -582,13 +597,13 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
 
 template <int T>
 cudaError_t launchOp(int op, void *dst, const Srcs &s, int n, size_t count, int ctas,
-                     const execReduceWait &w, cudaStream_t st) {
+                     const execReduceWait &w, cudaStream_t st, cudaEvent_t ev) {
   switch (op) {
-  case dmacclSum: return launchTyped<T, dmacclSum>(dst, s, n, count, ctas, w, st);
-  case dmacclProd: return launchTyped<T, dmacclProd>(dst, s, n, count, ctas, w, st);
-  case dmacclMax: return launchTyped<T, dmacclMax>(dst, s, n, count, ctas, w, st);
-  case dmacclMin: return launchTyped<T, dmacclMin>(dst, s, n, count, ctas, w, st);
-  case dmacclAvg: return launchTyped<T, dmacclAvg>(dst, s, n, count, ctas, w, st);
+  case dmacclSum: return launchTyped<T, dmacclSum>(dst, s, n, count, ctas, w, st, ev);
+  case dmacclProd: return launchTyped<T, dmacclProd>(dst, s, n, count, ctas, w, st, ev);
+  case dmacclMax: return launchTyped<T, dmacclMax>(dst, s, n, count, ctas, w, st, ev);
+  case dmacclMin: return launchTyped<T, dmacclMin>(dst, s, n, count, ctas, w, st, ev);
+  case dmacclAvg: return launchTyped<T, dmacclAvg>(dst, s, n, count, ctas, w, st, ev);
   default: return cudaErrorInvalidValue;
   }
 }
@@ -605,6 +620,13 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
                                           size_t count, dmacclDataType_t t, dmacclRedOp_t op,
                                           int ctas, const execReduceWait *wait,
                                           cudaStream_t stream) {
+  return execCudaReduceLaunched(dst, srcs, nsrc, count, t, op, ctas, wait, stream, nullptr);
+}
+
+extern "C" cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs, int nsrc,
+                                              size_t count, dmacclDataType_t t, dmacclRedOp_t op,
+                                              int ctas, const execReduceWait *wait,
+                                              cudaStream_t stream, cudaEvent_t launched) {
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
@@ -632,7 +654,7 @@ extern "C" cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, in
   for (int k = nsrc; k < EXEC_REDUCE_MAX_SRCS; k++) s.p[k] = nullptr;
   switch (t) {
 #define CASE(id)                                                                                   \
-  case id: return launchOp<id>((int)op, dst, s, nsrc, count, ctas, w, stream);
+  case id: return launchOp<id>((int)op, dst, s, nsrc, count, ctas, w, stream, launched);
     CASE(dmacclInt8)
     CASE(dmacclUint8)
     CASE(dmacclInt32)

@@ -97,6 +97,14 @@ cudaError_t execCudaReduce(void *dst, const void *const *srcs, int nsrc, size_t 
 cudaError_t execCudaReduceWait(void *dst, const void *const *srcs, int nsrc, size_t count,
                                dmacclDataType_t t, dmacclRedOp_t op, int ctas,
                                const execReduceWait *w, cudaStream_t stream);
+/* The same; with `launched` not NULL, that event completes once every block
+ * of the kernel is running (a launch-completion event; in a CUDA graph an
+ * edge from the kernel's launch), so another stream may wait for what the
+ * kernel signals while it runs without waiting for its end. */
+cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs, int nsrc, size_t count,
+                                   dmacclDataType_t t, dmacclRedOp_t op, int ctas,
+                                   const execReduceWait *w, cudaStream_t stream,
+                                   cudaEvent_t launched);
 
 #ifdef __cplusplus
 }

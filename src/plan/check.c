@@ -58,14 +58,30 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int *joinedBack = calloc((size_t)nl, sizeof(int)); /* lane 0 joined lane l after its last step */
   int *pend = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* polled JOINs for a lane's REDUCE */
   int *after = malloc((size_t)s->nsteps * sizeof(int)); /* a kernel's SIGNAL: its REDUCE, or -1 */
-  if (!clock || !last || !ord || !count || !joinedBack || !pend || !after) {
+  /* Launches: kl[i][m] is 1 + the index within lane m of the last REDUCE
+   * of lane m whose kernel is known to run before step i starts (through
+   * JOINs marked launched), 0 if none; pre[i], for a REDUCE, its clock
+   * before the JOINs its kernel polls (what its launch waits for). */
+  int *kl = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
+  int *lastKl = calloc((size_t)nl * (size_t)nl, sizeof(int));
+  int *pre = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
+  int *lastStep = malloc((size_t)nl * sizeof(int)); /* each lane's last step so far, or -1 */
+  if (!clock || !last || !ord || !count || !joinedBack || !pend || !after || !kl || !lastKl ||
+      !pre || !lastStep) {
     rc = fail(err, errlen, "out of memory");
     goto out;
   }
   int maxRound = -1;
+  for (int l = 0; l < nl; l++) lastStep[l] = -1;
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *st = &s->steps[i];
     int L = st->lane;
+    /* SIGNALs a kernel writes after its REDUCE in pieces (plan.h
+     * pieceBytes): right after it in the list, on its lane */
+    const planStep *B = i ? &s->steps[i - 1] : NULL;
+    after[i] = -1;
+    if (st->kind == PLAN_STEP_SIGNAL && st->inKernel && B && B->lane == L)
+      after[i] = B->kind == PLAN_STEP_REDUCE && B->pieceBytes ? i - 1 : after[i - 1];
     if (L < 0 || L >= nl) {
       rc = fail(err, errlen, "rank %d step %d: lane %d outside 0..%d", r, i, L, nl - 1);
       break;
@@ -97,27 +113,55 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                 i, L, kindName(st->kind));
       break;
     }
-    int *c = &clock[(size_t)i * (size_t)nl];
+    int *c = &clock[(size_t)i * (size_t)nl], *k = &kl[(size_t)i * (size_t)nl];
     memcpy(c, &last[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
-    if (st->kind == PLAN_STEP_JOIN) {
+    memcpy(k, &lastKl[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
+    if (st->kind == PLAN_STEP_JOIN && st->launched) {
+      /* After the launch of lane `from`'s last REDUCE, in pieces, with
+       * nothing after it on that lane but its kernel's SIGNALs: what that
+       * launch waited for, and the launch itself. */
+      int R = lastStep[st->from];
+      if (R >= 0 && after[R] >= 0) R = after[R];
+      if (st->inKernel || R < 0 || s->steps[R].kind != PLAN_STEP_REDUCE ||
+          !s->steps[R].pieceBytes) {
+        rc = fail(err, errlen,
+                  "rank %d step %d: a JOIN marked launched does not follow a REDUCE in pieces on "
+                  "lane %d (with only its kernel's SIGNALs after it)",
+                  r, i, st->from);
+        break;
+      }
+      const int *from = &pre[(size_t)R * (size_t)nl], *fk = &kl[(size_t)R * (size_t)nl];
+      for (int m = 0; m < nl; m++) {
+        if (from[m] > c[m]) c[m] = from[m];
+        if (fk[m] > k[m]) k[m] = fk[m];
+      }
+      if (ord[R] + 1 > k[st->from]) k[st->from] = ord[R] + 1;
+    } else if (st->kind == PLAN_STEP_JOIN) {
       /* A polled JOIN (inKernel) orders only the REDUCE whose kernel polls
        * it, and what follows that REDUCE: the steps between them are issued
        * before the kernel has seen the word. */
       const int *from = &last[(size_t)st->from * (size_t)nl];
+      const int *fk = &lastKl[(size_t)st->from * (size_t)nl];
       int *into = st->inKernel ? &pend[(size_t)L * (size_t)nl] : c;
-      for (int m = 0; m < nl; m++)
+      for (int m = 0; m < nl; m++) {
         if (from[m] > into[m]) into[m] = from[m];
+        if (!st->inKernel && fk[m] > k[m]) k[m] = fk[m];
+      }
       if (L == 0) joinedBack[st->from] = count[st->from];
     }
-    if (st->kind == PLAN_STEP_REDUCE)
+    if (st->kind == PLAN_STEP_REDUCE) {
+      memcpy(&pre[(size_t)i * (size_t)nl], c, (size_t)nl * sizeof(int));
       for (int m = 0; m < nl; m++) {
         int *p = &pend[(size_t)L * (size_t)nl + (size_t)m];
         if (*p > c[m]) c[m] = *p;
         *p = 0;
       }
+    }
     ord[i] = count[L]++;
     c[L] = ord[i] + 1;
+    lastStep[L] = i;
     memcpy(&last[(size_t)L * (size_t)nl], c, (size_t)nl * sizeof(int));
+    memcpy(&lastKl[(size_t)L * (size_t)nl], k, (size_t)nl * sizeof(int));
   }
   if (!rc && maxRound + 1 != s->nrounds)
     rc = fail(err, errlen, "rank %d: nrounds %d but the last round is %d", r, s->nrounds, maxRound);
@@ -125,29 +169,13 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int l = 1; l < nl && !rc; l++)
     if (count[l] > 0 && joinedBack[l] != count[l])
       rc = fail(err, errlen, "rank %d: lane 0 does not join lane %d after its last step", r, l);
-  /* SIGNALs a kernel writes after its REDUCE in pieces (plan.h pieceBytes):
-   * right after it in the list, on its lane, in a schedule issued in list
-   * order only; the executor's shape: every piece k in order, each to the
-   * same peers in the same order (at most PLAN_SM_MAX_PEERS), phase
-   * PIECE+k. */
-  for (int i = 0; i < s->nsteps; i++) {
-    const planStep *S = &s->steps[i], *B = i ? &s->steps[i - 1] : NULL;
-    after[i] = -1;
-    if (S->kind != PLAN_STEP_SIGNAL || !S->inKernel || !B || B->lane != S->lane) continue;
-    if (B->kind == PLAN_STEP_REDUCE && B->pieceBytes)
-      after[i] = i - 1;
-    else if (after[i - 1] >= 0)
-      after[i] = after[i - 1];
-  }
+  /* The SIGNALs a kernel writes after its REDUCE in pieces: the
+   * executor's shape, every piece k in order, each to the same peers in the
+   * same order (at most PLAN_SM_MAX_PEERS), phase PIECE+k. */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     int peers = 0;
     if (i + 1 >= s->nsteps || after[i + 1] != i) continue;
-    if (!s->listOrder)
-      rc = fail(err, errlen,
-                "rank %d: the REDUCE in pieces (step %d) is followed by SIGNALs its kernel "
-                "writes, in a schedule not issued in list order (a CUDA graph's)",
-                r, i);
-    else if (planPieceSignals(s, i, &peers) < 0)
+    if (planPieceSignals(s, i, &peers) < 0)
       rc = fail(err, errlen,
                 "rank %d: the SIGNALs its kernel writes after the REDUCE in pieces (step %d) are "
                 "not every piece in order, each to the same peers in the same order (at most %d)",
@@ -189,17 +217,27 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                 w, PLAN_SM_MAX_PEERS);
   }
   /* Rule 2: a WAIT follows every SIGNAL of its rank from an earlier round
-   * (not one that a kernel polls: it holds no queue); a SIGNAL a kernel
-   * writes after its REDUCE comes before the WAITs listed after that REDUCE
-   * (the exception of plan.h: listOrder schedules, checked above). */
+   * (not one that a kernel polls: it holds no queue). A SIGNAL a kernel
+   * writes after its REDUCE R (plan.h) comes before a WAIT that follows its
+   * own lane's step, or R's launch and everything R's kernel polls (R's
+   * clock on every other lane), or, in a listOrder schedule, R in the
+   * list. */
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
     if (W->kind != PLAN_STEP_WAIT || W->inKernel) continue;
-    const int *cw = &clock[(size_t)w * (size_t)nl];
+    const int *cw = &clock[(size_t)w * (size_t)nl], *kw = &kl[(size_t)w * (size_t)nl];
     for (int i = 0; i < s->nsteps && !rc; i++) {
       const planStep *S = &s->steps[i];
       if (S->kind != PLAN_STEP_SIGNAL || S->round >= W->round) continue;
-      if (after[i] >= 0 ? w < after[i] : cw[S->lane] <= ord[i])
+      int before = cw[S->lane] > ord[i], R = after[i];
+      if (!before && R >= 0 && s->listOrder) before = w > R;
+      if (!before && R >= 0 && kw[S->lane] > ord[R]) {
+        const int *cr = &clock[(size_t)R * (size_t)nl];
+        before = 1;
+        for (int m = 0; m < nl; m++)
+          if (m != S->lane && cw[m] < cr[m]) before = 0;
+      }
+      if (!before)
         rc = fail(err, errlen,
                   "rank %d: WAIT of round %d (step %d, lane %d) is not ordered after the SIGNAL "
                   "of round %d (step %d, lane %d): a shared hardware queue could deadlock",
@@ -260,6 +298,10 @@ out:
   free(joinedBack);
   free(pend);
   free(after);
+  free(kl);
+  free(lastKl);
+  free(pre);
+  free(lastStep);
   return rc;
 }
 

@@ -31,13 +31,19 @@
  *      order (several ranks of one process: round by round across them).
  * planCheck verifies 1-3 and the lane structure for every rank's schedule
  * of one operation; test_plan runs it on every algorithm.
- * One exception to rule 2, for schedules issued in list order only
- * (planSchedule.listOrder: never captured into a CUDA graph, whose launch
- * may pick any dependency order): a SIGNAL that a reduction kernel writes
- * after its REDUCE (pull1's AllReduce in pieces) counts as before every WAIT
- * listed after that REDUCE. The kernel leaves its queue when launched, and
- * what it signals depends only on steps listed before it, which every queue
- * holds ahead of such a WAIT.
+ * A SIGNAL that a reduction kernel writes after its REDUCE (pull1's
+ * AllReduce in pieces) is written while the kernel runs, not when its lane
+ * has finished it. For rule 2 it counts as before a WAIT in two cases:
+ *   - launched: the WAIT's lane is ordered after the kernel's launch (a
+ *     JOIN marked `launched`: every block of the kernel is running, so it
+ *     has left its queue) and after every step of the other lanes that the
+ *     kernel waits for (the JOINs it polls: a queue cannot then hold what
+ *     the kernel needs behind the WAIT). Any issue order, CUDA graphs too.
+ *   - list order (planSchedule.listOrder: issued in list order, never
+ *     captured into a CUDA graph, whose launch may pick any dependency
+ *     order): every WAIT listed after the REDUCE. The kernel leaves its
+ *     queue when launched, and what it signals depends only on steps listed
+ *     before it, which every queue holds ahead of such a WAIT.
  */
 #ifndef DMACCL_PLAN_H_
 #define DMACCL_PLAN_H_
@@ -110,7 +116,13 @@ typedef enum {
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
- * listed before this one (an event edge between streams). */
+ * listed before this one (an event edge between streams). A JOIN marked
+ * `launched` waits instead until the kernel of lane `from`'s last REDUCE
+ * (a REDUCE in pieces, listed before the JOIN with nothing after it on
+ * that lane but the SIGNALs its kernel writes) is running, every block of
+ * it: the steps of lane `from` before that REDUCE are then complete, the
+ * REDUCE and its SIGNALs not yet (a launch-completion event on the CUDA
+ * executor; others run it as a JOIN). */
 /* REDUCE: dst = srcs[0] op srcs[1] op ... (the schedule's srcs list, in
  * rank order), `bytes` of the schedule's element type; runs on the lane like
  * a copy (a kernel on the CUDA executor, C on the host executor). */
@@ -189,6 +201,7 @@ typedef struct {
   planPhase phase;
   /* JOIN */
   int from;
+  int launched; /* 1: wait for the launch of lane `from`'s REDUCE, not its end (above) */
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
   /* REDUCE: 0, or the bytes of each piece it may be done in (pull1,
@@ -222,7 +235,7 @@ typedef struct {
   int stageSlots;
   int dtype, redop; /* REDUCE steps: dmacclDataType_t and dmacclRedOp_t numbers */
   size_t elemSize;
-  int listOrder; /* planArgs.kernelSignals: issued in list order, never in a graph (rule 2) */
+  int listOrder; /* planArgs.listOrder: issued in list order, never in a graph (rule 2) */
   int nsteps, cap;
   planStep *steps;
   int nsrcs, srcCap; /* REDUCE sources */
@@ -286,16 +299,17 @@ typedef struct {
   /* AllGather and AllGatherV only: 1 to add a NOTIFY step per block of the
    * receive buffer where that block is complete (planAddArrivals). */
   int notify;
-  /* pull1's AllReduce: 1 to let the reduction kernel signal each piece of
+  /* pull1's AllReduce: 1 where the reduction kernel can write every
+   * peer's words (no peer on this GPU), so that it may signal each piece of
    * the rank's result to the peers as soon as it is reduced (reduce.c,
-   * buildPieced; taken where the whole buffer exceeds 24 x the smallest
-   * piece, at most
-   * PLAN_SM_MAX_PEERS peers, every rank's pieces in scratchBytes), so their
-   * pulls of it overlap the later pieces. Only where the executor issues
-   * the steps in list order (not captured into a CUDA graph: the exception
-   * to rule 2 above) and the kernel can write every peer's words (no peer
-   * on this GPU). The same on every rank, as scratchBytes must be. */
+   * buildPieced: at most PLAN_SM_MAX_PEERS peers, every rank's pieces in
+   * scratchBytes; eager only where the whole buffer exceeds 24 x the
+   * smallest piece). The same on every rank, as scratchBytes must be. */
   int kernelSignals;
+  /* 1 where the executor issues the steps in list order (eager: not
+   * captured into a CUDA graph); the schedule may then rely on it (rule 2
+   * above). The same on every rank. */
+  int listOrder;
 } planArgs;
 
 /* The arrays of a V form: AlltoAllv has four, the others the first two. */

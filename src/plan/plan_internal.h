@@ -9,6 +9,8 @@ int planAddCopy(planSchedule *s, int lane, planLoc src, planLoc dst, size_t byte
 int planAddSync(planSchedule *s, planStepKind kind, int lane, int peer, planPhase phase);
 /* Lane `lane` waits for every step of lane `from` added so far. */
 int planAddJoin(planSchedule *s, int lane, int from);
+/* A JOIN marked launched (plan.h): after the launch of lane `from`'s REDUCE. */
+int planAddLaunchJoin(planSchedule *s, int lane, int from);
 /* dst = srcs[0] op ... op srcs[n-1] over `bytes` (the schedule's type and op). */
 int planAddReduce(planSchedule *s, int lane, const planLoc *srcs, int n, planLoc dst, size_t bytes);
 

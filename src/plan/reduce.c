@@ -56,9 +56,10 @@
  *
  * A reduction whose pieces all fit the scratch buffer at once takes
  * another shape, one kernel for all pieces: buildPieced (below); an
- * AllReduce only over 24 MB and where the kernel may signal the peers
- * (eager, no peer on this GPU), so this one is AllReduce's form in CUDA
- * graphs and up to 24 MB.
+ * AllReduce only where the kernel may signal the peers (no peer on this
+ * GPU), eager only over 24 MB and in CUDA graphs only up to 40 MB, so this
+ * one is AllReduce's form eager up to 24 MB, in graphs over 40 MB, and
+ * where the pieces do not fit.
  *
  * Safety in place: only rank t reads block T_t of the peers' buffers, and a
  * rank writes a peer's group into its own buffer only after that peer's
@@ -160,17 +161,27 @@ static int piecedFits(const planArgs *a, size_t bytes) {
  * between them).
  *
  * AllReduce: the kernel also SIGNALs PIECE+k to every peer once piece k is
- * reduced (inKernel SIGNALs after the REDUCE, round 1), and lane C, forked
- * before the copies, WAITs for each peer's PIECE+k (round 2) and pulls
- * that piece of the peer's result from its receive buffer, so the result
- * pulls run while later pieces are reduced, with no kernel end, event or
- * stream write between a reduction and the pull of its bytes. Lane C's
- * WAITs are ordered after the kernel's SIGNALs by list order alone (the
- * exception to rule 2, plan.h), which is why this form is for listOrder
- * schedules only; CUDA graphs take the groups of planBuildReduce. In
- * place, a rank writes a peer's piece into its own buffer only after that
- * peer's PIECE signal, which follows the peer's reduction of the piece,
- * which followed its copies of the piece from this rank.
+ * reduced (inKernel SIGNALs after the REDUCE, round 1), and lane C WAITs
+ * for each peer's PIECE+k (round 2) and pulls that piece of the peer's
+ * result from its receive buffer, so the result pulls run while later
+ * pieces are reduced, with no kernel end, event or stream write between a
+ * reduction and the pull of its bytes. Rule 2 (plan.h) wants lane C's
+ * WAITs ordered after those SIGNALs, which the kernel writes while it
+ * runs. Two ways:
+ *   - list order (eager): lane C is forked before the copies, and its
+ *     WAITs are listed after the REDUCE, so every queue holds the kernel's
+ *     launch and lane A's copies ahead of them; lane C's pulls may then run
+ *     between lane A's.
+ *   - launched (CUDA graphs, whose launch may order independent steps
+ *     either way): lane C starts after the kernel's launch (a JOIN marked
+ *     launched) and after lane A's copies, so that no queue can hold the
+ *     kernel or the copies it waits for behind lane C's WAITs. A GPU runs
+ *     its copies from its peers one at a time whatever their lanes
+ *     (docs/algorithms.md), so lane C's pulls, which follow all of lane
+ *     A's, cost the engine no more time.
+ * In place, a rank writes a peer's piece into its own buffer only after
+ * that peer's PIECE signal, which follows the peer's reduction of the
+ * piece, which followed its copies of the piece from this rank.
  *
  * EXIT leaves from the lane of the last reads (C, else A), after it joins
  * the other reading lane.
@@ -187,8 +198,9 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
     if (Kp > Kmax) Kmax = Kp;
   }
 #define PIECED_AT(k, p) ((((size_t)((p) < r ? (p) : (p)-1)) * K + (k)) * P)
+  int early = a->listOrder; /* lane C forked before the copies (above) */
   rc = entry(a, s, T.bytes);
-  if (!rc && Kmax) rc = planAddJoin(s, LANE_C, 0); /* after my ENTRY signals (rule 2) */
+  if (!rc && Kmax && early) rc = planAddJoin(s, LANE_C, 0); /* after my ENTRY signals (rule 2) */
   if (!rc && T.bytes) rc = planAddJoin(s, LANE_A, 0);
   for (size_t k = 0; k < K && !rc; k++) {
     size_t off = k * P, len = T.bytes - off < P ? T.bytes - off : P;
@@ -218,6 +230,10 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
                              (planPhase)(PLAN_PHASE_PIECE + (int)k))))
         s->steps[s->nsteps - 1].inKernel = 1;
   s->round = 2;
+  if (!rc && Kmax && !early) { /* after the kernel's launch and lane A's copies */
+    rc = T.bytes ? planAddLaunchJoin(s, LANE_C, 0) : planAddJoin(s, LANE_C, 0);
+    if (!rc && T.bytes) rc = planAddJoin(s, LANE_C, LANE_A);
+  }
   for (int k = 0; k < Kmax && !rc; k++)
     for (int d = 1; d < n && !rc; d++) {
       int p = (r + d) % n;
@@ -232,7 +248,7 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
     }
   /* EXIT to every peer whose buffers I read, from the lane of my last reads */
   int x = Kmax ? LANE_C : LANE_A;
-  if (!rc && Kmax && T.bytes) rc = planAddJoin(s, LANE_C, LANE_A);
+  if (!rc && Kmax && T.bytes && early) rc = planAddJoin(s, LANE_C, LANE_A);
   s->round = share ? 3 : 2;
   for (int d = 1; d < n && !rc; d++)
     if (T.bytes || (share && ci->target(a, (r + d) % n, 0).bytes))
@@ -263,14 +279,18 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
   if (T.bytes && P == 0) return -1; /* the scratch buffer is too small */
   int share = ci->shareResult, Gmax = 0, G = share ? planGroups(a, T.bytes) : 0;
   if (!share && T.bytes > P && piecedFits(a, T.bytes)) return buildPieced(a, s, T, 0);
-  /* AllReduce in one kernel where the whole buffer exceeds 24 x the
-   * smallest piece (24 MB): at 16 MB the eager call is bound by the host
-   * issuing its CUDA calls (40 on 2 ranks) and the form took 1.03x the time
-   * on 2 ranks, 1.07-1.09x on 4; at 32 MB 0.75x and 0.93x (2x and 4x H100,
-   * docs/results/pull1-signals/). The cut lies between the measured sizes,
-   * away from powers of two. The same choice on every rank: the sizes of
-   * every rank's target and the scratch size (the set's smallest) are
-   * known to all. */
+  /* AllReduce in one kernel where every rank's pieces fit. Eager where the
+   * whole buffer exceeds 24 x the smallest piece (24 MB): at 16 MB the
+   * eager call is bound by the host issuing its CUDA calls (40 on 2 ranks)
+   * and the form took 1.03x the time on 2 ranks, 1.07-1.09x on 4; at 32 MB
+   * 0.75x and 0.93x (2x and 4x H100, docs/results/pull1-signals/). In CUDA
+   * graphs (lane C after lane A's copies: buildPieced) up to 40 x the
+   * smallest piece: on 2 ranks 0.94-0.95x the time of the groups at 16 and
+   * 32 MB (2x H100), 0.93-0.94x at 24 MB, but 1.02-1.04x at 48 MB (2x
+   * H200) and 1.03-1.04x at 64 MB (docs/results/pull1-launched/). The cuts
+   * lie between the measured sizes, away from powers of two. The same
+   * choice on every rank: the sizes of every rank's target and the scratch
+   * size (the set's smallest) are known to all. */
   if (share && a->kernelSignals && n - 1 <= PLAN_SM_MAX_PEERS) {
     int all = 1;
     size_t total = 0;
@@ -279,7 +299,8 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
       all = piecedFits(a, Tt);
       total += Tt;
     }
-    if (all && total > 24 * planPieceMin(a)) return buildPieced(a, s, T, 1);
+    if (all && (a->listOrder ? total > 24 * planPieceMin(a) : total <= 40 * planPieceMin(a)))
+      return buildPieced(a, s, T, 1);
   }
   for (int t = 0; t < n && share; t++) {
     int Gt = planGroups(a, ci->target(a, t, 0).bytes);

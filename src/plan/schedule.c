@@ -24,7 +24,7 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->dtype = args->dtype;
   s->redop = args->redop;
   s->elemSize = args->elemSize;
-  s->listOrder = args->kernelSignals;
+  s->listOrder = args->listOrder;
   s->nsteps = 0;
   s->nsrcs = 0;
 }
@@ -82,6 +82,12 @@ int planAddJoin(planSchedule *s, int lane, int from) {
   st->from = from;
   useLane(s, lane);
   useLane(s, from);
+  return 0;
+}
+
+int planAddLaunchJoin(planSchedule *s, int lane, int from) {
+  if (planAddJoin(s, lane, from)) return -1;
+  s->steps[s->nsteps - 1].launched = 1;
   return 0;
 }
 
