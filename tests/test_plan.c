@@ -877,6 +877,18 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   }
 }
 
+/* Schedules built with a JOIN marked launched (pull1's AllReduce in a
+ * graph), counted where the tests below build them: they must not vanish
+ * from the random sequences and replays unnoticed. */
+static long launchedBuilt;
+static void countLaunched(const planSchedule *s) {
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].launched) {
+      launchedBuilt++;
+      return;
+    }
+}
+
 static int testQueueSafety(void) {
   static planSchedule sch[MAXR][SIM_MAXOPS];
   memset(sch, 0, sizeof(sch));
@@ -911,13 +923,16 @@ static int testQueueSafety(void) {
               a.lineBytes = (size_t)1 << 20;         /* stagell: its line form */
               a.pieceMin = 256; /* pull1: several pieces, AllReduce's result in groups */
               /* pull1's AllReduce signalling from its kernel; list order
-               * (lane C forked early) only where the steps are issued so */
+               * (lane C forked early) only where the steps are issued so,
+               * else the graph form (up to 40 smallest pieces) */
               a.kernelSignals = (int)(seed & 1);
-              a.listOrder = mode != SIM_TOPO_PER_RANK && ((seed >> 4) & 1);
+              a.listOrder = mode != SIM_TOPO_PER_RANK && ((seed >> 1) & 1);
+              if (!a.listOrder && ci == 1) a.pieceMin = 4096;
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
                 rc = 1;
               }
+              countLaunched(&sch[r][k]);
               ops[r] = sch[r][k];
               c.s[r][k] = &sch[r][k];
             }
@@ -936,7 +951,9 @@ static int testQueueSafety(void) {
         }
   for (int r = 0; r < MAXR; r++)
     for (int k = 0; k < SIM_MAXOPS; k++) planScheduleFree(&sch[r][k]);
-  printf("  %d simulated sequences without deadlock\n", runs);
+  printf("  %d simulated sequences without deadlock (%ld schedules with a JOIN marked launched)\n",
+         runs, launchedBuilt);
+  ASSERT_TRUE(launchedBuilt > 0);
   return rc;
 }
 
@@ -1089,6 +1106,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       TEST_FAIL("%s %s n=%d count=%zu: planBuild failed", ci->name, planAlgoName(algo), n, count);
       rc = 1;
     }
+    countLaunched(&s[r]);
   }
   for (int i = 0; notifyEarlyControl && !rc && i < s[0].nsteps; i++) {
     planStep *st = &s[0].steps[i];
@@ -1177,7 +1195,13 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         left++;
         const planStep *st = &s[r].steps[i];
         if (st->kind == PLAN_STEP_WAIT && flags[r][st->phase][st->peer] == 0) continue;
-        if (st->kind == PLAN_STEP_JOIN && next[r][st->from] < i) continue;
+        /* a JOIN marked launched: once lane `from` has reached its REDUCE
+         * (the kernel runs; its pieces go on beside) */
+        int need = i;
+        while (st->kind == PLAN_STEP_JOIN && st->launched && need > 0 &&
+               !(s[r].steps[need].lane == st->from && s[r].steps[need].kind == PLAN_STEP_REDUCE))
+          need--;
+        if (st->kind == PLAN_STEP_JOIN && next[r][st->from] < need) continue;
         if (st->kind == PLAN_STEP_REDUCE && st->pieceBytes &&
             piecesDone[r] * st->pieceBytes < st->bytes)
           continue;    /* its kernel has pieces to go */
@@ -1580,6 +1604,28 @@ static int simOnce(planSchedule *const *ops, int n, simMode mode, int nq, uint32
   for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
   char why[256];
   return simulate(&sc, why, sizeof(why));
+}
+
+/* How many of 400 random dependency orders (a graph launch, a queue per
+ * rank) deadlock one operation. */
+static int topoDeadlocks(planSchedule *const *ops, int n) {
+  int deadlocks = 0;
+  for (uint32_t sd = 1; sd <= 400; sd++)
+    deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
+  return deadlocks;
+}
+
+/* A control: planCheck refuses the schedules saying `want`, and some
+ * dependency order deadlocks them. */
+static int refusedAndDeadlocks(planSchedule *s, planSchedule *const *ops, int n, const char *want,
+                               const char *what) {
+  char why[256];
+  ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+  ASSERT_CONTAINS(why, want);
+  int deadlocks = topoDeadlocks(ops, n);
+  printf("  control, %s: %s; %d of 400 dependency orders deadlock\n", what, why, deadlocks);
+  ASSERT_TRUE(deadlocks > 0);
+  return 0;
 }
 
 /*
@@ -2789,12 +2835,12 @@ static int piecedAllReduce(int listOrder) {
   planSchedule s[4], *ops[4];
   static vecStore v;
   uint32_t seed = 5;
-  size_t count = 4 * 30000 + 3;
+  size_t count = listOrder ? 4 * 30000 + 3 : 4 * 31000 + 3; /* no target a multiple of its pieces */
   makeVec(PLAN_COLL_ALLREDUCE, n, count, &seed, &v);
   for (int r = 0; r < n; r++) {
     planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, r, n, count, 0, 0, &v, (size_t)1 << 20);
-    /* eager: over 24 smallest pieces; graphs: at most 40 */
-    a.pieceMin = listOrder ? 256 : 16384;
+    /* eager: over 24 smallest pieces; graphs: over 12 and at most 40 */
+    a.pieceMin = listOrder ? 256 : 4096;
     a.kernelSignals = 1;
     a.listOrder = listOrder;
     memset(&s[r], 0, sizeof(s[r]));
@@ -2845,9 +2891,7 @@ static int piecedAllReduce(int listOrder) {
     ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
     ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u), 0);
   }
-  int deadlocks = 0;
-  for (uint32_t sd = 1; sd <= 400; sd++)
-    deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
+  int deadlocks = topoDeadlocks(ops, n);
   if (listOrder) {
     printf("  control: %d of 400 dependency orders (a graph launch) deadlock\n", deadlocks);
     ASSERT_TRUE(deadlocks > 0);
@@ -2897,14 +2941,20 @@ static int piecedAllReduce(int listOrder) {
       memmove(&s[r].steps[j], &s[r].steps[j + 1], (size_t)(s[r].nsteps - j - 1) * sizeof(planStep));
       s[r].nsteps--;
     }
-    ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
-    ASSERT_CONTAINS(why, "is not ordered after the SIGNAL");
-    printf("  control, launched without lane A: %s\n", why);
-    deadlocks = 0;
-    for (uint32_t sd = 1; sd <= 400; sd++)
-      deadlocks += simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u) == 1;
-    printf("  control, launched without lane A: %d of 400 dependency orders deadlock\n", deadlocks);
-    ASSERT_TRUE(deadlocks > 0);
+    if (refusedAndDeadlocks(s, ops, n, "is not ordered after the SIGNAL",
+                            "launched without lane A"))
+      return 1;
+    /* ... and lane C after the kernel's end instead of its launch: its JOIN
+     * waits for a kernel that polls lane A's words, and a graph may queue
+     * it ahead of lane A's copies */
+    int relaunch[4];
+    for (int r = 0; r < n; r++)
+      for (int i = 0; i < s[r].nsteps; i++)
+        if (s[r].steps[i].launched) relaunch[r] = i, s[r].steps[i].launched = 0;
+    if (refusedAndDeadlocks(s, ops, n, "which only a kernel polls before it",
+                            "lane C after the kernel's end without lane A"))
+      return 1;
+    for (int r = 0; r < n; r++) s[r].steps[relaunch[r]].launched = 1;
     /* lane 0's JOIN of lane A at the end marked launched: lane A has no
      * REDUCE */
     int j = s[0].nsteps - 1;
@@ -2926,16 +2976,20 @@ static int testPiecedAllReduce(void) {
   if (piecedAllReduce(1) || piecedAllReduce(0)) return 1;
   /* 2 and 3 ranks byte for byte, pieces reduced and signalled one by one
    * (replayColl: seed bit 5 sets kernelSignals, bit 6 listOrder), in and
-   * out of place, both forms */
+   * out of place, both forms (lane C of the launched one runs while its own
+   * kernel still reduces) */
+  long launchedBefore = launchedBuilt;
   for (int nn = 2; nn <= 3; nn++)
     for (uint32_t sd = 0; sd < 8; sd++) {
       size_t cnt = 40000 * (size_t)nn + 7 * sd;
       makeVec(PLAN_COLL_ALLREDUCE, nn, cnt, &seed, &v);
       ASSERT_EQ_INT(replayColl(PLAN_COLL_ALLREDUCE, nn, cnt, 0, (int)(sd & 1), PLAN_ALGO_PULL1, &v,
-                               (size_t)1 << 20, sd & 4 ? 16384 : 256,
+                               (size_t)1 << 20, sd & 4 ? 4096 : 256,
                                32u | ((sd >> 1 & 1) << 6) | (sd << 7)),
                     0);
     }
+  printf("  %ld replays with a JOIN marked launched\n", launchedBuilt - launchedBefore);
+  ASSERT_TRUE(launchedBuilt > launchedBefore);
   return 0;
 }
 

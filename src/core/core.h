@@ -405,8 +405,8 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
  * place from 1 among the staged operations of its capture (counted anew
  * whenever the capture changes). In sequence order. */
 uint64_t coreStageNumber(coreClique *c, const coreOp *op);
-/* Sets the fields of a's planner arguments that depend on capture (the
- * staged ones for op numbered idx, kernelSignals). */
+/* Sets the fields of a's planner arguments that depend on capture or on
+ * the set (the staged ones for op numbered idx, kernelSignals, listOrder). */
 void coreStageArgs(planArgs *a, const coreOp *op, uint64_t idx);
 /* A new set's id: unique in the process, never 0. */
 unsigned long coreNewCliqueId(void);

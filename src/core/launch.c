@@ -123,6 +123,7 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
         if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE &&
             s->steps[j].kind != PLAN_STEP_NOTIFY) { /* nothing arrives */
           s->steps[n] = s->steps[j];
+          s->steps[n].launched = 0;   /* no kernel is launched: a plain JOIN */
           s->steps[n++].inKernel = 0; /* no kernel runs them now */
         }
       s->nsteps = n;

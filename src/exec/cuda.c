@@ -836,14 +836,15 @@ static int polledPhase(const planStep *join) {
   return join->phase >= PLAN_PHASE_PIECE ? (int)join->phase : PLAN_PHASE_DATA;
 }
 
-/* Whether the first JOIN from the lane of the REDUCE steps[i] at steps[j]
- * or later (its kernel's SIGNALs end before j), before any other step of
+/* Whether a JOIN from the lane of the REDUCE steps[i], at steps[j] or
+ * later (its kernel's SIGNALs end before j) and before any other step of
  * that lane, is marked launched (plan.h). */
 static int launchJoined(const planSchedule *sch, int i, int j) {
   int lane = sch->steps[i].lane;
   for (; j < sch->nsteps && sch->steps[j].lane != lane; j++)
-    if (sch->steps[j].kind == PLAN_STEP_JOIN && sch->steps[j].from == lane)
-      return sch->steps[j].launched;
+    if (sch->steps[j].kind == PLAN_STEP_JOIN && sch->steps[j].from == lane &&
+        sch->steps[j].launched)
+      return 1;
   return 0;
 }
 
@@ -851,10 +852,11 @@ static int launchJoined(const planSchedule *sch, int i, int j) {
  * the own word of piece k (written by its polled JOIN's lane) before piece
  * k, and after it writes the PIECE+k words of the peers that the inKernel
  * SIGNALs after the REDUCE name (the same peers for every piece: pull1's
- * AllReduce). Those SIGNALs are written while the kernel runs: only where
- * the schedule is issued in list order, or a JOIN marked launched orders
- * the WAITs that need them after the kernel's launch (plan.h; the launch
- * then records s->launched). Returns the index after those SIGNALs. */
+ * AllReduce). Those SIGNALs are written while the kernel runs; the WAITs
+ * that need them are ordered by list order or by a JOIN marked launched
+ * (plan.h, rule 2; planCheck), and for such a JOIN the launch records
+ * s->launched (s->launchedAt: this REDUCE). Returns the index after those
+ * SIGNALs. */
 static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                         cudaStream_t lane, uint32_t epoch, int graph, int gslot,
                         dmacclResult_t *rcOut) {
@@ -876,13 +878,12 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
    * (planPieceSignals) */
   int P0 = 0, m = planPieceSignals(sch, i, &P0), j = i + 1 + (m > 0 ? m : 0);
   int joined = m > 0 && launchJoined(sch, i, j);
-  int ok = m >= 0 && P0 <= EXEC_REDUCE_MAX_MOVES && (!m || joined || (!graph && sch->listOrder));
+  int ok = m >= 0 && P0 <= EXEC_REDUCE_MAX_MOVES;
   for (int t = 0; t < P0 && ok; t++) ok = !colocated(comm, sch->steps[i + 1 + t].peer);
   if (!ok) {
     *rcOut = coreError(comm, dmacclInternalError,
                        "the kernel of a REDUCE in pieces cannot do the SIGNALs after it (every "
-                       "piece to the same peers, none on this GPU, in list order or before a "
-                       "JOIN marked launched)");
+                       "piece to the same peers, none on this GPU)");
     return j;
   }
   for (int t = 0; t < P0; t++)
@@ -892,6 +893,7 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
                                               : FLAG_EAGER(n, PLAN_PHASE_PIECE, me));
   if (w.npieceSignals) w.pieceCounts = s->flags + FLAG_KPIECE(n, s->nlanes);
   *rcOut = launchReduce(comm, sch, st, b, &w, lane, joined ? s->launched : NULL);
+  if (joined && *rcOut == dmacclSuccess) s->launchedAt = i;
   return j;
 }
 
@@ -947,7 +949,17 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
                                     b->arrivedValue, CU_STREAM_WRITE_VALUE_DEFAULT));
     j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN && st->launched) {
-    /* the launch of lane `from`'s REDUCE recorded it (launchPieced) */
+    /* the launch of lane `from`'s last REDUCE recorded it (launchPieced) */
+    int red = i - 1;
+    while (red >= 0 &&
+           !(sch->steps[red].lane == st->from && sch->steps[red].kind == PLAN_STEP_REDUCE))
+      red--;
+    if (red < 0 || s->launchedAt != red) {
+      rc = coreError(comm, dmacclInternalError,
+                     "a JOIN marked launched (step %d) follows no REDUCE launched with its event",
+                     i);
+      goto out;
+    }
     CUDA_TRY(comm, cudaStreamWaitEvent(lane, s->launched, 0));
     j = i + 1;
   } else if (st->kind == PLAN_STEP_JOIN) {
@@ -1082,7 +1094,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   }
   /* A kernel run (issueKernelRun) may take steps of later rounds with it:
    * they are not issued again. */
-  if (from == 0) s->issuedTo = 0;
+  if (from == 0) s->issuedTo = 0, s->launchedAt = -1;
   for (int i = from < s->issuedTo ? s->issuedTo : from; i < to;) {
     i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, gslot, &rc);
     s->issuedTo = i;

@@ -95,6 +95,7 @@ typedef struct {
   int captured[CORE_BOARD_DEPTH]; /* that launch went into a graph */
   cudaEvent_t *join;
   cudaEvent_t launched; /* a REDUCE's launch, for the JOIN marked launched after it (plan.h) */
+  int launchedAt;       /* ... that REDUCE's step in the operation being launched, or -1 */
   uint32_t *flags;      /* own flag words */
   uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
   cudaEvent_t *sigEv;   /* [phase][peer]: signals to a peer of this process on this GPU */

@@ -66,8 +66,14 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int *lastKl = calloc((size_t)nl * (size_t)nl, sizeof(int));
   int *pre = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
   int *lastStep = malloc((size_t)nl * sizeof(int)); /* each lane's last step so far, or -1 */
+  /* Issue ancestry: ic[i][m] is how many steps of lane m are issued before
+   * step i by JOINs and lane order alone, which a CUDA graph's launch
+   * keeps; a JOIN a kernel polls is no such edge (the kernel only reads a
+   * word), so unlike clock it leaves them out. */
+  int *ic = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
+  int *lastIc = calloc((size_t)nl * (size_t)nl, sizeof(int));
   if (!clock || !last || !ord || !count || !joinedBack || !pend || !after || !kl || !lastKl ||
-      !pre || !lastStep) {
+      !pre || !lastStep || !ic || !lastIc) {
     rc = fail(err, errlen, "out of memory");
     goto out;
   }
@@ -114,8 +120,10 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       break;
     }
     int *c = &clock[(size_t)i * (size_t)nl], *k = &kl[(size_t)i * (size_t)nl];
+    int *q = &ic[(size_t)i * (size_t)nl];
     memcpy(c, &last[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
     memcpy(k, &lastKl[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
+    memcpy(q, &lastIc[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
     if (st->kind == PLAN_STEP_JOIN && st->launched) {
       /* After the launch of lane `from`'s last REDUCE, in pieces, with
        * nothing after it on that lane but its kernel's SIGNALs: what that
@@ -123,29 +131,34 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       int R = lastStep[st->from];
       if (R >= 0 && after[R] >= 0) R = after[R];
       if (st->inKernel || R < 0 || s->steps[R].kind != PLAN_STEP_REDUCE ||
-          !s->steps[R].pieceBytes) {
+          !s->steps[R].pieceBytes || R + 1 >= s->nsteps || after[R + 1] != R) {
         rc = fail(err, errlen,
                   "rank %d step %d: a JOIN marked launched does not follow a REDUCE in pieces on "
-                  "lane %d (with only its kernel's SIGNALs after it)",
+                  "lane %d (with only its kernel's SIGNALs, at least one, after it)",
                   r, i, st->from);
         break;
       }
       const int *from = &pre[(size_t)R * (size_t)nl], *fk = &kl[(size_t)R * (size_t)nl];
+      const int *fq = &ic[(size_t)R * (size_t)nl];
       for (int m = 0; m < nl; m++) {
         if (from[m] > c[m]) c[m] = from[m];
         if (fk[m] > k[m]) k[m] = fk[m];
+        if (fq[m] > q[m]) q[m] = fq[m];
       }
       if (ord[R] + 1 > k[st->from]) k[st->from] = ord[R] + 1;
+      if (ord[R] + 1 > q[st->from]) q[st->from] = ord[R] + 1;
     } else if (st->kind == PLAN_STEP_JOIN) {
       /* A polled JOIN (inKernel) orders only the REDUCE whose kernel polls
        * it, and what follows that REDUCE: the steps between them are issued
        * before the kernel has seen the word. */
       const int *from = &last[(size_t)st->from * (size_t)nl];
       const int *fk = &lastKl[(size_t)st->from * (size_t)nl];
+      const int *fq = &lastIc[(size_t)st->from * (size_t)nl];
       int *into = st->inKernel ? &pend[(size_t)L * (size_t)nl] : c;
       for (int m = 0; m < nl; m++) {
         if (from[m] > into[m]) into[m] = from[m];
         if (!st->inKernel && fk[m] > k[m]) k[m] = fk[m];
+        if (!st->inKernel && fq[m] > q[m]) q[m] = fq[m];
       }
       if (L == 0) joinedBack[st->from] = count[st->from];
     }
@@ -158,10 +171,27 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       }
     }
     ord[i] = count[L]++;
-    c[L] = ord[i] + 1;
+    c[L] = q[L] = ord[i] + 1;
     lastStep[L] = i;
     memcpy(&last[(size_t)L * (size_t)nl], c, (size_t)nl * sizeof(int));
     memcpy(&lastKl[(size_t)L * (size_t)nl], k, (size_t)nl * sizeof(int));
+    memcpy(&lastIc[(size_t)L * (size_t)nl], q, (size_t)nl * sizeof(int));
+  }
+  /* A step that sits in a queue (not a kernel's) is issued after everything
+   * it waits for: else, where a graph's launch puts it ahead of a step it
+   * waits for in one queue, it holds that step back (a step after a kernel
+   * that polls another lane's words, before a JOIN of that lane). List
+   * order issues every step after those listed before it. */
+  for (int i = 0; i < s->nsteps && !rc && !s->listOrder; i++) {
+    const planStep *st = &s->steps[i];
+    if (st->inKernel || st->kind == PLAN_STEP_REDUCE) continue;
+    const int *c = &clock[(size_t)i * (size_t)nl], *q = &ic[(size_t)i * (size_t)nl];
+    for (int m = 0; m < nl && !rc; m++)
+      if (q[m] < c[m])
+        rc = fail(err, errlen,
+                  "rank %d step %d (%s, lane %d) waits for step %d of lane %d, which only a kernel "
+                  "polls before it: a graph's launch may queue it ahead of that step",
+                  r, i, kindName(st->kind), st->lane, c[m] - 1, m);
   }
   if (!rc && maxRound + 1 != s->nrounds)
     rc = fail(err, errlen, "rank %d: nrounds %d but the last round is %d", r, s->nrounds, maxRound);
@@ -302,6 +332,8 @@ out:
   free(lastKl);
   free(pre);
   free(lastStep);
+  free(ic);
+  free(lastIc);
   return rc;
 }
 

@@ -39,6 +39,12 @@
  *     has left its queue) and after every step of the other lanes that the
  *     kernel waits for (the JOINs it polls: a queue cannot then hold what
  *     the kernel needs behind the WAIT). Any issue order, CUDA graphs too.
+ * Where the steps are not issued in list order, a step that sits in a
+ * queue (not a kernel's) must also be issued, by JOINs and lane order
+ * alone, after every step it waits for: a JOIN a kernel polls orders the
+ * steps after that kernel's end but is no edge of a graph, so a step after
+ * the kernel (or a JOIN of its lane) queued ahead of the polled lane's
+ * steps would hold them back (planCheck).
  *   - list order (planSchedule.listOrder: issued in list order, never
  *     captured into a CUDA graph, whose launch may pick any dependency
  *     order): every WAIT listed after the REDUCE. The kernel leaves its
@@ -209,9 +215,9 @@ typedef struct {
    * PIECE+0, PIECE+1, ... in order, one per piece, and piece k (bytes
    * [k*pieceBytes, (k+1)*pieceBytes) of the destination and of every source)
    * may be reduced once JOIN k's lane reached it. SIGNALs of phase PIECE+k
-   * marked inKernel right after it in the list, on its lane, in order of k
-   * (only where the schedule is listOrder), are written by the kernel once
-   * piece k is reduced. The CUDA executor launches one kernel that polls
+   * marked inKernel right after it in the list, on its lane, in order of k,
+   * are written by the kernel once piece k is reduced (the WAITs that need
+   * them: rule 2 above). The CUDA executor launches one kernel that polls
    * each piece's word before the piece and signals after it; other
    * executors run the JOINs as JOINs, the REDUCE whole, then the SIGNALs. */
   size_t pieceBytes;

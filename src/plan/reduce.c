@@ -57,9 +57,9 @@
  * A reduction whose pieces all fit the scratch buffer at once takes
  * another shape, one kernel for all pieces: buildPieced (below); an
  * AllReduce only where the kernel may signal the peers (no peer on this
- * GPU), eager only over 24 MB and in CUDA graphs only up to 40 MB, so this
- * one is AllReduce's form eager up to 24 MB, in graphs over 40 MB, and
- * where the pieces do not fit.
+ * GPU), eager only over 24 MB and in CUDA graphs only over 12 and up to 40
+ * MB, so this one is AllReduce's form eager up to 24 MB, in graphs up to
+ * 12 MB and over 40 MB, and where the pieces do not fit.
  *
  * Safety in place: only rank t reads block T_t of the peers' buffers, and a
  * rank writes a peer's group into its own buffer only after that peer's
@@ -284,13 +284,15 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
    * eager call is bound by the host issuing its CUDA calls (40 on 2 ranks)
    * and the form took 1.03x the time on 2 ranks, 1.07-1.09x on 4; at 32 MB
    * 0.75x and 0.93x (2x and 4x H100, docs/results/pull1-signals/). In CUDA
-   * graphs (lane C after lane A's copies: buildPieced) up to 40 x the
-   * smallest piece: on 2 ranks 0.94-0.95x the time of the groups at 16 and
-   * 32 MB (2x H100), 0.93-0.94x at 24 MB, but 1.02-1.04x at 48 MB (2x
-   * H200) and 1.03-1.04x at 64 MB (docs/results/pull1-launched/). The cuts
-   * lie between the measured sizes, away from powers of two. The same
-   * choice on every rank: the sizes of every rank's target and the scratch
-   * size (the set's smallest) are known to all. */
+   * graphs (lane C after lane A's copies: buildPieced) over 12 and up to 40
+   * x the smallest piece: on 2 ranks 0.94-0.95x the time of the groups at
+   * 16 and 32 MB (2x H100), 0.93-0.94x at 24 MB, but 1.02-1.04x at 48 MB
+   * (2x H200) and 1.03-1.04x at 64 MB (docs/results/pull1-launched/);
+   * below 16 MB not measured (the built-in table takes pull1 there only
+   * under CTA policy zero), so the groups stay. The cuts lie between the
+   * measured sizes, away from powers of two. The same choice on every
+   * rank: the sizes of every rank's target and the scratch size (the set's
+   * smallest) are known to all. */
   if (share && a->kernelSignals && n - 1 <= PLAN_SM_MAX_PEERS) {
     int all = 1;
     size_t total = 0;
@@ -299,7 +301,8 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
       all = piecedFits(a, Tt);
       total += Tt;
     }
-    if (all && (a->listOrder ? total > 24 * planPieceMin(a) : total <= 40 * planPieceMin(a)))
+    size_t min = planPieceMin(a);
+    if (all && (a->listOrder ? total > 24 * min : total > 12 * min && total <= 40 * min))
       return buildPieced(a, s, T, 1);
   }
   for (int t = 0; t < n && share; t++) {
