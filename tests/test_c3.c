@@ -684,7 +684,8 @@ static int testTrafficTotals(void) {
       planArgs a;
       CHECK(c3PlanArgs(&sc[i], n, 0, &a) == 0, "%s: plan arguments", sc[i].name);
       planAlgo au;
-      CHECK(c3AutoAlgo(&sc[i], n, &au) == 0 && (planCollOf(a.coll)->algos & PLAN_ALGO_BIT(au)),
+      CHECK(c3AutoAlgo(&sc[i], n, NULL, &au, err, sizeof(err)) == 0 &&
+                (planCollOf(a.coll)->algos & PLAN_ALGO_BIT(au)),
             "%s on %d: auto picks an algorithm the collective takes", sc[i].name, n);
       for (int al = 0; al < PLAN_NUM_ALGOS; al++) {
         if (!(planCollOf(a.coll)->algos & PLAN_ALGO_BIT(al))) continue;
@@ -772,6 +773,33 @@ static int testTrafficTable(void) {
             strstr(buf, "# no nccl rows") && strstr(buf, "# no push1 rows for allreduce") &&
             strstr(buf, "not measured") && strstr(buf, " yes "),
         "table:\n%s", buf);
+  /* auto under a contender's DMACCL_CTA_POLICY or DMACCL_ALGO: the table
+   * reshaped as the library would (AllGather 1M on 2 ranks: the line
+   * kernel by default, its copy-engine form under zero, pull1 as named);
+   * other NAME=VALUEs, and any on a named algorithm, are said not applied */
+  char *argv3[] = {"dmaccl-c3", "--traffic", "-A",
+                   "auto,auto/DMACCL_CTA_POLICY=zero,auto/DMACCL_ALGO=allgather:pull1,"
+                   "auto/DMACCL_CTA_POLICY=bogus,push1/DMACCL_CTA_POLICY=zero,"
+                   "auto/DMACCL_STAGE_BYTES=1M",
+                   NULL};
+  CHECK(c3ParseArgs(4, argv3, "scen.txt", &a, err, sizeof(err)) == 0 && a.ncs == 6,
+        "--traffic -A with NAME=VALUEs (%s)", err);
+  c3Scenario one = scen(COLL_ALLGATHER, 1 << 20);
+  snprintf(one.name, sizeof(one.name), "g");
+  memset(buf, 0, sizeof(buf));
+  f = fmemopen(buf, sizeof(buf) - 1, "w");
+  CHECK(f != NULL, "fmemopen");
+  if (!f) return 0;
+  c3PrintTraffic(f, &a, &one, 1, 2);
+  fclose(f);
+  CHECK(strstr(buf, "auto     stagell      2.00      3.00      5.00   5.00      0    0     1.00") &&
+            strstr(buf, "auto/DMACCL_CTA_POLICY=zero stage        2.00      2.00      4.00") &&
+            strstr(buf, "auto/DMACCL_ALGO=allgather:pull1 pull1        1.00") &&
+            strstr(buf, "g auto/DMACCL_CTA_POLICY=bogus: DMACCL_CTA_POLICY=bogus is not default") &&
+            strstr(buf, "# push1/DMACCL_CTA_POLICY=zero: DMACCL_CTA_POLICY=zero is not applied") &&
+            strstr(buf, "# auto/DMACCL_STAGE_BYTES=1M: DMACCL_STAGE_BYTES=1M is not applied") &&
+            !strstr(buf, "# auto/DMACCL_CTA_POLICY=zero: DMACCL_CTA_POLICY=zero is not applied"),
+        "table with NAME=VALUEs:\n%s", buf);
   return 0;
 }
 

@@ -70,12 +70,10 @@ static char *readSmallFile(const char *path, char *why, size_t whylen) {
   return buf;
 }
 
-static const char *const ctaPolicyNames[] = {"default", "efficiency", "zero"};
-
-const char *coreCtaPolicyName(int policy) {
-  return policy >= dmacclCtaPolicyDefault && policy <= dmacclCtaPolicyZero ? ctaPolicyNames[policy]
-                                                                           : "unknown";
-}
+_Static_assert((int)PLAN_CTA_DEFAULT == (int)dmacclCtaPolicyDefault &&
+                   (int)PLAN_CTA_EFFICIENCY == (int)dmacclCtaPolicyEfficiency &&
+                   (int)PLAN_CTA_ZERO == (int)dmacclCtaPolicyZero,
+               "the plan layer numbers CTA policies as dmaccl.h does");
 
 /* The communicator's CTA policy: config->ctaPolicy where the caller's
  * config has the field and sets it, else DMACCL_CTA_POLICY, else Default. */
@@ -93,11 +91,9 @@ static dmacclResult_t coreResolveCtaPolicy(const dmacclConfig_t *config, const c
   const char *env = coreParamString("DMACCL_CTA_POLICY");
   *out = dmacclCtaPolicyDefault;
   if (!env[0]) return dmacclSuccess;
-  for (int p = 0; p < 3; p++)
-    if (strcasecmp(env, ctaPolicyNames[p]) == 0 || (env[0] == '0' + p && !env[1])) {
-      *out = p;
-      return dmacclSuccess;
-    }
+  *out = planCtaPolicyParse(env);
+  if (*out >= 0) return dmacclSuccess;
+  *out = dmacclCtaPolicyDefault;
   return coreError(NULL, dmacclInvalidArgument,
                    "%s: DMACCL_CTA_POLICY='%s' is not default, efficiency or zero (or 0, 1, 2)",
                    call, env);

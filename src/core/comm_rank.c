@@ -50,7 +50,7 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
       snprintf(err, errlen,
                "rank 0 has CTA policy %s but rank %d %s (config->ctaPolicy or "
                "DMACCL_CTA_POLICY must agree)",
-               coreCtaPolicyName(all[0].ctaPolicy), r, coreCtaPolicyName(all[r].ctaPolicy));
+               planCtaPolicyName(all[0].ctaPolicy), r, planCtaPolicyName(all[r].ctaPolicy));
       return dmacclInvalidArgument;
     }
   return dmacclSuccess;

@@ -284,12 +284,11 @@ int coreReduceCtasParam(void);                 /* DMACCL_REDUCE_CTAS */
 /* A parameter in seconds: finite, above 0 (or 0 when zeroMeansOff), below
  * 1e9; anything else warns and gives fallback. */
 double coreParamSeconds(const char *name, double fallback, int zeroMeansOff);
-int coreKernelWaitParam(int ctaPolicy);    /* DMACCL_KERNEL_WAIT: 0, 1 (graphs) or 2 (and eager); 0
-                                           under CTA policy zero unless set */
-int coreBatchOverlapParam(void);           /* DMACCL_BATCH_OVERLAP: 0 or 1 */
-int coreLanePriorityHigh(void);            /* DMACCL_LANE_PRIORITY is high */
-void coreParamPrintAll(void *file);        /* FILE*: name, value, doc of every parameter */
-const char *coreCtaPolicyName(int policy); /* "default", "efficiency", "zero" (DMACCL_CTA_POLICY) */
+int coreKernelWaitParam(int ctaPolicy); /* DMACCL_KERNEL_WAIT: 0, 1 (graphs) or 2 (and eager); 0
+                                        under CTA policy zero unless set */
+int coreBatchOverlapParam(void);        /* DMACCL_BATCH_OVERLAP: 0 or 1 */
+int coreLanePriorityHigh(void);         /* DMACCL_LANE_PRIORITY is high */
+void coreParamPrintAll(void *file);     /* FILE*: name, value, doc of every parameter */
 
 /* Communicator construction shared by InitAll (comm.c) and InitRank (comm_rank.c). */
 /* Group rule, config, executor and selection table: the checks both inits share. */
@@ -391,7 +390,7 @@ static inline size_t coreLineBytes(const coreClique *c) {
   return c->lineBytes;
 }
 static inline void coreSetLineBytes(coreClique *c, int channel) {
-  c->lineBytes = channel ? 0 : (c->nranks == 2 ? c->stageBytes : c->stageBytes / 4) / 16 * 16;
+  c->lineBytes = channel ? 0 : planLineSlotBytes(c->nranks, c->stageBytes);
 }
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one

@@ -167,6 +167,12 @@ typedef enum {
   PLAN_BUF_LINES = 4
 } planBuf;
 #define PLAN_LINE_FLAG 1u
+/* Bytes of a line slot for nranks with staging slots of stageBytes: the
+ * staging slot's on 2 ranks, a quarter of it on more (core.h,
+ * coreSetLineBytes, says why), a multiple of 16. */
+static inline size_t planLineSlotBytes(int nranks, size_t stageBytes) {
+  return (nranks == 2 ? stageBytes : stageBytes / 4) / 16 * 16;
+}
 /* Bytes of the lines that carry `bytes` data bytes. */
 static inline size_t planLinesBytes(size_t bytes) {
   return 2 * ((bytes + 7) / 8 * 8);
@@ -503,6 +509,14 @@ void planTableDefaults(planTable *t, int nranks);
  * twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
  * Returns how many ranges changed. */
 int planTableNoSmMoves(planTable *t);
+/* CTA policies by dmacclCtaPolicy_t's numbers (planTable.ctaPolicy). */
+enum { PLAN_CTA_DEFAULT = 0, PLAN_CTA_EFFICIENCY = 1, PLAN_CTA_ZERO = 2 };
+/* "default", "efficiency", "zero" (as DMACCL_CTA_POLICY takes them), or
+ * "unknown". */
+const char *planCtaPolicyName(int policy);
+/* A policy's name in any case, or its number as one digit: the number;
+ * anything else: -1. */
+int planCtaPolicyParse(const char *s);
 /* The algorithm for a collective of the given size, and the range that chose it. */
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why);
 /* ... for a call captured into a CUDA graph (graph != 0): a coll@graph

@@ -459,6 +459,18 @@ static int noSmMoves(planRange *r, int n) {
   return changed;
 }
 
+static const char *const ctaPolicyNames[] = {"default", "efficiency", "zero"};
+
+const char *planCtaPolicyName(int policy) {
+  return policy >= PLAN_CTA_DEFAULT && policy <= PLAN_CTA_ZERO ? ctaPolicyNames[policy] : "unknown";
+}
+
+int planCtaPolicyParse(const char *s) {
+  for (int p = PLAN_CTA_DEFAULT; s && p <= PLAN_CTA_ZERO; p++)
+    if (strcasecmp(s, ctaPolicyNames[p]) == 0 || (s[0] == '0' + p && !s[1])) return p;
+  return -1;
+}
+
 int planTableNoSmMoves(planTable *t) {
   int changed = 0;
   for (int c = 0; c < PLAN_NUM_COLLS; c++)

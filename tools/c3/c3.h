@@ -240,9 +240,15 @@ typedef struct {
  * the scenario's collective is none of the library's uniform ones. */
 int c3PlanArgs(const c3Scenario *s, int nranks, int rank, planArgs *out);
 /* The algorithm the built-in selection table (planTableDefaults for
- * nranks) picks for the scenario: 0, or -1. A staged pick may still fall
- * back (c3TrafficResult.algo). */
-int c3AutoAlgo(const c3Scenario *s, int nranks, planAlgo *out);
+ * nranks) picks for the scenario, reshaped as the library would by the
+ * contender's DMACCL_CTA_POLICY or DMACCL_ALGO (cs may be NULL): 0, or -1
+ * with a sentence in err. A staged pick may still fall back
+ * (c3TrafficResult.algo). */
+int c3AutoAlgo(const c3Scenario *s, int nranks, const c3ContenderSpec *cs, planAlgo *out, char *err,
+               size_t errlen);
+/* Whether --traffic applies a contender's NAME=VALUE to the selection
+ * (DMACCL_CTA_POLICY and DMACCL_ALGO reshape the table auto reads). */
+int c3TrafficApplies(const char *envVar);
 /* Every rank's schedule of the scenario's collective with algo, summed per
  * GPU into *t: 0, or -1 with a sentence in err (an algorithm the collective
  * does not take, more than C3_TRAFFIC_MAX_RANKS ranks). */

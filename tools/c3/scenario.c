@@ -236,8 +236,9 @@ void c3Usage(FILE *f) {
              "  --list        print scenarios and contenders; measure nothing (no GPU needed)\n"
              "  --traffic     print the HBM bytes each dmaccl contender's collective moves on a\n"
              "                GPU, computed from the library's schedules, beside the GEMM's\n"
-             "                (-p ranks, default 2; -A default: auto and every algorithm);\n"
-             "                measure nothing (no GPU needed)\n"
+             "                (-p ranks, default 2; -A default: auto and every algorithm;\n"
+             "                auto/DMACCL_CTA_POLICY=V and auto/DMACCL_ALGO=S reshape auto's\n"
+             "                table as the library would); measure nothing (no GPU needed)\n"
              "  -J FILE       JSON output\n"
              "  -h            this text\n");
 }

@@ -40,7 +40,8 @@ int c3PlanArgs(const c3Scenario *s, int nranks, int rank, planArgs *out) {
                     .vec = NULL,
                     .scratchBytes = C3_SCRATCH_BYTES,
                     .stageSlots = 2,
-                    .stageIndex = 1};
+                    .stageIndex = 1,
+                    .lineBytes = planLineSlotBytes(nranks, C3_STAGE_BYTES)};
   return 0;
 }
 
@@ -52,11 +53,33 @@ static planAlgo runs(const planArgs *a, planAlgo algo) {
   return algo;
 }
 
-int c3AutoAlgo(const c3Scenario *s, int nranks, planAlgo *out) {
+int c3TrafficApplies(const char *envVar) {
+  return !strcmp(envVar, "DMACCL_CTA_POLICY") || !strcmp(envVar, "DMACCL_ALGO");
+}
+
+int c3AutoAlgo(const c3Scenario *s, int nranks, const c3ContenderSpec *cs, planAlgo *out, char *err,
+               size_t errlen) {
   planArgs a;
-  if (nranks < 1 || c3PlanArgs(s, nranks, 0, &a) != 0) return -1;
+  if (nranks < 1 || c3PlanArgs(s, nranks, 0, &a) != 0) {
+    snprintf(err, errlen, "no collective of the library on %d ranks", nranks);
+    return -1;
+  }
   planTable t;
   planTableDefaults(&t, nranks);
+  /* as coreBuildTable: the policy reshapes the table, DMACCL_ALGO's names
+   * run as named */
+  if (cs && !strcmp(cs->envVar, "DMACCL_CTA_POLICY")) {
+    int p = planCtaPolicyParse(cs->envVal);
+    if (p < 0) {
+      snprintf(err, errlen, "DMACCL_CTA_POLICY=%s is not default, efficiency or zero", cs->envVal);
+      return -1;
+    }
+    t.ctaPolicy = p;
+    if (p == PLAN_CTA_ZERO) planTableNoSmMoves(&t);
+  }
+  t.origin = PLAN_FROM_ENV;
+  if (cs && !strcmp(cs->envVar, "DMACCL_ALGO") && planTableParse(&t, cs->envVal, err, errlen))
+    return -1;
   *out = planSelect(&t, a.coll, planCollOf(a.coll)->size(&a), NULL);
   return 0;
 }
@@ -198,9 +221,11 @@ void c3PrintTraffic(FILE *f, const c3Args *a, const c3Scenario *sc, int nsc, int
       if (cs->kind != C3_DMACCL || c3Lacks(cs, s->coll, NULL, why, sizeof(why))) continue;
       planAlgo algo;
       int isAuto = strcmp(cs->algo, "auto") == 0;
-      if (isAuto ? c3AutoAlgo(s, nranks, &algo) != 0
-                 : planAlgoParse(cs->algo, strlen(cs->algo), &algo) != 0)
+      if (isAuto && c3AutoAlgo(s, nranks, cs, &algo, why, sizeof(why)) != 0) {
+        fprintf(f, "# %s %s: %s\n", s->name, cs->name, why);
         continue;
+      }
+      if (!isAuto && planAlgoParse(cs->algo, strlen(cs->algo), &algo) != 0) continue;
       c3TrafficResult t;
       if (c3Traffic(s, nranks, algo, &t, why, sizeof(why)) != 0) {
         fprintf(f, "# %s %s: %s\n", s->name, cs->name, why);
@@ -221,7 +246,7 @@ void c3PrintTraffic(FILE *f, const c3Args *a, const c3Scenario *sc, int nsc, int
       fprintf(f, "# no %s rows: not a dmaccl algorithm (no schedule)\n", cs->name);
       continue;
     }
-    if (cs->envVar[0])
+    if (cs->envVar[0] && !(c3TrafficApplies(cs->envVar) && !strcmp(cs->algo, "auto")))
       fprintf(f, "# %s: %s=%s is not applied here (the defaults are)\n", cs->name, cs->envVar,
               cs->envVal);
     for (int k = 0; k < COLL_NUM; k++) {
