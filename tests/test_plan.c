@@ -881,6 +881,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
  * graph), counted where the tests below build them: they must not vanish
  * from the random sequences and replays unnoticed. */
 static long launchedBuilt;
+/* replayColl: JOINs marked launched that passed while their kernel still
+ * had pieces to reduce (lane C running beside it) */
+static long launchedEarly;
 static void countLaunched(const planSchedule *s) {
   for (int i = 0; i < s->nsteps; i++)
     if (s->steps[i].launched) {
@@ -894,6 +897,7 @@ static int testQueueSafety(void) {
   memset(sch, 0, sizeof(sch));
   const size_t chunks[] = {64, PLAN_SIDE_LANE_BYTES};
   int runs = 0, rc = 0;
+  long launchedBefore = launchedBuilt;
   char why[256];
   for (int n = 1; n <= MAXR && !rc; n++)
     for (int ci = 0; ci < 2 && !rc; ci++)
@@ -926,7 +930,7 @@ static int testQueueSafety(void) {
                * (lane C forked early) only where the steps are issued so,
                * else the graph form (up to 40 smallest pieces) */
               a.kernelSignals = (int)(seed & 1);
-              a.listOrder = mode != SIM_TOPO_PER_RANK && ((seed >> 1) & 1);
+              a.listOrder = mode != SIM_TOPO_PER_RANK && (((seed >> 1) ^ (seed >> 3)) & 1);
               if (!a.listOrder && ci == 1) a.pieceMin = 4096;
               if (planBuild(&a, algo, &sch[r][k])) {
                 TEST_FAIL("planBuild %s n=%d", planAlgoName(algo), n);
@@ -952,8 +956,8 @@ static int testQueueSafety(void) {
   for (int r = 0; r < MAXR; r++)
     for (int k = 0; k < SIM_MAXOPS; k++) planScheduleFree(&sch[r][k]);
   printf("  %d simulated sequences without deadlock (%ld schedules with a JOIN marked launched)\n",
-         runs, launchedBuilt);
-  ASSERT_TRUE(launchedBuilt > 0);
+         runs, launchedBuilt - launchedBefore);
+  ASSERT_TRUE(launchedBuilt > launchedBefore);
   return rc;
 }
 
@@ -1246,6 +1250,9 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       continue;
     }
     const planStep *st = &s[r].steps[next[r][l]];
+    if (st->kind == PLAN_STEP_JOIN && st->launched && pieceRed[r] >= 0 &&
+        (size_t)piecesDone[r] * s[r].steps[pieceRed[r]].pieceBytes < s[r].steps[pieceRed[r]].bytes)
+      launchedEarly++;
 #define AT(loc)                                                                                    \
   ((loc).buf == PLAN_BUF_SEND    ? m.send[(loc).rank] + (loc).off                                  \
    : (loc).buf == PLAN_BUF_RECV  ? m.recv[(loc).rank] + (loc).off                                  \
@@ -2955,6 +2962,20 @@ static int piecedAllReduce(int listOrder) {
                             "lane C after the kernel's end without lane A"))
       return 1;
     for (int r = 0; r < n; r++) s[r].steps[relaunch[r]].launched = 1;
+    /* a second kernel on lane 0 after the first, before lane 0 JOINs lane A:
+     * its launch waits in a queue for a kernel that polls lane A's words */
+    int ja = s[0].nsteps - 1;
+    while (!(s[0].steps[ja].kind == PLAN_STEP_JOIN && s[0].steps[ja].lane == 0 &&
+             s[0].steps[ja].from == 1))
+      ja--;
+    planStep keepJa = s[0].steps[ja];
+    s[0].steps[ja] = s[0].steps[red];
+    s[0].steps[ja].pieceBytes = 0;
+    s[0].steps[ja].round = keepJa.round;
+    ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+    ASSERT_CONTAINS(why, "(REDUCE, lane 0) waits for step");
+    printf("  control, a second kernel after the first: %s\n", why);
+    s[0].steps[ja] = keepJa;
     /* lane 0's JOIN of lane A at the end marked launched: lane A has no
      * REDUCE */
     int j = s[0].nsteps - 1;
@@ -2988,8 +3009,27 @@ static int testPiecedAllReduce(void) {
                                32u | ((sd >> 1 & 1) << 6) | (sd << 7)),
                     0);
     }
-  printf("  %ld replays with a JOIN marked launched\n", launchedBuilt - launchedBefore);
-  ASSERT_TRUE(launchedBuilt > launchedBefore);
+  printf("  %ld schedules replayed with a JOIN marked launched, %ld of those JOINs passed while "
+         "their kernel still reduced\n",
+         launchedBuilt - launchedBefore, launchedEarly);
+  ASSERT_TRUE(launchedBuilt > launchedBefore && launchedEarly > 0);
+  /* graphs take the form over 12 and up to 40 smallest pieces: the groups
+   * (no JOIN marked launched) on either side */
+  for (int k = 0; k < 3; k++) {
+    const size_t mins[] = {1 << 14, 1 << 12, 1 << 10}; /* total ~10x, ~39x, ~156x */
+    size_t cnt = 4 * 40000 + 5;
+    makeVec(PLAN_COLL_ALLREDUCE, 4, cnt, &seed, &v);
+    planSchedule g;
+    memset(&g, 0, sizeof(g));
+    planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, 1, 4, cnt, 0, 0, &v, (size_t)1 << 20);
+    a.pieceMin = mins[k];
+    a.kernelSignals = 1;
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PULL1, &g), 0);
+    long before = launchedBuilt;
+    countLaunched(&g);
+    ASSERT_EQ_INT((int)(launchedBuilt - before), k == 1);
+    planScheduleFree(&g);
+  }
   return 0;
 }
 

@@ -177,17 +177,22 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     memcpy(&lastKl[(size_t)L * (size_t)nl], k, (size_t)nl * sizeof(int));
     memcpy(&lastIc[(size_t)L * (size_t)nl], q, (size_t)nl * sizeof(int));
   }
-  /* A step that sits in a queue (not a kernel's) is issued after everything
-   * it waits for: else, where a graph's launch puts it ahead of a step it
-   * waits for in one queue, it holds that step back (a step after a kernel
-   * that polls another lane's words, before a JOIN of that lane). List
-   * order issues every step after those listed before it. */
+  /* A step that sits in a queue is issued after everything it waits for:
+   * else, where a graph's launch puts it ahead of a step it waits for in
+   * one queue, it holds that step back (a step after a kernel that polls
+   * another lane's words, before a JOIN of that lane). A kernel's launch
+   * (a REDUCE) waits in its queue for what came before it on its lane and
+   * JOINs (pre), not for what it polls; a kernel's own steps (inKernel) sit
+   * in no queue. List order issues every step after those listed before
+   * it. */
   for (int i = 0; i < s->nsteps && !rc && !s->listOrder; i++) {
     const planStep *st = &s->steps[i];
-    if (st->inKernel || st->kind == PLAN_STEP_REDUCE) continue;
-    const int *c = &clock[(size_t)i * (size_t)nl], *q = &ic[(size_t)i * (size_t)nl];
+    if (st->inKernel) continue;
+    const int *c = st->kind == PLAN_STEP_REDUCE ? &pre[(size_t)i * (size_t)nl]
+                                                : &clock[(size_t)i * (size_t)nl];
+    const int *q = &ic[(size_t)i * (size_t)nl];
     for (int m = 0; m < nl && !rc; m++)
-      if (q[m] < c[m])
+      if (m != st->lane && q[m] < c[m])
         rc = fail(err, errlen,
                   "rank %d step %d (%s, lane %d) waits for step %d of lane %d, which only a kernel "
                   "polls before it: a graph's launch may queue it ahead of that step",

@@ -39,17 +39,17 @@
  *     has left its queue) and after every step of the other lanes that the
  *     kernel waits for (the JOINs it polls: a queue cannot then hold what
  *     the kernel needs behind the WAIT). Any issue order, CUDA graphs too.
- * Where the steps are not issued in list order, a step that sits in a
- * queue (not a kernel's) must also be issued, by JOINs and lane order
- * alone, after every step it waits for: a JOIN a kernel polls orders the
- * steps after that kernel's end but is no edge of a graph, so a step after
- * the kernel (or a JOIN of its lane) queued ahead of the polled lane's
- * steps would hold them back (planCheck).
  *   - list order (planSchedule.listOrder: issued in list order, never
  *     captured into a CUDA graph, whose launch may pick any dependency
  *     order): every WAIT listed after the REDUCE. The kernel leaves its
  *     queue when launched, and what it signals depends only on steps listed
  *     before it, which every queue holds ahead of such a WAIT.
+ * Where the steps are not issued in list order, a step that sits in a
+ * queue (a kernel's launch included, not the steps a kernel does) must also
+ * be issued, by JOINs and lane order alone, after every step it waits for:
+ * a JOIN a kernel polls orders the steps after that kernel's end but is no
+ * edge of a graph, so a step after the kernel (or a JOIN of its lane)
+ * queued ahead of the polled lane's steps would hold them back (planCheck).
  */
 #ifndef DMACCL_PLAN_H_
 #define DMACCL_PLAN_H_

@@ -289,10 +289,10 @@ int planBuildReduce(const planArgs *a, planSchedule *s) {
    * 16 and 32 MB (2x H100), 0.93-0.94x at 24 MB, but 1.02-1.04x at 48 MB
    * (2x H200) and 1.03-1.04x at 64 MB (docs/results/pull1-launched/);
    * below 16 MB not measured (the built-in table takes pull1 there only
-   * under CTA policy zero), so the groups stay. The cuts lie between the
-   * measured sizes, away from powers of two. The same choice on every
-   * rank: the sizes of every rank's target and the scratch size (the set's
-   * smallest) are known to all. */
+   * under CTA policy zero), so the groups stay up to 12 MB. The 24 and 40
+   * MB cuts lie between measured sizes, all three away from powers of two.
+   * The same choice on every rank: the sizes of every rank's target and the
+   * scratch size (the set's smallest) are known to all. */
   if (share && a->kernelSignals && n - 1 <= PLAN_SM_MAX_PEERS) {
     int all = 1;
     size_t total = 0;
