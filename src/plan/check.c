@@ -58,22 +58,20 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   int *joinedBack = calloc((size_t)nl, sizeof(int)); /* lane 0 joined lane l after its last step */
   int *pend = calloc((size_t)nl * (size_t)nl, sizeof(int)); /* polled JOINs for a lane's REDUCE */
   int *after = malloc((size_t)s->nsteps * sizeof(int)); /* a kernel's SIGNAL: its REDUCE, or -1 */
-  /* Launches: kl[i][m] is 1 + the index within lane m of the last REDUCE
-   * of lane m whose kernel is known to run before step i starts (through
-   * JOINs marked launched), 0 if none; pre[i], for a REDUCE, its clock
-   * before the JOINs its kernel polls (what its launch waits for). */
-  int *kl = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
-  int *lastKl = calloc((size_t)nl * (size_t)nl, sizeof(int));
+  /* pre[i], for a REDUCE: its clock before the JOINs its kernel polls
+   * (what its launch waits for). */
   int *pre = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
   int *lastStep = malloc((size_t)nl * sizeof(int)); /* each lane's last step so far, or -1 */
   /* Issue ancestry: ic[i][m] is how many steps of lane m are issued before
    * step i by JOINs and lane order alone, which a CUDA graph's launch
    * keeps; a JOIN a kernel polls is no such edge (the kernel only reads a
-   * word), so unlike clock it leaves them out. */
+   * word), so unlike clock it leaves them out. A JOIN marked launched
+   * counts its REDUCE as issued (ic[i][m] > the REDUCE's index in lane m):
+   * by any edge, a REDUCE counted so is running or done before step i. */
   int *ic = calloc((size_t)s->nsteps * (size_t)nl, sizeof(int));
   int *lastIc = calloc((size_t)nl * (size_t)nl, sizeof(int));
-  if (!clock || !last || !ord || !count || !joinedBack || !pend || !after || !kl || !lastKl ||
-      !pre || !lastStep || !ic || !lastIc) {
+  if (!clock || !last || !ord || !count || !joinedBack || !pend || !after || !pre || !lastStep ||
+      !ic || !lastIc) {
     rc = fail(err, errlen, "out of memory");
     goto out;
   }
@@ -119,10 +117,8 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                 i, L, kindName(st->kind));
       break;
     }
-    int *c = &clock[(size_t)i * (size_t)nl], *k = &kl[(size_t)i * (size_t)nl];
-    int *q = &ic[(size_t)i * (size_t)nl];
+    int *c = &clock[(size_t)i * (size_t)nl], *q = &ic[(size_t)i * (size_t)nl];
     memcpy(c, &last[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
-    memcpy(k, &lastKl[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
     memcpy(q, &lastIc[(size_t)L * (size_t)nl], (size_t)nl * sizeof(int));
     if (st->kind == PLAN_STEP_JOIN && st->launched) {
       /* After the launch of lane `from`'s last REDUCE, in pieces, with
@@ -138,26 +134,20 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   r, i, st->from);
         break;
       }
-      const int *from = &pre[(size_t)R * (size_t)nl], *fk = &kl[(size_t)R * (size_t)nl];
-      const int *fq = &ic[(size_t)R * (size_t)nl];
+      const int *from = &pre[(size_t)R * (size_t)nl], *fq = &ic[(size_t)R * (size_t)nl];
       for (int m = 0; m < nl; m++) {
         if (from[m] > c[m]) c[m] = from[m];
-        if (fk[m] > k[m]) k[m] = fk[m];
         if (fq[m] > q[m]) q[m] = fq[m];
       }
-      if (ord[R] + 1 > k[st->from]) k[st->from] = ord[R] + 1;
-      if (ord[R] + 1 > q[st->from]) q[st->from] = ord[R] + 1;
     } else if (st->kind == PLAN_STEP_JOIN) {
       /* A polled JOIN (inKernel) orders only the REDUCE whose kernel polls
        * it, and what follows that REDUCE: the steps between them are issued
        * before the kernel has seen the word. */
       const int *from = &last[(size_t)st->from * (size_t)nl];
-      const int *fk = &lastKl[(size_t)st->from * (size_t)nl];
       const int *fq = &lastIc[(size_t)st->from * (size_t)nl];
       int *into = st->inKernel ? &pend[(size_t)L * (size_t)nl] : c;
       for (int m = 0; m < nl; m++) {
         if (from[m] > into[m]) into[m] = from[m];
-        if (!st->inKernel && fk[m] > k[m]) k[m] = fk[m];
         if (!st->inKernel && fq[m] > q[m]) q[m] = fq[m];
       }
       if (L == 0) joinedBack[st->from] = count[st->from];
@@ -174,7 +164,6 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     c[L] = q[L] = ord[i] + 1;
     lastStep[L] = i;
     memcpy(&last[(size_t)L * (size_t)nl], c, (size_t)nl * sizeof(int));
-    memcpy(&lastKl[(size_t)L * (size_t)nl], k, (size_t)nl * sizeof(int));
     memcpy(&lastIc[(size_t)L * (size_t)nl], q, (size_t)nl * sizeof(int));
   }
   /* A step that sits in a queue is issued after everything it waits for:
@@ -260,13 +249,13 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int w = 0; w < s->nsteps && !rc; w++) {
     const planStep *W = &s->steps[w];
     if (W->kind != PLAN_STEP_WAIT || W->inKernel) continue;
-    const int *cw = &clock[(size_t)w * (size_t)nl], *kw = &kl[(size_t)w * (size_t)nl];
+    const int *cw = &clock[(size_t)w * (size_t)nl], *iw = &ic[(size_t)w * (size_t)nl];
     for (int i = 0; i < s->nsteps && !rc; i++) {
       const planStep *S = &s->steps[i];
       if (S->kind != PLAN_STEP_SIGNAL || S->round >= W->round) continue;
       int before = cw[S->lane] > ord[i], R = after[i];
       if (!before && R >= 0 && s->listOrder) before = w > R;
-      if (!before && R >= 0 && kw[S->lane] > ord[R]) {
+      if (!before && R >= 0 && iw[S->lane] > ord[R]) {
         const int *cr = &clock[(size_t)R * (size_t)nl];
         before = 1;
         for (int m = 0; m < nl; m++)
@@ -333,8 +322,6 @@ out:
   free(joinedBack);
   free(pend);
   free(after);
-  free(kl);
-  free(lastKl);
   free(pre);
   free(lastStep);
   free(ic);
