@@ -270,9 +270,16 @@ static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, 
     }
     if (cudaStreamEndCapture(b->streams[r], &g[r]) != cudaSuccess) bad = 1;
   }
+  const char *dot = getenv("DMACCL_PERF_GRAPH_DOT");
   for (int r = 0; r < b->nlocal && !bad; r++) {
     if (!g[r]) continue;
     cudaSetDevice(b->devs[r]);
+    if (dot && dot[0]) { /* the captured graph, for a look at its nodes and edges */
+      char path[512];
+      snprintf(path, sizeof(path), "%s.%s.%zu.rank%d.dot", dot, c->name, count, b->first + r);
+      if (cudaGraphDebugDotPrint(g[r], path, cudaGraphDebugDotFlagsVerbose) != cudaSuccess)
+        fprintf(stderr, "dmaccl-perf: DMACCL_PERF_GRAPH_DOT: cannot write %s\n", path);
+    }
     if (cudaGraphInstantiate(&graphs[r], g[r], 0) != cudaSuccess) bad = 1;
   }
   for (int r = 0; r < b->nlocal; r++) {
@@ -312,10 +319,12 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
     if (capture(b, c, coll, count, inPlace, b->args.iters, graphs)) return -1;
     g = graphs;
     /* one untimed launch uploads the graphs */
+    perfTrace(b, "upload graphs", c, count);
     if (launchGraphs(b, g) || perfSyncAll(b, c)) return -1;
     ops = (long)b->args.graphs * b->args.iters;
   }
   perfBarrier(b);
+  perfTrace(b, g ? "timed graph launches" : "timed operations", c, count);
   double q0 = runQueueNs(), slow = 0, t0 = perfNowSec();
   if (runOps(b, c, coll, count, inPlace, g ? b->args.graphs : b->args.iters, g, &slow)) return -1;
   double tIssued = perfNowSec();
