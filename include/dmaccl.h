@@ -219,6 +219,14 @@ dmacclResult_t dmacclCommGetAsyncError(dmacclComm_t comm, dmacclResult_t *asyncE
  * into one graph (fork one rank's stream from the other's capture with an
  * event), and a call captured on one rank must be captured on every rank;
  * otherwise the call fails with dmacclInvalidUsage and issues nothing.
+ * Ranks on different GPUs may be captured into a graph each, but then no
+ * copy may read the other graph's GPU (graphs launched one after the other
+ * can deadlock on such copies): the table's selection (built in or tuned)
+ * takes an algorithm that writes its peers instead, and a call whose
+ * algorithm the config or DMACCL_ALGO names, or that no such algorithm fits
+ * (an AllReduce or ReduceScatter over the DMACCL_STAGE_BYTES slot), fails
+ * with dmacclInvalidUsage and issues nothing. One graph for every rank has
+ * no such limit.
  */
 dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devlist,
                                  const dmacclConfig_t *config);
@@ -454,7 +462,8 @@ dmacclResult_t dmacclAllGatherV(const void *sendbuff, void *recvbuff, const size
  * and pullb a peer's word follows that peer's end-of-operation signal,
  * which it raises after all of its copies. So where the built-in table or
  * a tuning file would give a plain call one of those (pushb from 8 MB),
- * the Notify call runs pull1 instead (as fast there: docs/overlap.md); an
+ * the Notify call runs pull1 instead (as fast there: docs/overlap.md; in a
+ * graph per GPU of one process, stage or pushn: dmacclCommInitAll); an
  * algorithm set with dmacclConfig_t.algorithm or DMACCL_ALGO is kept. As
  * the algorithm may differ, every rank calls the Notify form or none does
  * (across processes, ranks that mix them break the communicator with an

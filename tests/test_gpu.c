@@ -6,14 +6,19 @@
  * than 4) put rank r on GPU r % GPUs: with one GPU the ranks share it, with two GPUs 3 and 4 ranks
  * mix shared and separate GPUs. Graph capture: one graph per rank where ranks have GPUs of their
  * own, one graph for all ranks (which ranks sharing a GPU need), and the refusal of separate graphs
- * for ranks that share a GPU. Every collective of the table (tools/common/colls.h) on 1-4 ranks,
- * eagerly and captured into one graph replayed twice with new data (testEveryCollective); its
- * sendrecv row (a ring of Send/Recv) from 2 ranks on, its channels made by an eager run before the
- * capture (a channel cannot be made under capture). One rank's calls on several streams in call
- * order (testOneRank). Skipped without a GPU.
+ * for ranks that share a GPU; separate graphs of ranks on GPUs of their own take an AllReduce
+ * algorithm that writes its peers, or refuse one that reads them (testGraphApart). Every collective
+ * of the table (tools/common/colls.h) on 1-4 ranks, eagerly and captured into one graph replayed
+ * twice with new data (testEveryCollective); its sendrecv row (a ring of Send/Recv) from 2 ranks
+ * on, its channels made by an eager run before the capture (a channel cannot be made under
+ * capture). One rank's calls on several streams in call order (testOneRank). Skipped without a GPU.
  */
 #include "collcheck.h"
 #include "gpu_common.h"
+
+#include <cuda.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct {
   dmacclDataType_t type;
@@ -320,6 +325,181 @@ static int testGraphRefused(void) {
   return 0;
 }
 
+/* Waits for a stream for at most `sec` seconds; a hang fails the test at
+ * once (the process exits: its GPU work would never end). */
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int waitBounded(cudaStream_t st, double sec) {
+  for (double t0 = nowSec();;) {
+    cudaError_t e = cudaStreamQuery(st);
+    if (e == cudaSuccess) return 0;
+    ASSERT_EQ_INT(e, cudaErrorNotReady);
+    if (nowSec() - t0 > sec) {
+      fprintf(stderr, "FAIL: the stream did not finish in %.0f s (hung)\n", sec);
+      fflush(NULL);
+      _exit(1);
+    }
+  }
+}
+
+/* Ranks on GPUs of their own, captured into a graph each (one process): no
+ * copy may read the other graph's GPU (docs/architecture.md, pullsApart).
+ * Three calls per graph, the graphs launched one after the other, replayed
+ * with new data, every element checked (the root's, for Reduce); before the
+ * launch, no copy node of either graph may read the other GPU:
+ *   - AllReduce 6 MB (the table's twoshot: its kernel stores into the
+ *     peer, no copy reads it): runs as chosen;
+ *   - Reduce 2 MB (the table's pull1, which pulls): runs as stage, whose
+ *     copies write the root's staging slot (copy nodes asserted);
+ *   - AllReduce 6 MB of pull1 named by the config, and 32 MB of the table's
+ *     pull1 (no stage fits its 8 MB slot): refused with a sentence, nothing
+ *     captured or written, the communicators usable (eager calls after). */
+static int testGraphApart(void) {
+  if (ngpu < 2) {
+    printf("  needs 2 GPUs (ranks of their own)\n");
+    return 0;
+  }
+  typedef CUresult (*NodeType)(CUgraphNode, CUgraphNodeType *);
+  NodeType nodeType = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  ASSERT_EQ_INT(cudaGetDriverEntryPointByVersion("cuGraphNodeGetType", (void **)&nodeType, 12000,
+                                                 cudaEnableDefault, &q),
+                cudaSuccess);
+  ASSERT_TRUE(q == cudaDriverEntryPointSuccess && nodeType);
+  enum { N = 2, REPS = 3 };
+  const struct {
+    int reduce; /* dmacclReduce to rank 0, else dmacclAllReduce */
+    const char *algo;
+    size_t count;       /* int32 elements */
+    const char *refuse; /* NULL: runs; else the refusal's words */
+    int copies;         /* runs with copy nodes */
+  } cases[] = {{0, "auto", (size_t)6 << 18, NULL, 0},
+               {1, "auto", (size_t)2 << 18, NULL, 1},
+               {0, "pull1", (size_t)6 << 18, "chosen by the config", 0},
+               {0, "auto", (size_t)8 << 20, "no algorithm that writes its peers fits", 0}};
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    size_t count = cases[c].count, bytes = count * 4;
+    int red = cases[c].reduce;
+    printf("  %s %s, %zu bytes: %s\n", red ? "Reduce" : "AllReduce", cases[c].algo, bytes,
+           cases[c].refuse ? "refused" : "runs");
+    dmacclComm_t comms[N];
+    ASSERT_EQ_INT(ccInitAlgo(comms, N, 1, cases[c].algo), dmacclSuccess);
+    ccEnv env;
+    ASSERT_EQ_INT(ccEnvInit(&env, 1, comms, N), 0);
+    int32_t *in[N], *out[N], *h[N], *got = malloc(bytes);
+    for (int r = 0; r < N; r++) {
+      cudaSetDevice(env.dev[r]);
+      ASSERT_EQ_INT(cudaMalloc((void **)&in[r], bytes), cudaSuccess);
+      ASSERT_EQ_INT(cudaMalloc((void **)&out[r], bytes), cudaSuccess);
+      ASSERT_EQ_INT(cudaMemset(out[r], CC_POISON, bytes), cudaSuccess);
+      h[r] = malloc(bytes);
+    }
+    ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+    cudaGraph_t graph[N] = {0};
+    cudaGraphExec_t exec[N] = {0};
+    for (int r = 0; r < N; r++) {
+      cudaSetDevice(env.dev[r]);
+      ASSERT_EQ_INT(cudaStreamBeginCapture(env.stream[r], cudaStreamCaptureModeThreadLocal),
+                    cudaSuccess);
+    }
+#define APART_CALL(r)                                                                              \
+  (red ? dmacclReduce(in[r], out[r], count, dmacclInt32, dmacclSum, 0, comms[r], env.stream[r])    \
+       : dmacclAllReduce(in[r], out[r], count, dmacclInt32, dmacclSum, comms[r], env.stream[r]))
+    dmacclResult_t issued = dmacclSuccess;
+    for (int k = 0; k < REPS && issued == dmacclSuccess; k++) {
+      ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+      for (int r = 0; r < N; r++) ASSERT_EQ_INT(APART_CALL(r), dmacclSuccess);
+      issued = dmacclGroupEnd();
+    }
+    for (int r = 0; r < N; r++) {
+      cudaSetDevice(env.dev[r]);
+      ASSERT_EQ_INT(cudaStreamEndCapture(env.stream[r], &graph[r]), cudaSuccess);
+    }
+    if (cases[c].refuse) {
+      ASSERT_EQ_INT(issued, dmacclInvalidUsage);
+      ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "captured into different CUDA graphs");
+      ASSERT_CONTAINS(dmacclCommGetLastError(NULL), cases[c].refuse);
+      for (int r = 0; r < N; r++) {
+        size_t nodes = 99;
+        ASSERT_EQ_INT(cudaGraphGetNodes(graph[r], NULL, &nodes), cudaSuccess);
+        ASSERT_EQ_INT((int)nodes, 0); /* nothing was captured */
+        ASSERT_EQ_INT(cudaMemcpy(got, out[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (size_t i = 0; i < bytes; i++) ASSERT_EQ_INT(((unsigned char *)got)[i], CC_POISON);
+      }
+    } else {
+      ASSERT_EQ_INT(issued, dmacclSuccess);
+      size_t copies = 0;
+      for (int r = 0; r < N; r++) {
+        cudaSetDevice(env.dev[r]);
+        /* no copy node reads the other GPU; the driver's node type, as the
+         * runtime's fails on a graph's stream memory operations */
+        cudaGraphNode_t nodes[512];
+        size_t nn = 512;
+        ASSERT_EQ_INT(cudaGraphGetNodes(graph[r], nodes, &nn), cudaSuccess);
+        ASSERT_TRUE(nn < 512);
+        for (size_t i = 0; i < nn; i++) {
+          CUgraphNodeType t;
+          ASSERT_EQ_INT(nodeType((CUgraphNode)nodes[i], &t), CUDA_SUCCESS);
+          if (t != CU_GRAPH_NODE_TYPE_MEMCPY) continue;
+          struct cudaMemcpy3DParms p;
+          ASSERT_EQ_INT(cudaGraphMemcpyNodeGetParams(nodes[i], &p), cudaSuccess);
+          struct cudaPointerAttributes at;
+          ASSERT_EQ_INT(cudaPointerGetAttributes(&at, p.srcPtr.ptr), cudaSuccess);
+          ASSERT_EQ_INT(at.device, env.dev[r]);
+          copies++;
+        }
+        ASSERT_EQ_INT(cudaGraphInstantiate(&exec[r], graph[r], 0), cudaSuccess);
+      }
+      if (cases[c].copies) ASSERT_TRUE(copies > 0);
+    }
+    /* Replays (or, refused, eager calls): new inputs, every element. */
+    for (int it = 0; it < 3; it++) {
+      for (int r = 0; r < N; r++) {
+        cudaSetDevice(env.dev[r]);
+        testFillRandom(h[r], bytes, 900u + 10u * (uint64_t)it + (uint64_t)r);
+        for (size_t i = 0; i < count; i++) h[r][i] &= 0xffff; /* sums exact, no overflow */
+        ASSERT_EQ_INT(cudaMemcpy(in[r], h[r], bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ_INT(cudaMemset(out[r], CC_POISON, bytes), cudaSuccess);
+        ASSERT_EQ_INT(cudaDeviceSynchronize(), cudaSuccess);
+      }
+      if (!cases[c].refuse) {
+        for (int r = 0; r < N; r++) { /* one after the other, as a loop over GPUs does */
+          cudaSetDevice(env.dev[r]);
+          ASSERT_EQ_INT(cudaGraphLaunch(exec[r], env.stream[r]), cudaSuccess);
+        }
+      } else {
+        ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+        for (int r = 0; r < N; r++) ASSERT_EQ_INT(APART_CALL(r), dmacclSuccess);
+        ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+      }
+      for (int r = 0; r < N; r++) {
+        cudaSetDevice(env.dev[r]);
+        if (waitBounded(env.stream[r], 60)) return 1;
+        ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+      }
+      for (int r = 0; r < (red ? 1 : N); r++) {
+        ASSERT_EQ_INT(cudaMemcpy(got, out[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        for (size_t i = 0; i < count; i++) ASSERT_EQ_INT(got[i], h[0][i] + h[1][i]);
+      }
+    }
+#undef APART_CALL
+    for (int r = 0; r < N; r++) {
+      cudaSetDevice(env.dev[r]);
+      if (exec[r]) cudaGraphExecDestroy(exec[r]);
+      if (graph[r]) cudaGraphDestroy(graph[r]);
+      cudaFree(in[r]), cudaFree(out[r]), free(h[r]);
+    }
+    free(got);
+    ccEnvFini(&env, N);
+    for (int r = 0; r < N; r++) dmacclCommDestroy(comms[r]);
+  }
+  return 0;
+}
+
 /* Two communicators over the same ranks, their calls chained on one stream
  * per rank of the highest priority: x -> A.AllGather -> y -> B.AlltoAll -> z,
  * so z of rank t is x_t in every block. Staged and direct sizes, each pair of
@@ -616,6 +796,7 @@ int main(int argc, char **argv) {
   RUN_IF(testOneRank);
   RUN_IF(testGraphCapture);
   RUN_IF(testGraphRefused);
+  RUN_IF(testGraphApart);
   RUN_IF(testTwoCommsOneStream);
   RUN_IF(testTwoRanks);
   RUN_IF(testThreeRanks);

@@ -233,7 +233,7 @@ struct dmacclComm {
   /* The last operation whose launch was refused (one process: launch.c). */
   uint64_t refusedSeq;
   dmacclResult_t refusedCode;
-  char refusedWhy[256];
+  char refusedWhy[448];
   pthread_mutex_t memLock;
   coreMem *mems;     /* dmacclMemAlloc allocations */
   uint64_t memCount; /* dmacclMemAlloc calls so far */

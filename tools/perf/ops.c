@@ -204,7 +204,7 @@ int perfSyncAll(bench *b, contender *c) {
 
 static int launchGraphs(bench *b, cudaGraphExec_t *graphs) {
   for (int r = 0; r < b->nlocal; r++) {
-    if (!graphs[r]) continue; /* one graph for every rank (ranks sharing GPUs) */
+    if (!graphs[r]) continue; /* one graph for every rank of this process */
     CUDA_CHECK(cudaSetDevice(b->devs[r]));
     CUDA_CHECK(cudaGraphLaunch(graphs[r], b->streams[r]));
   }
@@ -236,15 +236,19 @@ void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs) {
     }
 }
 
-/* Captures nops operations on every local stream into one graph each; the
- * graphs are instantiated after every capture ended. Ranks of this process
- * that share a GPU must be in one graph (dmaccl refuses separate ones): then
- * rank 0's stream begins one capture and the other streams join it. */
+/* Captures nops operations of every local rank into one graph: rank 0's
+ * stream begins the capture and the other streams join it through events;
+ * the graph is instantiated after the capture ended. Ranks of this process
+ * that share a GPU must be in one graph (dmaccl refuses separate ones), and
+ * a graph per GPU launched one after the other may not copy from the other
+ * GPU (docs/architecture.md: dmaccl then takes an algorithm that writes its
+ * peers, or refuses one that was asked for): one graph measures every
+ * algorithm, as one launch drives every GPU. */
 static int capture(bench *b, contender *c, int coll, size_t count, int inPlace, int nops,
                    cudaGraphExec_t *graphs) {
   cudaGraph_t g[MAXR] = {0};
   cudaEvent_t ev[MAXR] = {0};
-  int joint = b->shared && b->nlocal > 1;
+  int joint = b->nlocal > 1;
   for (int r = 0; joint && r < b->nlocal; r++) {
     CUDA_CHECK(cudaSetDevice(b->devs[r]));
     CUDA_CHECK(cudaEventCreateWithFlags(&ev[r], cudaEventDisableTiming));
@@ -465,6 +469,27 @@ static int cmpd(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The graph of every local rank runs on rank 0's stream (capture): the
+ * other ranks' streams are ordered around its launch with events (into:
+ * before it, else after it), so that their probe copies bracket it. */
+static void orderAroundGraph(bench *b, cudaEvent_t *ev, int into) {
+  if (into) {
+    for (int r = 1; r < b->nlocal; r++) {
+      cudaSetDevice(b->devs[r]);
+      cudaEventRecord(ev[r], b->streams[r]);
+      cudaSetDevice(b->devs[0]);
+      cudaStreamWaitEvent(b->streams[0], ev[r], 0);
+    }
+    return;
+  }
+  cudaSetDevice(b->devs[0]);
+  cudaEventRecord(ev[0], b->streams[0]);
+  for (int r = 1; r < b->nlocal; r++) {
+    cudaSetDevice(b->devs[r]);
+    cudaStreamWaitEvent(b->streams[r], ev[0], 0);
+  }
+}
+
 int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, perfBreakdown *out) {
   enum { NP = 5 };
   double parts[NP][32];
@@ -480,12 +505,21 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
    * launches it (the command latencies and gaps of the graph form). */
   cudaGraphExec_t graphs[MAXR] = {0}, *g = b->args.graphs > 0 ? graphs : NULL;
   int failed = g && capture(b, c, coll, count, 0, 1, graphs);
+  cudaEvent_t ev[MAXR] = {0};
+  int joint = g && b->nlocal > 1;
+  for (int r = 0; joint && r < b->nlocal; r++) {
+    CUDA_CHECK(cudaSetDevice(b->devs[r]));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev[r], cudaEventDisableTiming));
+  }
   /* warm: first use of buffers and handles is not what is measured */
   if (!failed && (runOps(b, c, coll, count, 0, 1, g, NULL) || perfSyncAll(b, c))) failed = 1;
   perfStat warm; /* every rank leaves together (the barriers and shares below) */
   perfShare(b, failed, &warm);
   if (warm.v[PERF_AVG_MAX] > 0) {
-    for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
+    for (int r = 0; r < b->nlocal; r++) {
+      cudaFree(probeBuf[r]);
+      if (ev[r]) cudaEventDestroy(ev[r]);
+    }
     perfFreeGraphs(b, graphs);
     return -1;
   }
@@ -499,9 +533,11 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
                       cudaMemcpyDeviceToDevice, b->streams[r]);
       tProbe[r] = bdNow();
     }
+    if (joint) orderAroundGraph(b, ev, 1);
     uint64_t t0 = bdNow();
     if (runOps(b, c, coll, count, 0, 1, g, NULL)) failed = 1;
     uint64_t t1 = bdNow();
+    if (joint) orderAroundGraph(b, ev, 0);
     for (int r = 0; r < b->nlocal; r++) {
       cudaSetDevice(b->devs[r]);
       cudaMemcpyAsync((char *)probeBuf[r] + BD_PROBE_BYTES, probeBuf[r], BD_PROBE_BYTES,
@@ -549,7 +585,10 @@ int perfBreakdownRow(bench *b, contender *c, int coll, size_t count, int reps, p
     }
     if (ok) got++;
   }
-  for (int r = 0; r < b->nlocal; r++) cudaFree(probeBuf[r]);
+  for (int r = 0; r < b->nlocal; r++) {
+    cudaFree(probeBuf[r]);
+    if (ev[r]) cudaEventDestroy(ev[r]);
+  }
   perfFreeGraphs(b, graphs);
   perfStat s;
   perfShare(b, failed, &s);

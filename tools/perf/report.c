@@ -61,9 +61,10 @@ void perfHeader(bench *b) {
          a->stepBytes ? "bytes" : "factor", perfTypeName(a->type), a->warmup, a->iters, a->check,
          a->graphs, a->blocking, a->cycles);
   if (a->graphs)
-    printf("# graph mode: %d operations captured as one CUDA graph per rank, launched %d times; "
+    printf("# graph mode: %d operations captured as one CUDA graph per %s, launched %d times; "
            "time = elapsed / %d\n",
-           a->iters, a->graphs, a->iters * a->graphs);
+           a->iters, b->mp ? "rank" : "process (every rank's stream)", a->graphs,
+           a->iters * a->graphs);
   if (b->mp)
     printf("# time = %s per operation (-a %d); bandwidths and speedup use it\n",
            avgName[a->average], a->average);
