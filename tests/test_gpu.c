@@ -347,7 +347,7 @@ static int waitBounded(cudaStream_t st, double sec) {
 }
 
 /* Ranks on GPUs of their own, captured into a graph each (one process): no
- * copy may read the other graph's GPU (docs/architecture.md, pullsApart).
+ * copy may read the other graph's GPU (docs/architecture.md; planPullsAcross).
  * Three calls per graph, the graphs launched one after the other, replayed
  * with new data, every element checked (the root's, for Reduce); before the
  * launch, no copy node of either graph may read the other GPU:

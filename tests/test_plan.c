@@ -2311,6 +2311,136 @@ static int testGraphPiecePhases(void) {
  * them in every dependency order tried. Control: the second kernels poll
  * before they signal, and deadlock.
  */
+/* Ranks apart (planPullsAcross, planPushAcross: the core applies them to
+ * ranks of one process on other GPUs captured into other graphs, where a
+ * copy that reads the other graph's GPU can deadlock). For every
+ * collective on 2-4 ranks, in and out of place, small and large, ranks
+ * apart by parity (two GPUs) or all apart:
+ *   - stage, pushn, push1 and pushb never copy from a rank apart, wherever
+ *     the collective takes them (what planPushAcross rests on);
+ *   - every algorithm the collective takes: planPullsAcross says 1 exactly
+ *     where a rank's schedule has a COPY from a rank apart (found here
+ *     independently), naming such a pair, and 0 with nothing apart;
+ *   - planPushAcross's answer, where it pulls: an algorithm of those four
+ *     that the collective takes, whose staging fits, under which no COPY
+ *     reads a rank apart, the first such; -1 only where none is.
+ * And the GPU test's premises (test_gpu testGraphApart) on 2 ranks: the
+ * table's pull1 Reduce of 2 MB becomes stage, pull1's AllReduce of 32 MB
+ * finds none (the slot holds 8 MB), twoshot's of 6 MB pulls nothing. */
+static int copiesAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
+                        int *who, int *from) {
+  planSchedule s;
+  memset(&s, 0, sizeof(s));
+  int found = 0;
+  for (int r = 0; r < n && !found; r++) {
+    if (planBuild(&args[r], algo, &s)) {
+      planScheduleFree(&s);
+      return -1;
+    }
+    for (int i = 0; i < s.nsteps && !found; i++)
+      if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank != r &&
+          sep[r * n + s.steps[i].src.rank])
+        found = 1, *who = r, *from = s.steps[i].src.rank;
+  }
+  planScheduleFree(&s);
+  return found;
+}
+
+static int testPullsAcross(void) {
+  static const planAlgo pushes[] = {PLAN_ALGO_STAGE, PLAN_ALGO_PUSHN, PLAN_ALGO_PUSH1,
+                                    PLAN_ALGO_PUSHB};
+  const size_t stageBytes = (size_t)8 << 20;
+  uint32_t rnd = 77;
+  static vecStore v;
+  planSchedule s;
+  memset(&s, 0, sizeof(s));
+  long pulling = 0, switched = 0, none = 0;
+  for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+    for (int n = 2; n <= 4; n++)
+      for (int big = 0; big < 2; big++)
+        for (int inPlace = 0; inPlace < 2; inPlace++)
+          for (int all = 0; all < 3; all++) {
+            size_t count = big ? ((size_t)3 << 20) + 7 : 1000;
+            makeVec((planColl)coll, n, count, &rnd, &v);
+            planArgs args[MAXR];
+            unsigned char sep[MAXR * MAXR];
+            for (int r = 0; r < n; r++) {
+              args[r] = anyArgs((planColl)coll, r, n, count, n - 1, inPlace, &v, (size_t)32 << 20);
+              args[r].kernelSignals = 1; /* as captured (core: coreStageArgs) */
+              args[r].stageSlots = 2, args[r].stageIndex = 1, args[r].stageEntry = 1;
+              args[r].lineBytes = (size_t)1 << 20;
+              for (int q = 0; q < n; q++) /* 0: nothing apart, 1: by parity, 2: all */
+                sep[r * n + q] = all == 2 ? r != q : all == 1 ? (r % 2) != (q % 2) : 0;
+            }
+            unsigned mask = planCollOf((planColl)coll)->algos;
+            for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+              if (!(mask & PLAN_ALGO_BIT(a))) continue;
+              int w = -1, f = -1, w2 = -1, f2 = -1;
+              int want = copiesAcross(args, n, (planAlgo)a, sep, &w, &f);
+              int got = planPullsAcross(args, n, (planAlgo)a, sep, &s, &w2, &f2);
+              if (want < 0)
+                TEST_FAIL("%s %s n=%d count %zu: no schedule", planCollName((planColl)coll),
+                          planAlgoName((planAlgo)a), n, count);
+              ASSERT_TRUE(want >= 0);
+              if (got != want)
+                TEST_FAIL("%s %s n=%d: planPullsAcross %d, a COPY from a rank apart %d",
+                          planCollName((planColl)coll), planAlgoName((planAlgo)a), n, got, want);
+              ASSERT_EQ_INT(got, want);
+              if (got == 1) ASSERT_TRUE(sep[w2 * n + f2] && w2 != f2);
+              for (size_t k = 0; k < sizeof(pushes) / sizeof(pushes[0]); k++)
+                if (pushes[k] == (planAlgo)a && want)
+                  TEST_FAIL("%s %s n=%d %s: a push algorithm copies from rank %d on rank %d",
+                            planCollName((planColl)coll), planAlgoName((planAlgo)a), n,
+                            inPlace ? "in place" : "out of place", f, w);
+              if (!got) continue;
+              pulling++;
+              int alt = planPushAcross(args, n, (planAlgo)a, sep, stageBytes, &s), first = -1;
+              for (size_t k = 0; k < sizeof(pushes) / sizeof(pushes[0]) && first < 0; k++) {
+                planAlgo p = pushes[k];
+                if (!(mask & PLAN_ALGO_BIT(p)) || p == (planAlgo)a ||
+                    (planIsStaged(p) && planStageNeed(&args[0], p) > stageBytes))
+                  continue;
+                if (copiesAcross(args, n, p, sep, &w, &f) == 0) first = (int)p;
+              }
+              ASSERT_EQ_INT(alt, first);
+              if (alt >= 0)
+                switched++;
+              else
+                none++;
+            }
+          }
+  planScheduleFree(&s);
+  printf("  %ld pulling across: %ld switched, %ld with none\n", pulling, switched, none);
+  ASSERT_TRUE(pulling > 0 && switched > 0 && none > 0);
+  /* the GPU test's premises: 2 ranks apart, int32 */
+  const struct {
+    planColl coll;
+    planAlgo algo;
+    size_t bytes;
+    int pulls, alt;
+  } gpu[] = {{PLAN_COLL_REDUCE, PLAN_ALGO_PULL1, (size_t)2 << 20, 1, PLAN_ALGO_STAGE},
+             {PLAN_COLL_ALLREDUCE, PLAN_ALGO_PULL1, (size_t)32 << 20, 1, -1},
+             {PLAN_COLL_ALLREDUCE, PLAN_ALGO_TWOSHOT, (size_t)6 << 20, 0, -1}};
+  for (size_t k = 0; k < sizeof(gpu) / sizeof(gpu[0]); k++) {
+    makeVec(gpu[k].coll, 2, 0, &rnd, &v);
+    planArgs args[2];
+    unsigned char sep[4] = {0, 1, 1, 0};
+    for (int r = 0; r < 2; r++) {
+      args[r] = anyArgs(gpu[k].coll, r, 2, gpu[k].bytes / 4, 0, 0, &v, (size_t)32 << 20);
+      args[r].elemSize = 4;
+      args[r].kernelSignals = 1;
+      args[r].stageSlots = 2, args[r].stageIndex = 1, args[r].stageEntry = 1;
+      args[r].lineBytes = (size_t)1 << 20;
+    }
+    int w = -1, f = -1;
+    ASSERT_EQ_INT(planPullsAcross(args, 2, gpu[k].algo, sep, &s, &w, &f), gpu[k].pulls);
+    if (gpu[k].pulls)
+      ASSERT_EQ_INT(planPushAcross(args, 2, gpu[k].algo, sep, stageBytes, &s), gpu[k].alt);
+  }
+  planScheduleFree(&s);
+  return 0;
+}
+
 static int testTwoShot(void) {
   static planSchedule s[8];
   memset(s, 0, sizeof(s));
@@ -3052,6 +3182,7 @@ int main(void) {
   RUN(testGraphStagedProtocol);
   RUN(testRotatedOrder);
   RUN(testGraphPiecePhases);
+  RUN(testPullsAcross);
   RUN(testTwoShot);
   RUN(testTwoShotSequences);
   RUN(testLanes);

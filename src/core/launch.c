@@ -176,46 +176,27 @@ static int findDisagreement(coreClique *c, coreBoardSlot *slot, char *why, size_
 }
 
 /*
- * One process, CUDA graphs: whether a copy of some rank's schedule under
- * algo reads a rank on another GPU whose stream is captured into another
- * graph (*who copies from *from). Graphs per GPU launched one after the
- * other deadlock with such pulls, never with pushes (bench/probes/
+ * One process, CUDA graphs: sep (n x n) marks the pairs whose copies may
+ * not read each other, rank q on another GPU than rank r and captured into
+ * another graph; returns whether there is one. Graphs per GPU launched one
+ * after the other deadlock on such pulls, never on pushes (bench/probes/
  * graphpeer.cu, plain CUDA): by inference, CUDA queues a copy that reads
- * another GPU of the process on that GPU, so the graph launched first holds
- * the second GPU's queue with a pull that waits for a signal the second
- * graph would send from behind it (docs/architecture.md, queue safety). Builds every rank's
- * schedule into its comm's (the launch builds them again). Returns 1, 0,
- * or -1 when a schedule cannot be built.
+ * another GPU of the process on that GPU, so the graph launched first
+ * holds the second GPU's queue with a pull that waits for a signal the
+ * second graph would send from behind it (docs/architecture.md, queue
+ * safety; the plan layer's planPullsAcross and planPushAcross decide).
  */
-static int pullsApart(coreClique *c, coreBoardSlot *slot, const size_t *const *vecs, planAlgo algo,
-                      int *who, int *from) {
-  int apart = 0; /* one graph for every rank (or none): nothing to build */
-  for (int r = 1; r < c->nranks; r++) apart |= slot->ops[r].captureId != slot->ops[0].captureId;
-  for (int r = 0; r < c->nranks && apart; r++) {
-    planArgs a = coreOpArgs(&slot->ops[r], r, c->nranks, vecs, c->scratchBytes);
-    coreStageArgs(&a, &slot->ops[0], 1);
-    planSchedule *s = &c->comms[r]->sched;
-    if (planBuild(&a, algo, s)) return -1;
-    for (int i = 0; i < s->nsteps; i++) {
-      int q = s->steps[i].src.rank;
-      if (s->steps[i].kind != PLAN_STEP_COPY || q == r || q < 0 || q >= c->nranks) continue;
-      if (c->comms[q]->device != c->comms[r]->device &&
-          slot->ops[q].captureId != slot->ops[r].captureId) {
-        *who = r, *from = q;
-        return 1;
-      }
+static int apartPairs(const coreClique *c, const coreBoardSlot *slot, unsigned char *sep) {
+  int n = c->nranks, any = 0;
+  for (int r = 0; r < n; r++)
+    for (int q = 0; q < n; q++) {
+      int x = c->comms[q]->device != c->comms[r]->device &&
+              slot->ops[q].captureId != slot->ops[r].captureId;
+      sep[r * n + q] = (unsigned char)x;
+      any |= x;
     }
-  }
-  return 0;
+  return any;
 }
-
-/* The algorithms tried, in order, when a choice of the table's pulls
- * across separate graphs (pullsApart, which checks each): stage (its
- * copies write the peers' staging slots; stagesm, stagell and stage2d need
- * the same slot, relay and chain read their peers), then the direct
- * pushes. Copy engines all: CTA policy zero allows each. */
-static const planAlgo pushAlgos[] = {PLAN_ALGO_STAGE, PLAN_ALGO_PUSHN, PLAN_ALGO_PUSH1,
-                                     PLAN_ALGO_PUSHB};
 
 /* A channel's rank as its parent numbers it (Send/Recv), else r. */
 static int userRank(const coreClique *c, int r) {
@@ -254,30 +235,38 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   /* Ranks on other GPUs captured into other graphs: a choice of the table's
    * (built in or tuned, or a fallback of the user's) whose copies read them
    * becomes one that writes them; the user's own choice, or no such
-   * algorithm that fits, is refused (pullsApart). */
-  int who = -1, from = -1,
-      pulls = run && ref->capture ? pullsApart(c, slot, vecs, algo, &who, &from) : 0;
+   * algorithm that fits, is refused (apartPairs). Every rank's schedule is
+   * built into rank 0's (the launch builds them again). */
+  int n = c->nranks, who = -1, from = -1, pulls = 0;
   int users =
       why && (why->origin == PLAN_FROM_ENV || why->origin == PLAN_FROM_CONFIG) && algo == why->algo;
-  if (pulls == 1 && !users) {
-    unsigned mask = planCollOf(ref->coll)->algos;
-    for (size_t k = 0; k < sizeof(pushAlgos) / sizeof(pushAlgos[0]) && pulls == 1; k++) {
-      planAlgo alt = pushAlgos[k];
-      if (!(mask & PLAN_ALGO_BIT(alt)) || alt == algo ||
-          (planIsStaged(alt) && planStageNeed(&refArgs, alt) > coreGraphStageBytes(c)))
-        continue;
-      int w = -1, f = -1;
-      if (pullsApart(c, slot, vecs, alt, &w, &f) == 0) {
-        CORE_INFO("op %llu: %s instead of %s: ranks captured into separate graphs",
-                  (unsigned long long)slot->seq, planAlgoName(alt), planAlgoName(algo));
-        algo = alt, pulls = 0;
-      }
+  unsigned char *sep = run && ref->capture ? malloc((size_t)n * (size_t)n) : NULL;
+  planArgs *args = sep ? malloc((size_t)n * sizeof(*args)) : NULL;
+  if (run && ref->capture && !args) {
+    pulls = -1;
+  } else if (args && apartPairs(c, slot, sep)) {
+    for (int r = 0; r < n; r++) {
+      args[r] = coreOpArgs(&slot->ops[r], r, n, vecs, c->scratchBytes);
+      coreStageArgs(&args[r], ref, 1);
+    }
+    planSchedule *s = &c->comms[0]->sched;
+    pulls = planPullsAcross(args, n, algo, sep, s, &who, &from);
+    int alt =
+        pulls == 1 && !users ? planPushAcross(args, n, algo, sep, coreGraphStageBytes(c), s) : -1;
+    if (alt == -2) pulls = -1;
+    if (alt >= 0) {
+      CORE_INFO("op %llu: %s instead of %s: ranks captured into separate graphs",
+                (unsigned long long)slot->seq, planAlgoName((planAlgo)alt), planAlgoName(algo));
+      algo = (planAlgo)alt, pulls = 0;
     }
   }
+  free(sep);
+  free(args);
   if (pulls) {
     rc = pulls < 0 ? dmacclSystemError : dmacclInvalidUsage;
     if (pulls < 0)
-      snprintf(refused, sizeof(refused), "out of memory building the schedule; nothing was issued");
+      snprintf(refused, sizeof(refused),
+               "out of memory choosing the algorithm; nothing was issued");
     else
       snprintf(refused, sizeof(refused),
                "ranks %d and %d are on GPUs %d and %d and captured into different CUDA graphs, "

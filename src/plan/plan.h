@@ -426,6 +426,23 @@ const char *planAlgoName(planAlgo a);
 const char *planCollName(planColl c);
 /* The direct algorithm a collective runs when it cannot be staged. */
 planAlgo planFallbackAlgo(planColl c);
+/*
+ * Ranks whose graphs are apart (the core: one process, ranks on different
+ * GPUs captured into different CUDA graphs, which deadlock where a copy
+ * reads the other graph's GPU: docs/architecture.md, queue safety).
+ * sep[r * n + q] is nonzero where rank r may not read rank q's memory by
+ * copy. planPullsAcross: whether some rank's schedule under algo (rank r's
+ * from args[r], built into s, which the caller frees) has such a COPY: 1
+ * (*who copies from *from), 0, or -1 where a schedule cannot be built.
+ * planPushAcross: what runs instead, the first of stage, pushn, push1 and
+ * pushb that the collective takes, whose staging (if any) fits stageBytes
+ * and under which no rank pulls across; -1 where none does, -2 where a
+ * schedule cannot be built.
+ */
+int planPullsAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
+                    planSchedule *s, int *who, int *from);
+int planPushAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
+                   size_t stageBytes, planSchedule *s);
 /* Returns 0 and sets *out, or -1 for an unknown name. */
 int planAlgoParse(const char *name, size_t len, planAlgo *out);
 int planCollParse(const char *name, size_t len, planColl *out);

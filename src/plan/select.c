@@ -133,6 +133,47 @@ planAlgo planFallbackAlgo(planColl c) {
   return PLAN_ALGO_PUSH1;
 }
 
+int planPullsAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
+                    planSchedule *s, int *who, int *from) {
+  for (int r = 0; r < n; r++) {
+    int any = 0; /* nothing to build for a rank that may read every rank */
+    for (int q = 0; q < n; q++) any |= sep[(size_t)r * (size_t)n + (size_t)q];
+    if (!any) continue;
+    if (planBuild(&args[r], algo, s)) return -1;
+    for (int i = 0; i < s->nsteps; i++) {
+      int q = s->steps[i].src.rank;
+      if (s->steps[i].kind == PLAN_STEP_COPY && q >= 0 && q < n &&
+          sep[(size_t)r * (size_t)n + (size_t)q]) {
+        *who = r, *from = q;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* The algorithms planPushAcross tries, in order: stage (its copies write
+ * the peers' staging slots; stagesm, stagell and stage2d need the same
+ * slot, relay and chain read their peers), then the direct pushes. Copy
+ * engines all: CTA policy zero allows each. */
+static const planAlgo pushAlgos[] = {PLAN_ALGO_STAGE, PLAN_ALGO_PUSHN, PLAN_ALGO_PUSH1,
+                                     PLAN_ALGO_PUSHB};
+
+int planPushAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
+                   size_t stageBytes, planSchedule *s) {
+  unsigned mask = planCollOf(args[0].coll)->algos;
+  for (size_t k = 0; k < sizeof(pushAlgos) / sizeof(pushAlgos[0]); k++) {
+    planAlgo alt = pushAlgos[k];
+    if (!(mask & PLAN_ALGO_BIT(alt)) || alt == algo ||
+        (planIsStaged(alt) && planStageNeed(&args[0], alt) > stageBytes))
+      continue;
+    int who = -1, from = -1, p = planPullsAcross(args, n, alt, sep, s, &who, &from);
+    if (p < 0) return -2;
+    if (p == 0) return (int)alt;
+  }
+  return -1;
+}
+
 /* "push1 pushn ..." : the algorithms of mask, for messages. */
 static const char *algoList(unsigned mask, char *buf, size_t len) {
   size_t used = 0;
