@@ -2314,8 +2314,10 @@ static int testGraphPiecePhases(void) {
 /* Ranks apart (planPullsAcross, planPushAcross: the core applies them to
  * ranks of one process on other GPUs captured into other graphs, where a
  * copy that reads the other graph's GPU can deadlock). For every
- * collective on 2-4 ranks, in and out of place, small and large, ranks
- * apart by parity (two GPUs) or all apart:
+ * collective on 2-4 ranks (AllGather(V) also as its ...Notify form), in
+ * and out of place, small and large, with nothing apart, ranks apart by
+ * parity (two GPUs, shared on 3-4 ranks) or all apart, the arguments a
+ * captured call gets (capturedArgs):
  *   - stage, pushn, push1 and pushb never copy from a rank apart, wherever
  *     the collective takes them (what planPushAcross rests on);
  *   - every algorithm the collective takes: planPullsAcross says 1 exactly
@@ -2327,6 +2329,17 @@ static int testGraphPiecePhases(void) {
  * And the GPU test's premises (test_gpu testGraphApart) on 2 ranks: the
  * table's pull1 Reduce of 2 MB becomes stage, pull1's AllReduce of 32 MB
  * finds none (the slot holds 8 MB), twoshot's of 6 MB pulls nothing. */
+/* The staged and form arguments of the first captured call, as the core
+ * sets them (coreStageArgs: graph slots, the default DMACCL_KERNEL_WAIT, 8
+ * MB staging slots); own: no two ranks share a GPU. */
+static void capturedArgs(planArgs *a, int n, int own) {
+  a->stageSlots = 2, a->stageIndex = 1, a->stageEntry = 1, a->stageSelfLate = 1;
+  a->kernelWait = 1;
+  a->lineBytes = planLineSlotBytes(n, (size_t)8 << 20);
+  a->kernelSignals = own;
+  a->listOrder = 0;
+}
+
 static int copiesAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
                         int *who, int *from) {
   planSchedule s;
@@ -2339,7 +2352,7 @@ static int copiesAcross(const planArgs *args, int n, planAlgo algo, const unsign
     }
     for (int i = 0; i < s.nsteps && !found; i++)
       if (s.steps[i].kind == PLAN_STEP_COPY && s.steps[i].src.rank != r &&
-          sep[r * n + s.steps[i].src.rank])
+          s.steps[i].src.rank >= 0 && s.steps[i].src.rank < n && sep[r * n + s.steps[i].src.rank])
         found = 1, *who = r, *from = s.steps[i].src.rank;
   }
   planScheduleFree(&s);
@@ -2359,18 +2372,19 @@ static int testPullsAcross(void) {
     for (int n = 2; n <= 4; n++)
       for (int big = 0; big < 2; big++)
         for (int inPlace = 0; inPlace < 2; inPlace++)
-          for (int all = 0; all < 3; all++) {
+          for (int all = 0; all < 6; all++) {
             size_t count = big ? ((size_t)3 << 20) + 7 : 1000;
+            int notify = all >= 3; /* the ...Notify forms: arrival words */
+            if (notify && coll != PLAN_COLL_ALLGATHER && coll != PLAN_COLL_ALLGATHERV) continue;
             makeVec((planColl)coll, n, count, &rnd, &v);
             planArgs args[MAXR];
             unsigned char sep[MAXR * MAXR];
             for (int r = 0; r < n; r++) {
               args[r] = anyArgs((planColl)coll, r, n, count, n - 1, inPlace, &v, (size_t)32 << 20);
-              args[r].kernelSignals = 1; /* as captured (core: coreStageArgs) */
-              args[r].stageSlots = 2, args[r].stageIndex = 1, args[r].stageEntry = 1;
-              args[r].lineBytes = (size_t)1 << 20;
+              capturedArgs(&args[r], n, all % 3 != 1 || n == 2); /* parity, 3-4: GPUs shared */
+              args[r].notify = notify;
               for (int q = 0; q < n; q++) /* 0: nothing apart, 1: by parity, 2: all */
-                sep[r * n + q] = all == 2 ? r != q : all == 1 ? (r % 2) != (q % 2) : 0;
+                sep[r * n + q] = all % 3 == 2 ? r != q : all % 3 == 1 ? (r % 2) != (q % 2) : 0;
             }
             unsigned mask = planCollOf((planColl)coll)->algos;
             for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
@@ -2428,9 +2442,7 @@ static int testPullsAcross(void) {
     for (int r = 0; r < 2; r++) {
       args[r] = anyArgs(gpu[k].coll, r, 2, gpu[k].bytes / 4, 0, 0, &v, (size_t)32 << 20);
       args[r].elemSize = 4;
-      args[r].kernelSignals = 1;
-      args[r].stageSlots = 2, args[r].stageIndex = 1, args[r].stageEntry = 1;
-      args[r].lineBytes = (size_t)1 << 20;
+      capturedArgs(&args[r], 2, 1);
     }
     int w = -1, f = -1;
     ASSERT_EQ_INT(planPullsAcross(args, 2, gpu[k].algo, sep, &s, &w, &f), gpu[k].pulls);

@@ -235,16 +235,19 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
   /* Ranks on other GPUs captured into other graphs: a choice of the table's
    * (built in or tuned, or a fallback of the user's) whose copies read them
    * becomes one that writes them; the user's own choice, or no such
-   * algorithm that fits, is refused (apartPairs). Every rank's schedule is
-   * built into rank 0's (the launch builds them again). */
-  int n = c->nranks, who = -1, from = -1, pulls = 0;
+   * algorithm that fits, is refused (planPullsAcross, planPushAcross).
+   * Every rank's schedule is built into rank 0's (the launch builds them
+   * again). */
+  int n = c->nranks, who = -1, from = -1, pulls = 0, apart = 0;
   int users =
       why && (why->origin == PLAN_FROM_ENV || why->origin == PLAN_FROM_CONFIG) && algo == why->algo;
-  unsigned char *sep = run && ref->capture ? malloc((size_t)n * (size_t)n) : NULL;
+  for (int r = 1; r < n && run && ref->capture; r++)
+    apart |= slot->ops[r].captureId != ref->captureId; /* else one graph: nothing to check */
+  unsigned char *sep = apart ? malloc((size_t)n * (size_t)n) : NULL;
   planArgs *args = sep ? malloc((size_t)n * sizeof(*args)) : NULL;
-  if (run && ref->capture && !args) {
+  if (apart && !args) {
     pulls = -1;
-  } else if (args && apartPairs(c, slot, sep)) {
+  } else if (apart && apartPairs(c, slot, sep)) {
     for (int r = 0; r < n; r++) {
       args[r] = coreOpArgs(&slot->ops[r], r, n, vecs, c->scratchBytes);
       coreStageArgs(&args[r], ref, 1);
@@ -253,7 +256,6 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     pulls = planPullsAcross(args, n, algo, sep, s, &who, &from);
     int alt =
         pulls == 1 && !users ? planPushAcross(args, n, algo, sep, coreGraphStageBytes(c), s) : -1;
-    if (alt == -2) pulls = -1;
     if (alt >= 0) {
       CORE_INFO("op %llu: %s instead of %s: ranks captured into separate graphs",
                 (unsigned long long)slot->seq, planAlgoName((planAlgo)alt), planAlgoName(algo));
@@ -266,7 +268,9 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     rc = pulls < 0 ? dmacclSystemError : dmacclInvalidUsage;
     if (pulls < 0)
       snprintf(refused, sizeof(refused),
-               "out of memory choosing the algorithm; nothing was issued");
+               "out of memory, or %s's schedule could not be built, choosing the algorithm; "
+               "nothing was issued",
+               planAlgoName(algo));
     else
       snprintf(refused, sizeof(refused),
                "ranks %d and %d are on GPUs %d and %d and captured into different CUDA graphs, "

@@ -436,8 +436,8 @@ planAlgo planFallbackAlgo(planColl c);
  * (*who copies from *from), 0, or -1 where a schedule cannot be built.
  * planPushAcross: what runs instead, the first of stage, pushn, push1 and
  * pushb that the collective takes, whose staging (if any) fits stageBytes
- * and under which no rank pulls across; -1 where none does, -2 where a
- * schedule cannot be built.
+ * and whose schedules can be built and pull nothing across; -1 where none
+ * does. A rank never counts as apart from itself.
  */
 int planPullsAcross(const planArgs *args, int n, planAlgo algo, const unsigned char *sep,
                     planSchedule *s, int *who, int *from);

@@ -142,7 +142,7 @@ int planPullsAcross(const planArgs *args, int n, planAlgo algo, const unsigned c
     if (planBuild(&args[r], algo, s)) return -1;
     for (int i = 0; i < s->nsteps; i++) {
       int q = s->steps[i].src.rank;
-      if (s->steps[i].kind == PLAN_STEP_COPY && q >= 0 && q < n &&
+      if (s->steps[i].kind == PLAN_STEP_COPY && q >= 0 && q < n && q != r &&
           sep[(size_t)r * (size_t)n + (size_t)q]) {
         *who = r, *from = q;
         return 1;
@@ -167,9 +167,8 @@ int planPushAcross(const planArgs *args, int n, planAlgo algo, const unsigned ch
     if (!(mask & PLAN_ALGO_BIT(alt)) || alt == algo ||
         (planIsStaged(alt) && planStageNeed(&args[0], alt) > stageBytes))
       continue;
-    int who = -1, from = -1, p = planPullsAcross(args, n, alt, sep, s, &who, &from);
-    if (p < 0) return -2;
-    if (p == 0) return (int)alt;
+    int who = -1, from = -1; /* one that cannot be built does not qualify */
+    if (planPullsAcross(args, n, alt, sep, s, &who, &from) == 0) return (int)alt;
   }
   return -1;
 }
