@@ -193,16 +193,45 @@ def row_key(r, backend):
             backend)
 
 
+def measured(rows):
+    """The rows that ran, by (part, row_key): a merged file (merge.py) keeps
+    each row's run as "part", and a row is compared only with rows of its
+    own run."""
+    return {(r.get("part"), row_key(r, r["backend"])): r for r in rows if r["status"] == "ok"}
+
+
 def derive(rows):
     """comm_share and comm_us of each row: against the "none" row (eager or
-    graph, as the row) of the same shape."""
-    ok = {row_key(r, r["backend"]): r for r in rows if r["status"] == "ok"}
+    graph, as the row) of the same shape and run."""
+    ok = measured(rows)
     for r in rows:
         if r["status"] != "ok" or r["backend"].startswith("none"):
             continue
-        z = ok.get(row_key(r, "none-graph" if r["graph"] else "none"))
+        z = ok.get((r.get("part"), row_key(r, "none-graph" if r["graph"] else "none")))
         r["comm_us"] = r["p50_us"] - z["p50_us"] if z else None
         r["comm_share"] = r["comm_us"] / r["p50_us"] if z else None
+
+
+def ratios(rows, reference):
+    """Each measured row's p50 step over the reference backend's (`reference`
+    eager, `reference`-graph in graphs) of the same shape and run, as a
+    table: the numbers the findings quote. Rows with no reference row (it was
+    skipped, or ran in another part) show "-"."""
+    ok = measured(rows)
+    head = (f"{'mode':7} {'model':14} {'variant':10} {'batch':>5} {'kv/pr':>5} {'backend':17} "
+            f"{'p50 us':>9} {'ref us':>9} {'ratio':>6}")
+    lines = [f"p50 step / {reference}'s (eager) or {reference}-graph's (in graphs), same run; "
+             "below 1: faster", head, "-" * len(head)]
+    for r in rows:
+        if r["status"] != "ok" or r["backend"] in ("none", "none-graph", reference,
+                                                     reference + "-graph"):
+            continue
+        ref = ok.get((r.get("part"), row_key(r, reference + ("-graph" if r["graph"] else ""))))
+        lines.append(f"{r['mode']:7} {r['model']:14} {r['variant']:10} {r['batch']:>5} "
+                     f"{fmt(r.get('kv') or r.get('prompt'), 'd'):>5} {r['backend']:17} "
+                     f"{r['p50_us']:9.1f} {fmt(ref and ref['p50_us'], '9.1f'):>9} "
+                     f"{fmt(ref and r['p50_us'] / ref['p50_us'], '6.3f'):>6}")
+    return "\n".join(lines)
 
 
 def fmt(v, spec):
@@ -236,6 +265,8 @@ def write(out, meta, rows, notes):
         json.dump({"meta": meta, "notes": notes, "rows": rows}, f, indent=1)
     with open(os.path.join(out, "e2e.txt"), "w") as f:
         f.write(table(rows) + "\n")
+        if meta.get("reference"):
+            f.write("\n" + ratios(rows, meta["reference"]) + "\n")
 
 
 def plot(out, rows):
@@ -334,6 +365,9 @@ def main(argv=None):
     write(args.out, meta, rows, notes)
     print()
     print(table(rows))
+    if meta.get("reference"):
+        print()
+        print(ratios(rows, meta["reference"]))
     print(f"\nrows: {os.path.join(args.out, 'e2e.json')}")
     if failure:
         sys.exit(f"run stopped: {failure} (rows so far are written)")
