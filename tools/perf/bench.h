@@ -183,6 +183,17 @@ void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs);
 int perfKernelsRow(bench *b, contender *c, int coll, size_t count, int inPlace, int reps,
                    perfKernels *out);
 
+/* Whether row r, `ops` operations timed, had a stall (the 100-ms-class
+ * stall of docs/latency-notes.md): one call (or graph launch) over 10 ms
+ * and 10 times the time per operation, or a completion wait over 10 ms and
+ * twice what the operations take on the fastest process. The wait covers
+ * every operation still queued when the last call returned, up to all of
+ * them: 50 captured AllReduces of 64 MB wait about 12.5 ms with no stall. */
+static inline int perfStalled(const perfRow *r, long ops) {
+  if (r->slowest >= 1e4 && r->slowest >= 10 * r->us.v[PERF_AVG_MAX]) return 1;
+  return r->completion >= 1e4 && r->completion >= 2 * (double)ops * r->us.v[PERF_AVG_MIN];
+}
+
 /* report.c */
 void perfHeader(bench *b);
 /* Prints one size's rows (out of place and in place side by side). */

@@ -158,12 +158,10 @@ static void half(bench *b, const perfRow *r) {
          perfBusBw((collId)r->coll, r->bytes, us, b->n), r->wrong);
 }
 
-/* A row with a call or a completion wait over 10 ms and over 10 times its
- * time per operation: where it went (the 100-ms-class stall of
- * docs/latency-notes.md). */
-static void stallNote(const perfRow *r) {
-  double most = !r ? 0 : r->slowest > r->completion ? r->slowest : r->completion;
-  if (!r || most < 1e4 || most < 10 * r->us.v[PERF_AVG_MAX]) return;
+/* A row that stalled (perfStalled): where its time went. */
+static void stallNote(const bench *b, const perfRow *r) {
+  long ops = b->args.graphs ? (long)b->args.graphs * b->args.iters : b->args.iters;
+  if (!r || !perfStalled(r, ops)) return;
   printf("#   ^ %s: slowest call %.1f ms, completion wait %.1f ms, ",
          r->inPlace ? "in place" : "out of place", r->slowest / 1e3, r->completion / 1e3);
   if (r->runqueue >= 0)
@@ -189,8 +187,8 @@ void perfPrintSize(bench *b, size_t firstRow) {
     if (b->kernOk) printf(" %10.2f %10.2f %5d", out->kern.kernels, out->kern.us, out->kern.ctas);
     if (b->energy) printf(" %9.3f %7.1f", out->joules * 1e3, out->watts);
     printf("\n");
-    stallNote(out);
-    stallNote(in);
+    stallNote(b, out);
+    stallNote(b, in);
   }
   fflush(stdout);
 }
