@@ -11,29 +11,38 @@ line; meta.parts lists the files and their runs' meta), and is compared
 only with rows of its own run: its communication share with that run's
 "none" row, its ratio with that run's reference row. A row measured again
 in a later part (same mode, model, variant, batch, KV or prompt length
-and backend) replaces the earlier one. The parts must agree on what makes
-their rows comparable (ranks, GPU, dtype, reference, library and
-framework versions); a file that is not a run's e2e.json, or parts that
-disagree, stop the merge with a message naming the file and the field.
+and backend) replaces the earlier one, unless the later one did not run
+(skipped) and the earlier did; a replaced row goes to the file's
+"replaced" list and still serves its own run's comparisons. The parts
+must agree on what makes their rows comparable (ranks, GPU, dtype,
+reference, library and framework versions, layers, chunks, seed,
+tolerance). A file that is not one run's e2e.json (a merged file
+included), or parts that disagree, stop the merge with a message naming
+the file and what is wrong, and nothing is written. Needs no torch.
 """
 
 import argparse
 import json
+import numbers
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import run  # noqa: E402
+import results  # noqa: E402
 
-# meta fields the parts must share (absent in both is agreement)
+# meta fields, and run options (meta.args), the parts must share (absent in
+# both is agreement)
 SAME = ("device", "ranks", "dtype", "reference", "gpu", "gpus", "shared_gpu", "torch", "nccl",
         "dmaccl_library")
+SAME_ARGS = ("layers", "moe_layers", "chunks", "seed", "tol")
+KEYS = ("mode", "model", "variant", "batch", "backend", "status", "graph")
+MEASURED = ("p50_us", "p99_us", "tok_s")
 
 
 def load(path):
-    """A run's e2e.json: {"meta": {...}, "notes": [...], "rows": [...]}."""
+    """One run's e2e.json: {"meta": {...}, "notes": [...], "rows": [...]}."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -42,12 +51,17 @@ def load(path):
     except json.JSONDecodeError as e:
         raise SystemExit(f"merge.py: {path} is not JSON ({e.msg}, line {e.lineno})")
     if not (isinstance(data, dict) and isinstance(data.get("meta"), dict)
-            and isinstance(data.get("rows"), list)):
+            and isinstance(data.get("rows"), list)
+            and isinstance(data.get("notes", []), list)):
         raise SystemExit(f"merge.py: {path} is not an e2e.json of bench/e2e/run.py "
-                         "(no meta object and rows list)")
+                         "(no meta object, rows list and notes list)")
+    if "parts" in data["meta"] or any(isinstance(r, dict) and "part" in r for r in data["rows"]):
+        raise SystemExit(f"merge.py: {path} is a merged file: merge the runs it came from")
     for i, r in enumerate(data["rows"]):
-        missing = [k for k in ("mode", "model", "variant", "batch", "backend", "status", "graph")
-                   if not isinstance(r, dict) or k not in r]
+        missing = [k for k in KEYS if not isinstance(r, dict) or k not in r]
+        if not missing and r["status"] == "ok":
+            missing = [k for k in MEASURED if not isinstance(r.get(k), numbers.Real)]
+            missing += [] if "joules" in r else ["joules"]
         if missing:
             raise SystemExit(f"merge.py: {path}: row {i} has no {', '.join(missing)}")
     return data
@@ -57,21 +71,28 @@ def merge(parts):
     """parts: [(path, data)]. Returns (meta, rows, notes, replaced)."""
     first_path, first = parts[0]
     for path, data in parts[1:]:
-        for k in SAME:
-            a, b = first["meta"].get(k), data["meta"].get(k)
+        for k in SAME + SAME_ARGS:
+            where = (lambda d: d["meta"].get("args") or {}) if k in SAME_ARGS else \
+                (lambda d: d["meta"])
+            a, b = where(first).get(k), where(data).get(k)
             if a != b:
                 raise SystemExit(f"merge.py: {path} and {first_path} differ in {k} "
                                  f"({b!r} against {a!r}): their rows are not comparable")
     meta = {k: first["meta"][k] for k in SAME if k in first["meta"]}
     meta["parts"] = [{"file": path, "meta": data["meta"]} for path, data in parts]
-    merged, notes, replaced = {}, [], 0
+    merged, notes, replaced = {}, [], []
     for i, (path, data) in enumerate(parts):
         notes += [f"part {i}: {n}" for n in data.get("notes", [])]
         for r in data["rows"]:
-            key = run.row_key(r, r["backend"])
-            replaced += key in merged
-            merged.pop(key, None)  # the later run's row, in its order
-            merged[key] = dict(r, part=i)
+            r = dict(r, part=i)
+            key = results.row_key(r, r["backend"])
+            old = merged.get(key)
+            if old is not None and r["status"] != "ok" and old["status"] == "ok":
+                replaced.append(r)  # a later skip does not undo a measurement
+                continue
+            if old is not None:
+                replaced.append(merged.pop(key))  # the later run's row, in its order
+            merged[key] = r
     return meta, list(merged.values()), notes, replaced
 
 
@@ -82,15 +103,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     parts = [(p, load(p)) for p in args.parts]
     meta, rows, notes, replaced = merge(parts)
-    run.write(args.out, meta, rows, notes)
-    print(run.table(rows))
+    results.write(args.out, meta, rows, notes, replaced)
+    print(results.table(rows))
     print()
     if meta.get("reference"):
-        print(run.ratios(rows, meta["reference"]))
+        print(results.ratios(rows, meta["reference"], replaced))
     print(f"\n{len(rows)} rows from {len(parts)} runs"
-          + (f" ({replaced} measured again in a later part: the later kept)" if replaced else "")
+          + (f" ({len(replaced)} rows measured again or skipped in a later part: "
+             "in e2e.json's replaced list)" if replaced else "")
           + f": {os.path.join(args.out, 'e2e.json')}")
-    run.plot(args.out, [r for r in rows if r["status"] == "ok"])
+    results.plot(args.out, [r for r in rows if r["status"] == "ok"])
 
 
 if __name__ == "__main__":

@@ -11,10 +11,9 @@ dmaccl's host executor, tiny shapes, two ranks.
   sp-overlap with more chunks, against ar.
 - The numerical control (fp32 communication, the rule in worker.verdict) on
   four virtual ranks whose reference rounds as NCCL's ring does.
-- The ratio table (each row's p50 over its run's reference row) and
-  merge.py, which puts the parts of a grid back together: rows compared
-  within their own run only, a later part's row replacing an earlier one,
-  and parts that are not comparable refused with nothing written.
+- The ratio table at the end of e2e.txt (each row's p50 over its run's
+  reference row) on a real run; merge.py and the table's rules:
+  test_e2e_merge.py.
 """
 
 import json
@@ -91,108 +90,6 @@ def test_cpu_run(tmp_path):
         want = r["p50_us"] / gloo[(r["mode"], r["variant"], r["batch"])]
         assert line.split()[:4] == [r["mode"], r["model"], r["variant"], str(r["batch"])]
         assert line.split()[-1] == f"{want:.3f}", line
-
-
-def e2e_module(name):
-    sys.path.insert(0, E2E)
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(E2E)
-
-
-def part(rows, **meta):
-    """A run's e2e.json content: reference nccl, 2 ranks, one GPU kind."""
-    m = dict(device="cuda", ranks=2, dtype="bf16", reference="nccl", gpu="H200", gpus=2,
-             torch="2.11", nccl="2.28.9", dmaccl_library=200)
-    m.update(meta)
-    return {"meta": m, "notes": [], "rows": [dict(r) for r in rows]}
-
-
-def row(backend, p50, batch=1, variant="ar", status="ok"):
-    return dict(mode="dense", model="llama3-8b", variant=variant, batch=batch, kv=1024,
-                backend=backend, graph=backend.endswith("-graph"), status=status,
-                p50_us=p50, p99_us=p50, tok_s=batch / p50 * 1e6, joules=None)
-
-
-def test_merge(tmp_path):
-    """Two parts: rows are compared with their own run's reference and none
-    rows only; the later part's row of a shape and backend replaces the
-    earlier; nccl-ce rows get a ratio (only the reference's rows do not)."""
-    merge, run = e2e_module("merge"), e2e_module("run")
-    a = part([row("nccl-graph", 100.0), row("dmaccl-graph", 90.0), row("none-graph", 80.0),
-              row("nccl-graph", 200.0, batch=8), row("dmaccl-graph", 150.0, batch=8),
-              row("nccl-ce", 120.0, batch=8), row("none", 85.0)])
-    b = part([row("dmaccl-graph", 95.0, batch=8),  # again, later: replaces a's
-              row("nccl-graph", 400.0, batch=32), row("dmaccl-graph", 300.0, batch=32),
-              row("none-graph", 250.0, batch=32), row("dmaccl-graph", 1.0, batch=64,
-                                                      status="skipped: out of memory"),
-              row("nccl-ce", 130.0)])  # its none row is in a only
-    paths = []
-    for name, data in (("a.json", a), ("b.json", b)):
-        paths.append(str(tmp_path / name))
-        with open(paths[-1], "w") as f:
-            json.dump(data, f)
-    merge.main(["--out", str(tmp_path / "m"), *paths])
-    with open(tmp_path / "m" / "e2e.json") as f:
-        data = json.load(f)
-    rows = data["rows"]
-    assert [p["file"] for p in data["meta"]["parts"]] == paths
-    assert data["meta"]["reference"] == "nccl" and data["meta"]["ranks"] == 2
-    got = {(r["backend"], r["batch"]): r for r in rows}
-    assert len(rows) == 12 and len(got) == 12
-    assert got[("dmaccl-graph", 8)]["p50_us"] == 95.0 and got[("dmaccl-graph", 8)]["part"] == 1
-    assert got[("nccl-graph", 8)]["part"] == 0
-    # communication against the same run's none row only
-    assert got[("dmaccl-graph", 1)]["comm_us"] == 10.0
-    assert got[("dmaccl-graph", 32)]["comm_us"] == 50.0
-    assert got[("dmaccl-graph", 8)]["comm_us"] is None  # a's none: no batch 8 anywhere
-    assert got[("nccl-ce", 1)]["comm_us"] is None  # a's none row, b's nccl-ce
-    text = run.ratios(rows, "nccl").splitlines()[3:]
-    by = {(ln.split()[3], ln.split()[5]): ln.split()[-1] for ln in text}
-    assert by == {("1", "dmaccl-graph"): "0.900", ("8", "dmaccl-graph"): "-",  # b has no nccl 8
-                  ("8", "nccl-ce"): "-",  # eager: no eager nccl row in a
-                  ("1", "nccl-ce"): "-", ("32", "dmaccl-graph"): "0.750"}
-    with open(tmp_path / "m" / "e2e.txt") as f:
-        assert "p50 step / nccl's" in f.read()
-    # a replaced row's reference in the same part: the ratio is there again
-    b["rows"].append(row("nccl-graph", 190.0, batch=8))
-    with open(paths[1], "w") as f:
-        json.dump(b, f)
-    merge.main(["--out", str(tmp_path / "m2"), *paths])
-    with open(tmp_path / "m2" / "e2e.json") as f:
-        rows = json.load(f)["rows"]
-    line = [ln for ln in run.ratios(rows, "nccl").splitlines() if " 8 " in ln and "dmaccl" in ln]
-    assert line and line[0].split()[-1] == f"{95.0 / 190.0:.3f}"
-
-
-@pytest.mark.parametrize("case", ["ranks", "gpu", "missing", "not-json", "not-e2e", "row"])
-def test_merge_refuses(tmp_path, case):
-    """Parts that are not comparable, or files that are not a run's
-    e2e.json: a message naming the file and what is wrong, nothing written."""
-    merge = e2e_module("merge")
-    good = tmp_path / "good.json"
-    with open(good, "w") as f:
-        json.dump(part([row("nccl-graph", 100.0)]), f)
-    bad = tmp_path / "bad.json"
-    text = {"ranks": json.dumps(part([row("nccl-graph", 1.0)], ranks=4)),
-            "gpu": json.dumps(part([row("nccl-graph", 1.0)], gpu="H100")),
-            "not-json": "{rows",
-            "not-e2e": json.dumps({"rows": []}),
-            "row": json.dumps(part([{"mode": "dense"}]))}.get(case)
-    if text is not None:
-        with open(bad, "w") as f:
-            f.write(text)
-    out = tmp_path / "out"
-    with pytest.raises(SystemExit) as e:
-        merge.main(["--out", str(out), str(good), str(bad)])
-    msg = str(e.value)
-    assert str(bad) in msg, msg
-    want = {"ranks": "differ in ranks (4 against 2)", "gpu": "differ in gpu",
-            "missing": "cannot read", "not-json": "is not JSON",
-            "not-e2e": "is not an e2e.json", "row": "row 0 has no model"}[case]
-    assert want in msg, msg
-    assert not out.exists()
 
 
 def test_cpu_run_zero_policy(tmp_path):
