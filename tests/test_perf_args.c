@@ -390,34 +390,52 @@ static int testTuneFile(void) {
   return 0;
 }
 
-/* perfStalled on the rows seen so far (docs/latency-notes.md): a graph of
- * 50 AllReduces of 64 MB waits 12.4 ms for completion with no stall (the
- * rule before flagged every such row, NCCL's too); a rank whose wait ended
- * 114 ms late, or 135 ms late after 20 eager 1 KB calls, stalled; so did a
- * call of 174 ms; the limits themselves are not stalls. */
-static perfRow stallRow(double usMin, double usMax, double slowest, double completion) {
+/* perfStalled on the rows seen so far (docs/latency-notes.md, with each
+ * row's processes as recorded there): a graph of 50 AllReduces of 64 MB
+ * waits 12.4 ms for completion with no stall (a rule against one
+ * operation's time flagged every such row, NCCL's too); one process ending
+ * 114 ms late (AllReduce 16 MB, -G 5 -n 10), or 135 ms late (ReduceScatter
+ * 16 MB eager, -n 20), stalled; so did a call of 174 ms, and a 150 ms wait
+ * that every process (or the one process of -g) sat through, which only
+ * the time per operation before the loop can show; a graph launch as long
+ * as its operations is no stall; the limits. */
+static perfRow stallRow(long ops, long callOps, double usMin, double usMax, double slowest,
+                        double completion, double refOp) {
   perfRow r;
   memset(&r, 0, sizeof(r));
+  r.ops = ops, r.callOps = callOps, r.refOp = refOp;
   r.us.v[PERF_AVG_MIN] = usMin, r.us.v[PERF_AVG_MAX] = usMax;
   r.slowest = slowest, r.completion = completion;
   return r;
 }
 
 static int testStalled(void) {
-  perfRow r = stallRow(248, 262, 500, 12400); /* 64 MB, -G 5 -n 10 */
-  ASSERT_EQ_INT(perfStalled(&r, 50), 0);
-  r = stallRow(103, 2300, 300, 114500); /* 16 MB, one rank's wait late */
-  ASSERT_EQ_INT(perfStalled(&r, 50), 1);
-  r = stallRow(17, 6800, 300, 135000); /* 1 KB eager, -n 20 */
-  ASSERT_EQ_INT(perfStalled(&r, 20), 1);
-  r = stallRow(8700, 8700, 174000, 50); /* a call of 174 ms, both ranks in lockstep */
-  ASSERT_EQ_INT(perfStalled(&r, 20), 1);
-  r = stallRow(2000, 2000, 19999, 9999); /* a slow call under 10x, a wait under 10 ms */
-  ASSERT_EQ_INT(perfStalled(&r, 20), 0);
-  r = stallRow(200, 200, 100, 10000); /* 10 ms of wait for 20 ops of 200 us: 2.5x */
-  ASSERT_EQ_INT(perfStalled(&r, 20), 1);
-  r = stallRow(300, 300, 100, 10000); /* 10 ms for 20 ops of 300 us: under 2x */
-  ASSERT_EQ_INT(perfStalled(&r, 20), 0);
+  perfRow r = stallRow(50, 10, 248, 262, 500, 12400, 260); /* 64 MB, -G 5 -n 10 */
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r = stallRow(50, 10, 118, 2300, 300, 114500, 108); /* 16 MB, one process late */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r.refOp = 0; /* the spread alone says it */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r = stallRow(20, 1, 75, 6800, 300, 135000, 90); /* ReduceScatter 16 MB eager */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r = stallRow(20, 1, 8700, 8700, 174000, 50, 9000); /* a call of 174 ms, in lockstep */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r = stallRow(20, 1, 7502, 7502, 30, 150000, 8); /* 150 ms every process waited */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r.refOp = 0; /* -w 0: nothing to hold it against */
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r = stallRow(50, 10, 1000, 1000, 12000, 100, 1000); /* a launch of 10 ops of 1 ms */
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r = stallRow(20, 1, 2000, 2000, 19999, 9999, 10); /* a call under 10x, a wait under 10 ms */
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r = stallRow(20, 1, 100, 600, 0, 0, 100); /* 20 x 500 us of spread: 10 ms */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
+  r = stallRow(20, 1, 100, 599, 0, 0, 100);
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r = stallRow(20, 1, 300, 300, 0, 11999, 300); /* under 2 x 20 x 300 us */
+  ASSERT_EQ_INT(perfStalled(&r), 0);
+  r.refOp = 299; /* over twice the time before the loop */
+  ASSERT_EQ_INT(perfStalled(&r), 1);
   return 0;
 }
 

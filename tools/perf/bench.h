@@ -89,6 +89,11 @@ typedef struct {
   double runqueue;   /* how long the timing thread was runnable but not running in the timed
                         loop (/proc/thread-self/schedstat), us, the most of any process; -1
                         where a process cannot tell */
+  long ops;          /* operations the timed loop ran (-n, or -G x -n) */
+  long callOps;      /* operations one iteration of it issues (1, or -n for a graph launch) */
+  double refOp;      /* time per operation before the timed loop (the warm-up's, or the
+                        graphs' upload launch, whichever is less), us, the least of any
+                        process; 0 = none (-w 0 eager) */
   long long wrong;
   double speedup;       /* best baseline's time / this time; 0 = no baseline or a baseline row */
   int best;             /* contender index of that baseline, -1 if none */
@@ -183,15 +188,24 @@ void perfFreeGraphs(bench *b, cudaGraphExec_t *graphs);
 int perfKernelsRow(bench *b, contender *c, int coll, size_t count, int inPlace, int reps,
                    perfKernels *out);
 
-/* Whether row r, `ops` operations timed, had a stall (the 100-ms-class
- * stall of docs/latency-notes.md): one call (or graph launch) over 10 ms
- * and 10 times the time per operation, or a completion wait over 10 ms and
- * twice what the operations take on the fastest process. The wait covers
- * every operation still queued when the last call returned, up to all of
- * them: 50 captured AllReduces of 64 MB wait about 12.5 ms with no stall. */
-static inline int perfStalled(const perfRow *r, long ops) {
-  if (r->slowest >= 1e4 && r->slowest >= 10 * r->us.v[PERF_AVG_MAX]) return 1;
-  return r->completion >= 1e4 && r->completion >= 2 * (double)ops * r->us.v[PERF_AVG_MIN];
+/* Whether row r had a stall (the 100-ms-class stall of
+ * docs/latency-notes.md), 10 ms or more of it:
+ *   - one iteration's call (or graph launch) took 10 times what its
+ *     operations take;
+ *   - one process ended 10 ms or more after the fastest (ops x the spread
+ *     of the processes' times per operation);
+ *   - the completion wait took twice what all the timed operations take at
+ *     the time per operation measured before the loop (refOp): a stall
+ *     every process waits through, or one process alone (-g), inflates the
+ *     loop's own times, so those cannot be the yardstick.
+ * The wait covers every operation still queued when the last call returned,
+ * up to all of them: 50 captured AllReduces of 64 MB wait about 12.5 ms
+ * with no stall. */
+static inline int perfStalled(const perfRow *r) {
+  double most = r->us.v[PERF_AVG_MAX], least = r->us.v[PERF_AVG_MIN];
+  if (r->slowest >= 1e4 && r->slowest >= 10 * (double)r->callOps * most) return 1;
+  if ((double)r->ops * (most - least) >= 1e4) return 1;
+  return r->refOp > 0 && r->completion >= 1e4 && r->completion >= 2 * (double)r->ops * r->refOp;
 }
 
 /* report.c */

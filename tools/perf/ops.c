@@ -316,7 +316,10 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
    * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
   long warmup = b->args.warmup;
   if (b->args.graphs && (collTable[coll].flags & COLL_P2P) && warmup < 1) warmup = 1;
+  /* refOp: the time per operation before the timed loop (perfStalled) */
+  double w0 = perfNowSec(), refOp = 0;
   if (runOps(b, c, coll, count, inPlace, warmup, NULL, NULL) || perfSyncAll(b, c)) return -1;
+  if (warmup > 0) refOp = (perfNowSec() - w0) * 1e6 / (double)warmup;
   long ops = b->args.iters;
   cudaGraphExec_t *g = NULL;
   if (b->args.graphs) {
@@ -324,9 +327,14 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
     g = graphs;
     /* one untimed launch uploads the graphs */
     perfTrace(b, "upload graphs", c, count);
+    double u0 = perfNowSec();
     if (launchGraphs(b, g) || perfSyncAll(b, c)) return -1;
+    double up = (perfNowSec() - u0) * 1e6 / (double)b->args.iters;
+    if (refOp <= 0 || up < refOp) refOp = up;
     ops = (long)b->args.graphs * b->args.iters;
   }
+  r->ops = ops;
+  r->callOps = g ? b->args.iters : 1;
   perfBarrier(b);
   perfTrace(b, g ? "timed graph launches" : "timed operations", c, count);
   double q0 = runQueueNs(), slow = 0, t0 = perfNowSec();
@@ -351,6 +359,8 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
   r->completion = s.v[PERF_AVG_MAX];
   perfShare(b, q0 < 0 || q1 < 0 ? -1 : (q1 - q0) / 1e3, &s);
   r->runqueue = s.v[PERF_AVG_MIN] < 0 ? -1 : s.v[PERF_AVG_MAX];
+  perfShare(b, refOp, &s);
+  r->refOp = s.v[PERF_AVG_MIN];
   return 0;
 }
 

@@ -159,9 +159,8 @@ static void half(bench *b, const perfRow *r) {
 }
 
 /* A row that stalled (perfStalled): where its time went. */
-static void stallNote(const bench *b, const perfRow *r) {
-  long ops = b->args.graphs ? (long)b->args.graphs * b->args.iters : b->args.iters;
-  if (!r || !perfStalled(r, ops)) return;
+static void stallNote(const perfRow *r) {
+  if (!r || !perfStalled(r)) return;
   printf("#   ^ %s: slowest call %.1f ms, completion wait %.1f ms, ",
          r->inPlace ? "in place" : "out of place", r->slowest / 1e3, r->completion / 1e3);
   if (r->runqueue >= 0)
@@ -187,8 +186,8 @@ void perfPrintSize(bench *b, size_t firstRow) {
     if (b->kernOk) printf(" %10.2f %10.2f %5d", out->kern.kernels, out->kern.us, out->kern.ctas);
     if (b->energy) printf(" %9.3f %7.1f", out->joules * 1e3, out->watts);
     printf("\n");
-    stallNote(b, out);
-    stallNote(b, in);
+    stallNote(out);
+    stallNote(in);
   }
   fflush(stdout);
 }
