@@ -25,12 +25,8 @@ import argparse
 import json
 import numbers
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import results  # noqa: E402
+import results  # this folder is first on sys.path when it runs as a script
 
 # meta fields, and run options (meta.args), the parts must share (absent in
 # both is agreement)
@@ -57,11 +53,21 @@ def load(path):
                          "(no meta object, rows list and notes list)")
     if "parts" in data["meta"] or any(isinstance(r, dict) and "part" in r for r in data["rows"]):
         raise SystemExit(f"merge.py: {path} is a merged file: merge the runs it came from")
+    if not isinstance(data["meta"].get("args", {}), dict):
+        raise SystemExit(f"merge.py: {path}: meta.args is not an object")
     for i, r in enumerate(data["rows"]):
         missing = [k for k in KEYS if not isinstance(r, dict) or k not in r]
+        if not missing and not isinstance(r["status"], str):
+            missing = ["status text"]
         if not missing and r["status"] == "ok":
-            missing = [k for k in MEASURED if not isinstance(r.get(k), numbers.Real)]
-            missing += [] if "joules" in r else ["joules"]
+            missing = [k for k in MEASURED
+                       if not isinstance(r.get(k), numbers.Real) or not r[k] > 0]
+            if r.get("joules") is not None and not isinstance(r["joules"], numbers.Real):
+                missing.append("joules number")
+            if "joules" not in r:
+                missing.append("joules")
+            if r["mode"] == "prefill" and not isinstance(r.get("prompt"), int):
+                missing.append("prompt")
         if missing:
             raise SystemExit(f"merge.py: {path}: row {i} has no {', '.join(missing)}")
     return data
@@ -71,6 +77,10 @@ def merge(parts):
     """parts: [(path, data)]. Returns (meta, rows, notes, replaced)."""
     first_path, first = parts[0]
     for path, data in parts[1:]:
+        if ("args" in first["meta"]) != ("args" in data["meta"]):
+            who = path if "args" not in data["meta"] else first_path
+            raise SystemExit(f"merge.py: {who} has no meta.args (the run's options): its rows "
+                             "cannot be shown comparable")
         for k in SAME + SAME_ARGS:
             where = (lambda d: d["meta"].get("args") or {}) if k in SAME_ARGS else \
                 (lambda d: d["meta"])
@@ -101,6 +111,15 @@ def main(argv=None):
     ap.add_argument("parts", nargs="+", help="e2e.json files of the runs, earliest first")
     ap.add_argument("--out", required=True, help="output folder")
     args = ap.parse_args(argv)
+    seen = {}
+    for p in args.parts:
+        real = os.path.realpath(p)
+        if real in seen:
+            raise SystemExit(f"merge.py: {p} is given twice (as {seen[real]} before)")
+        seen[real] = p
+    target = os.path.realpath(os.path.join(args.out, "e2e.json"))
+    if target in seen:
+        raise SystemExit(f"merge.py: --out {args.out} would overwrite its input {seen[target]}")
     parts = [(p, load(p)) for p in args.parts]
     meta, rows, notes, replaced = merge(parts)
     results.write(args.out, meta, rows, notes, replaced)

@@ -15,11 +15,12 @@ import pytest
 
 E2E = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "bench", "e2e")
+_path = sys.path[:]
 sys.path.insert(0, E2E)
 import merge  # noqa: E402
 import results  # noqa: E402
 
-sys.path.remove(E2E)
+sys.path[:] = _path
 
 
 def part(rows, args=None, **meta):
@@ -81,6 +82,7 @@ def test_merge(tmp_path):
               row("nccl-ce", 120.0, batch=8), row("none", 85.0),
               row("dmaccl-graph", 60.0, batch=16), row("nccl-graph", 70.0, batch=16)])
     b = part([row("dmaccl-graph", 95.0, batch=8),  # again, later: replaces a's
+              row("nccl-graph", 65.0, batch=16),  # a's reference of a's dmaccl 16, again
               row("nccl-graph", 400.0, batch=32), row("dmaccl-graph", 300.0, batch=32),
               row("none-graph", 250.0, batch=32),
               row("dmaccl-graph", 1.0, batch=64, status="skipped: out of memory"),
@@ -99,7 +101,8 @@ def test_merge(tmp_path):
     # a later skip does not undo a measurement
     assert got[("dmaccl-graph", 16)]["status"] == "ok" and got[("dmaccl-graph", 16)]["part"] == 0
     assert {(r["backend"], r["batch"], r["part"]) for r in data["replaced"]} == \
-        {("dmaccl-graph", 8, 0), ("none-graph", 1, 0), ("dmaccl-graph", 16, 1)}
+        {("dmaccl-graph", 8, 0), ("none-graph", 1, 0), ("dmaccl-graph", 16, 1),
+         ("nccl-graph", 16, 0)}
     # communication against the same run's none row only, a replaced one too
     assert got[("dmaccl-graph", 1)]["comm_us"] == 10.0  # a's none-graph (80), replaced by b's
     assert got[("nccl-graph", 1)]["comm_us"] == 20.0
@@ -109,6 +112,7 @@ def test_merge(tmp_path):
     assert ratio_table(data) == {
         ("1", "dmaccl-graph"): "0.900", ("8", "dmaccl-graph"): "-",  # b has no nccl-graph 8
         ("8", "nccl-ce"): "-", ("1", "nccl-ce"): "-",  # no eager nccl row anywhere
+        # a's dmaccl 16 against a's reference, replaced by b's in the table
         ("16", "dmaccl-graph"): f"{60.0 / 70.0:.3f}", ("32", "dmaccl-graph"): "0.750"}
     with open(tmp_path / "m" / "e2e.txt") as f:
         text = f.read()
@@ -121,6 +125,22 @@ def test_merge(tmp_path):
 
 BAD = {
     "ranks": (part([row("nccl-graph", 1.0)], ranks=4), "differ in ranks (4 against 2)"),
+    "chunks": (part([row("nccl-graph", 1.0)], args=dict(chunks=4)), "differ in chunks"),
+    "seed": (part([row("nccl-graph", 1.0)], args=dict(seed=1)), "differ in seed"),
+    "tol": (part([row("nccl-graph", 1.0)], args=dict(tol=0.1)), "differ in tol"),
+    "moe_layers": (part([row("nccl-graph", 1.0)], args=dict(moe_layers=2)),
+                   "differ in moe_layers"),
+    "no-args": (dict(part([row("nccl-graph", 1.0)]), meta={"ranks": 2}), "has no meta.args"),
+    "args-type": (dict(part([]), meta=dict(part([])["meta"], args=[1])),
+                  "meta.args is not an object"),
+    "merged-row": (part([dict(row("nccl-graph", 1.0), part=0)]), "is a merged file"),
+    "notes": (dict(part([]), notes="x"), "is not an e2e.json"),
+    "joules": (part([dict(row("nccl-graph", 1.0), joules="2")]), "row 0 has no joules number"),
+    "no-joules": (part([{k: v for k, v in row("nccl-graph", 1.0).items() if k != "joules"}]),
+                  "row 0 has no joules"),
+    "status": (part([dict(row("nccl-graph", 1.0), status=None)]), "row 0 has no status text"),
+    "p50": (part([dict(row("nccl-graph", 1.0), p50_us=0)]), "row 0 has no p50_us"),
+    "prompt": (part([dict(row("nccl", 1.0), mode="prefill")]), "row 0 has no prompt"),
     "gpu": (part([row("nccl-graph", 1.0)], gpu="H100"), "differ in gpu"),
     "layers": (part([row("nccl-graph", 1.0)], args=dict(layers=8)), "differ in layers"),
     "merged": (dict(part([row("nccl-graph", 1.0)]), meta=dict(part([])["meta"], parts=[])),
@@ -150,3 +170,28 @@ def test_merge_refuses(tmp_path, case):
     msg = str(e.value)
     assert str(bad) in msg and want in msg, msg
     assert not out.exists()
+
+
+def test_merge_refuses_paths(tmp_path):
+    """The same file twice, or --out onto an input: refused, the input kept."""
+    p0, p1 = dump(tmp_path, part([row("nccl-graph", 100.0)]), part([row("dmaccl-graph", 90.0)]))
+    with pytest.raises(SystemExit) as e:
+        merge.main(["--out", str(tmp_path / "m"), p0, p1, str(tmp_path / "." / "part0.json")])
+    assert "is given twice" in str(e.value)
+    os.makedirs(tmp_path / "run")
+    own = str(tmp_path / "run" / "e2e.json")
+    with open(p0) as f, open(own, "w") as g:
+        g.write(f.read())
+    with pytest.raises(SystemExit) as e:
+        merge.main(["--out", str(tmp_path / "run"), own, p1])
+    assert "would overwrite its input" in str(e.value)
+    with open(own) as f:
+        assert "parts" not in json.load(f)["meta"]
+
+
+def test_write_makes_text_first(tmp_path):
+    """A row the table cannot print: write() raises before any file exists."""
+    bad = dict(row("nccl-graph", 100.0), p99_us="x")
+    with pytest.raises(ValueError):
+        results.write(str(tmp_path / "w"), {"reference": "nccl"}, [bad], [])
+    assert not (tmp_path / "w").exists()
