@@ -177,6 +177,20 @@ static int runColls(int n, const int *devs, int shared) {
       cs.count = 1 << 16;
       cs.root = n - 1;
       cs.seed = 40u + (uint64_t)c;
+      /* AllGatherV: uneven blocks, none empty, with gaps, so that the
+       * built-in selection's line form applies on any rank count (its
+       * lines need a non-empty block from every rank: staged.c); random
+       * arrays put an empty block on some rank counts (3 ranks: stage) */
+      collVArrays agv;
+      if (c == COLL_ALLGATHERV) {
+        memset(&agv, 0, sizeof(agv));
+        for (size_t r = 0, at = 0; r < (size_t)n; r++) {
+          agv.counts[r] = cs.count - 1000 * r;
+          agv.displs[r] = at;
+          at += agv.counts[r] + 3;
+        }
+        cs.arrays = &agv;
+      }
       ccOp *op = ccOpNew(&env, n, &cs);
       ASSERT_TRUE(op != NULL);
       if (collTable[c].flags & COLL_P2P) {
