@@ -66,6 +66,37 @@ def time_steps(fn, steps, cuda):
     return [s.elapsed_time(e) * 1e3 for s, e in ev]
 
 
+def time_rounds(fns, steps, cuda):
+    """Several step functions timed in `steps` rounds: round i calls each
+    function once, starting with function i mod len(fns). On the GPU each
+    step is then waited for, so the next one starts on an idle GPU: a
+    step's time is its host issue and its GPU work, whatever ran before it
+    (back to back, a host-bound step after one whose GPU work still runs
+    would hide part of its host time). One list of microseconds per
+    function."""
+    k = len(fns)
+    orders = [[(i + j) % k for j in range(k)] for i in range(steps)]
+    out = [[] for _ in fns]
+    if not cuda:
+        for order in orders:
+            for f in order:
+                t0 = time.perf_counter()
+                fns[f]()
+                out[f].append((time.perf_counter() - t0) * 1e6)
+        return out
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+           for _ in range(steps)] for _ in fns]
+    torch.cuda.synchronize()
+    for i, order in enumerate(orders):
+        for f in order:
+            s, e = ev[f][i]
+            s.record()
+            fns[f]()
+            e.record()
+            torch.cuda.synchronize()
+    return [[s.elapsed_time(e) * 1e3 for s, e in evs] for evs in ev]
+
+
 def percentile(xs, q):
     """The q-th percentile (0..100) of xs, linear between ranks."""
     xs = sorted(xs)

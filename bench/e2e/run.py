@@ -128,6 +128,10 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=positive(int), help="timed steps per row")
     ap.add_argument("--warmup", type=positive(int), default=10, help="untimed steps first")
     ap.add_argument("--prefill-reps", type=positive(int), help="timed prefill passes per row")
+    ap.add_argument("--interleave", action="store_true",
+                    help="time the backends of a shape together, one step of each in turn "
+                         "(rotating order), each step waited for: a slow period of the host "
+                         "falls on every backend alike")
     ap.add_argument("--chunks", type=positive(int), default=2,
                     help="pieces of each collective in sp-overlap")
     ap.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")

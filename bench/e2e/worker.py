@@ -12,7 +12,7 @@ import torch.distributed as dist
 
 from comms import DmacclComm, GlooComm, NcclCeComm, NoComm, TorchComm, WideComm
 from dense import DENSE_MODELS, DenseModel, DenseStep, padded_rows
-from measure import Energy, Streams, capture, percentile, time_steps
+from measure import Energy, Streams, capture, percentile, time_rounds, time_steps
 from moe import MOE_MODELS, MoeModel, MoeStep
 
 BASES = ("nccl", "nccl-ce", "gloo", "dmaccl", "dmaccl-zero", "none")  # backends, graph or not
@@ -26,6 +26,15 @@ EXACT_K = 2.0
 # The reference's output of a (variant, graph), the control's (None where
 # none ran) and the reference's distance from it.
 Ref = namedtuple("Ref", "out exact rel_exact")
+
+
+class Prep:
+    """A row ready to time: its record, backend (name, graph), step, graph,
+    the function a timed step calls, and when its building started."""
+
+    def __init__(self, rec, name, graph, comm, step, g, fn, started):
+        self.rec, self.name, self.graph, self.comm = rec, name, graph, comm
+        self.step, self.g, self.fn, self.started = step, g, fn, started
 
 
 def verdict(rel_diff, rel_exact, ref_rel_exact, tol):
@@ -166,6 +175,51 @@ class Rank:
         backend's row also runs the control (_exact) and keeps both outputs
         in refs[(variant, graph)] (a Ref). Returns the output (None when
         skipped)."""
+        p = self._prepare(rec, backend, build, steps, skip)
+        if p is None:
+            return None
+        if self.cuda:
+            torch.cuda.synchronize()
+        e0 = self.energy.read()
+        t0 = time.perf_counter()
+        times = time_steps(p.fn, steps, self.cuda)
+        out = self._measured(p, times, tokens, e0, time.perf_counter() - t0)
+        self._drop(p)
+        self._checked(p, out, build, refs, base_variant)
+        return out
+
+    def run_rows(self, rec, backends, build, steps, refs, base_variant, tokens, skip_of):
+        """The rows of one shape and variant, one per backend in order (the
+        reference first: the others are checked against it). With
+        --interleave every backend's step is built (and captured) first, and
+        the steps are timed in rounds, each round one step of every backend
+        in a rotated order, each step waited for (time_rounds), so that a
+        slow period of the host or the GPU falls on every backend alike;
+        each backend's energy is then read over a loop of its own. Otherwise
+        one row after the other, its steps back to back (run_row)."""
+        if not self.args.interleave:
+            for b in backends:
+                self.run_row(rec, b, build, steps, refs, base_variant, tokens, skip=skip_of(b))
+            return
+        preps = []
+        for b in backends:
+            p = self._prepare(dict(rec, interleaved=True), b, build, steps, skip_of(b))
+            if p is not None:
+                preps.append(p)
+        if not preps:
+            return
+        if self.cuda:
+            torch.cuda.synchronize()
+        timed = time_rounds([p.fn for p in preps], steps, self.cuda)
+        outs = [self._measured(p, times, tokens) for p, times in zip(preps, timed)]
+        for p in preps:  # every step and graph goes before the control is built
+            self._drop(p)
+        for p, out in zip(preps, outs):
+            self._checked(p, out, build, refs, base_variant)
+
+    def _prepare(self, rec, backend, build, steps, skip):
+        """The row's step built, warmed up and (graph backends) captured: a
+        Prep, or None when the row is skipped (and sent as such)."""
         a = self.args
         name, graph = split_backend(backend)
         rec = dict(rec, backend=backend, graph=graph, ranks=self.n, steps=steps)
@@ -181,7 +235,7 @@ class Rank:
         # running out of memory while building or capturing (no collective
         # runs there) skips the row on every rank; anywhere else it is fatal
         try:
-            step = build(comm)
+            step = build(comm, graph)
         except torch.cuda.OutOfMemoryError:
             step = None
         if not self._agree_built(step, comm, rec):
@@ -196,37 +250,47 @@ class Rank:
                 g = None
             if not self._agree_built(g, comm, rec):
                 return None
-        fn = g.replay if graph else step
-        if self.cuda:
-            torch.cuda.synchronize()
-        e0 = self.energy.read()
-        t0 = time.perf_counter()
-        times = time_steps(fn, steps, self.cuda)
-        wall = time.perf_counter() - t0
+        return Prep(rec, name, graph, comm, step, g, g.replay if graph else step, started)
+
+    def _measured(self, p, times, tokens, e0=None, wall=0.0):
+        """Fills p.rec from the step times (us) and the energy, and returns a
+        copy of the step's output. The energy is read over the timed steps
+        (e0: the counter before them, wall: their seconds) when they lasted
+        --energy-min-s, else over a loop of its own (_joules)."""
         p50 = percentile(times, 50)
-        joules = self._joules(fn, e0, wall, steps, p50)
-        out = step.output().clone()
+        if e0 is None:
+            e0 = self.energy.read()
+        joules = self._joules(p.fn, e0, wall, len(times), p50)
+        out = p.step.output().clone()
         p50_max, = self.reduce([p50], dist.ReduceOp.MAX)
-        rec.update(p50_us=p50, p99_us=percentile(times, 99), mean_us=sum(times) / len(times),
-                   p50_us_max=p50_max, us_per_layer=p50 / rec["layers"],
-                   tok_s=tokens / p50 * 1e6, joules=joules, status="ok",
-                   row_s=time.perf_counter() - started)
-        del step, g, fn
-        self._release(comm)
-        if name == self.reference:
-            exact = self._exact(build, comm) if self.wide else None
-            refs[(rec["variant"], graph)] = Ref(out, exact, self._diff(out, exact)[1])
-        if name != "none":  # without communication the outputs are not the model's
-            rec.update(self._check(out, self._ref(refs, rec["variant"], graph),
-                                   name == self.reference))
-        if name != "none" and rec["variant"] != base_variant:
-            base = self._ref(refs, base_variant, graph)
+        p.rec.update(p50_us=p50, p99_us=percentile(times, 99), mean_us=sum(times) / len(times),
+                     p50_us_max=p50_max, us_per_layer=p50 / p.rec["layers"],
+                     tok_s=tokens / p50 * 1e6, joules=joules, status="ok",
+                     row_s=time.perf_counter() - p.started)
+        return out
+
+    def _drop(self, p):
+        """Frees the row's step and graph and releases its backend's buffers."""
+        p.step = p.g = p.fn = None
+        self._release(p.comm)
+
+    def _checked(self, p, out, build, refs, base_variant):
+        """The numerical check of the row's output (the reference's row runs
+        the control and keeps both in refs), then the row is sent."""
+        rec = p.rec
+        if p.name == self.reference:
+            exact = self._exact(build, p.comm, p.graph) if self.wide else None
+            refs[(rec["variant"], p.graph)] = Ref(out, exact, self._diff(out, exact)[1])
+        if p.name != "none":  # without communication the outputs are not the model's
+            rec.update(self._check(out, self._ref(refs, rec["variant"], p.graph),
+                                   p.name == self.reference))
+        if p.name != "none" and rec["variant"] != base_variant:
+            base = self._ref(refs, base_variant, p.graph)
             d, rel = self._diff(out, base and base.out)
             rec.update(maxdiff_base=d, rel_diff_base=rel)
         self.send("row", rec)
-        return out
 
-    def _exact(self, build, comm):
+    def _exact(self, build, comm, graph):
         """The control: the reference's step with its reductions in fp32
         (WideComm), run once, eagerly and untimed, on the same inputs and
         weights. Its output is the exact result up to one rounding per
@@ -234,7 +298,7 @@ class Rank:
         could not build it (out of memory)."""
         wide = WideComm(comm)
         try:
-            step = build(wide)
+            step = build(wide, graph)
         except torch.cuda.OutOfMemoryError:
             step = None
         if not self.agree(step is not None):
@@ -375,13 +439,12 @@ class Rank:
         for variant in variants:
             chunks = padded_rows(batch, self.n, variant, a.chunks)[1]
             rec = dict(base, variant=variant, chunks=chunks)
-            for backend in self.backends():
-                self.run_row(
-                    rec, backend,
-                    lambda comm: DenseStep(model, comm, self.st, variant, batch, a.chunks, ids,
-                                           caches, kv),
-                    a.steps, refs, "ar", batch,
-                    skip=None if buffers else "one layer's KV cache does not fit in memory")
+            skip = None if buffers else "one layer's KV cache does not fit in memory"
+            self.run_rows(
+                rec, self.backends(),
+                lambda comm, graph: DenseStep(model, comm, self.st, variant, batch, a.chunks,
+                                              ids, caches, kv),
+                a.steps, refs, "ar", batch, lambda b: skip)
 
     def prefill_group(self, model, name, layers, variants, prompt):
         a = self.args
@@ -392,11 +455,11 @@ class Rank:
             chunks = padded_rows(prompt, self.n, variant, a.chunks)[1]
             rec = dict(mode="prefill", model=name, batch=1, prompt=prompt, layers=layers,
                        variant=variant, chunks=chunks)
-            for backend in self.backends(eager_only=True):
-                self.run_row(
-                    rec, backend,
-                    lambda comm: DenseStep(model, comm, self.st, variant, prompt, a.chunks, ids),
-                    a.prefill_reps, refs, "ar", prompt)
+            self.run_rows(
+                rec, self.backends(eager_only=True),
+                lambda comm, graph: DenseStep(model, comm, self.st, variant, prompt, a.chunks,
+                                              ids),
+                a.prefill_reps, refs, "ar", prompt, lambda b: None)
 
     def moe(self, name):
         a, cfg = self.args, MOE_MODELS[name]
@@ -418,17 +481,17 @@ class Rank:
             refs = {}
             for variant in variants:
                 rec = dict(mode="moe", model=name, batch=tokens, layers=layers, variant=variant)
-                for backend in self.backends():
-                    graph = split_backend(backend)[1]
-                    skip = None
+
+                def skip_of(backend):
                     if variant.endswith("-tbo") and tokens < 2:
-                        skip = "two micro-batches need 2 tokens per rank"
-                    elif graph:
-                        skip = no_graph
-                    self.run_row(
-                        rec, backend,
-                        lambda comm: MoeStep(model, comm, self.st, variant, x0, padded=graph),
-                        a.steps, refs, "agrs", tokens * self.n, skip=skip)
+                        return "two micro-batches need 2 tokens per rank"
+                    return no_graph if split_backend(backend)[1] else None
+
+                # a graph backend's step pads its dispatch (fixed capacity)
+                self.run_rows(
+                    rec, self.backends(),
+                    lambda comm, graph: MoeStep(model, comm, self.st, variant, x0, padded=graph),
+                    a.steps, refs, "agrs", tokens * self.n, skip_of)
 
 
 def main(rank, n, args, port, queue):

@@ -6,6 +6,8 @@ dmaccl's host executor, tiny shapes, two ranks.
   agrs), and the derived columns are filled.
 - The same with four ranks: gloo and dmaccl both reduce bf16 in fp32 with
   one rounding, so dmaccl gives the exact result's bits.
+- `--interleave` (the backends of a row timed together in rounds): the same
+  rows, marked, measured and checked.
 - The paths the CPU run cannot reach because they only run in CUDA graphs:
   the fixed-capacity AlltoAll dispatch, checked against the exact one, and
   sp-overlap with more chunks, against ar.
@@ -100,6 +102,41 @@ def test_cpu_run_zero_policy(tmp_path):
     assert len(zero) == 3 + 4  # dense ar, sp, sp-overlap; moe agrs, a2a and their -tbo
     for r in zero:
         assert r["check"] == "ok" and r["rel_diff"] <= TOL, f"{r['mode']} {r['variant']}"
+
+
+def test_cpu_run_interleaved(tmp_path):
+    """--interleave: the same rows as one after the other, each marked as
+    timed together with its shape's other backends, measured and checked
+    against the reference (whose row is finished first)."""
+    rows = cpu_run(tmp_path, "--interleave", "--batches", "4", "--tokens", "4")["rows"]
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 3 * (3 + 3 + 4)  # gloo, dmaccl, none: dense, prefill, moe variants
+    for r in ok:
+        what = f"{r['mode']} {r['variant']} {r['backend']}"
+        assert r.get("interleaved") is True, what
+        assert 0 < r["p50_us"] <= r["p99_us"] and r["tok_s"] > 0, what
+        if r["backend"] == "none":
+            continue
+        assert r["check"] == ("reference" if r["backend"] == "gloo" else "ok"), what
+        assert r["rel_diff"] <= TOL, what
+        if r["variant"] not in ("ar", "agrs"):
+            assert r["rel_diff_base"] is not None and r["rel_diff_base"] <= TOL, what
+
+
+def test_time_rounds():
+    """The rounds of --interleave: each round calls every step once, starting
+    one further each round; one time per call, per function."""
+    sys.path.insert(0, E2E)
+    try:
+        from measure import time_rounds
+    finally:
+        sys.path.remove(E2E)
+    calls = []
+    fns = [lambda i=i: calls.append(i) for i in range(3)]
+    out = time_rounds(fns, 4, False)
+    assert calls == [0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2]
+    assert [len(t) for t in out] == [4, 4, 4]
+    assert all(t >= 0 for ts in out for t in ts)
 
 
 def test_cpu_run_4_ranks(tmp_path):
