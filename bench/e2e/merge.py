@@ -32,7 +32,8 @@ import results  # this folder is first on sys.path when it runs as a script
 # both is agreement)
 SAME = ("device", "ranks", "dtype", "reference", "gpu", "gpus", "shared_gpu", "torch", "nccl",
         "dmaccl_library")
-SAME_ARGS = ("layers", "moe_layers", "chunks", "seed", "tol")
+SAME_ARGS = ("layers", "moe_layers", "chunks", "seed", "tol", "interleave")
+ARG_DEFAULTS = {"interleave": False}  # runs from before the option had none
 KEYS = ("mode", "model", "variant", "batch", "backend", "status", "graph")
 MEASURED = ("p50_us", "p99_us", "tok_s")
 
@@ -84,7 +85,7 @@ def merge(parts):
         for k in SAME + SAME_ARGS:
             where = (lambda d: d["meta"].get("args") or {}) if k in SAME_ARGS else \
                 (lambda d: d["meta"])
-            a, b = where(first).get(k), where(data).get(k)
+            a, b = (where(d).get(k, ARG_DEFAULTS.get(k)) for d in (first, data))
             if a != b:
                 raise SystemExit(f"merge.py: {path} and {first_path} differ in {k} "
                                  f"({b!r} against {a!r}): their rows are not comparable")

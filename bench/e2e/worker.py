@@ -252,14 +252,16 @@ class Rank:
                 return None
         return Prep(rec, name, graph, comm, step, g, g.replay if graph else step, started)
 
-    def _measured(self, p, times, tokens, e0=None, wall=0.0):
+    def _measured(self, p, times, tokens, e0=None, wall=None):
         """Fills p.rec from the step times (us) and the energy, and returns a
         copy of the step's output. The energy is read over the timed steps
-        (e0: the counter before them, wall: their seconds) when they lasted
-        --energy-min-s, else over a loop of its own (_joules)."""
+        (e0: the counter before them, None where it could not be read; wall:
+        their seconds) when they lasted --energy-min-s, else over a loop of
+        its own (_joules); wall None (interleaved steps, no window of the
+        row's own): always over a loop of its own."""
         p50 = percentile(times, 50)
-        if e0 is None:
-            e0 = self.energy.read()
+        if wall is None:
+            e0, wall = self.energy.read(), 0.0
         joules = self._joules(p.fn, e0, wall, len(times), p50)
         out = p.step.output().clone()
         p50_max, = self.reduce([p50], dist.ReduceOp.MAX)
@@ -324,7 +326,10 @@ class Rank:
         if self.agree(built is not None):
             return True
         self._release(comm)
-        self.send("row", dict(rec, status="skipped: out of GPU memory on a rank"))
+        why = "out of GPU memory on a rank"
+        if rec.get("interleaved"):
+            why += " (--interleave: the shape's other steps were alive)"
+        self.send("row", dict(rec, status=f"skipped: {why}"))
         return False
 
     def _release(self, comm):

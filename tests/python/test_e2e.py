@@ -69,6 +69,7 @@ def test_cpu_run(tmp_path):
             assert r["status"].startswith("skipped: two micro-batches"), what
             continue
         assert r["status"] == "ok", what
+        assert "interleaved" not in r, what
         assert 0 < r["p50_us"] <= r["p99_us"] and r["tok_s"] > 0, what
         assert r["joules"] is None, what  # no GPU, no NVML
         if r["backend"] == "none":
@@ -108,19 +109,74 @@ def test_cpu_run_interleaved(tmp_path):
     """--interleave: the same rows as one after the other, each marked as
     timed together with its shape's other backends, measured and checked
     against the reference (whose row is finished first)."""
-    rows = cpu_run(tmp_path, "--interleave", "--batches", "4", "--tokens", "4")["rows"]
+    rows = cpu_run(tmp_path, "--interleave", "--batches", "4", "--tokens", "1,4")["rows"]
     ok = [r for r in rows if r["status"] == "ok"]
-    assert len(ok) == 3 * (3 + 3 + 4)  # gloo, dmaccl, none: dense, prefill, moe variants
+    # gloo, dmaccl, none: dense, prefill, moe variants at 4 tokens, moe agrs and a2a at 1
+    assert len(ok) == 3 * (3 + 3 + 4 + 2)
+    skipped = [r for r in rows if r["status"] != "ok"]  # -tbo at 1 token, every backend
+    assert len(skipped) == 3 * 2
+    assert all(r["status"].startswith("skipped: two micro-batches") for r in skipped)
     for r in ok:
-        what = f"{r['mode']} {r['variant']} {r['backend']}"
+        what = f"{r['mode']} {r['variant']} {r['backend']} batch {r['batch']}"
         assert r.get("interleaved") is True, what
         assert 0 < r["p50_us"] <= r["p99_us"] and r["tok_s"] > 0, what
         if r["backend"] == "none":
             continue
         assert r["check"] == ("reference" if r["backend"] == "gloo" else "ok"), what
         assert r["rel_diff"] <= TOL, what
+        # the control ran (after the shape's steps were dropped)
+        assert (r["rel_exact"] == 0.0) if r["backend"] == "gloo" else (r["rel_exact"] <= TOL), what
         if r["variant"] not in ("ar", "agrs"):
             assert r["rel_diff_base"] is not None and r["rel_diff_base"] <= TOL, what
+
+
+def test_run_rows_order():
+    """--interleave's order on every rank: every backend's step prepared (a
+    skipped one not), the rounds timed once over the prepared ones, each
+    measured with its own times, all dropped, then checked, the reference
+    first; without --interleave one row after the other."""
+    sys.path.insert(0, E2E)
+    try:
+        import worker
+    finally:
+        sys.path.remove(E2E)
+    from types import SimpleNamespace
+
+    log = []
+
+    def fake_rank(interleave):
+        r = worker.Rank.__new__(worker.Rank)
+        r.args, r.cuda = SimpleNamespace(interleave=interleave), False
+
+        def prepare(rec, b, build, steps, skip):
+            log.append(("prepare", b))
+            return None if skip else SimpleNamespace(rec=rec, name=b, fn=b)
+
+        r._prepare = prepare
+        r._measured = lambda p, times, tokens, e0=None, wall=None: \
+            log.append(("measure", p.name, tuple(times), wall is None)) or p.name + "-out"
+        r._drop = lambda p: log.append(("drop", p.name))
+        r._checked = lambda p, out, build, refs, base: log.append(("check", p.name, out,
+                                                                   p.rec.get("interleaved")))
+        r.run_row = lambda rec, b, *rest, skip=None: log.append(("row", b, skip))
+        return r
+
+    saved = worker.time_rounds
+    worker.time_rounds = lambda fns, steps, cuda: (log.append(("rounds", tuple(fns), steps))
+                                                   or [[float(i)] * steps for i in range(len(fns))])
+    try:
+        skip = {"b": "no"}.get
+        fake_rank(True).run_rows({}, ["ref", "b", "c"], None, 2, {}, "ar", 1, skip)
+        assert log == [("prepare", "ref"), ("prepare", "b"), ("prepare", "c"),
+                       ("rounds", ("ref", "c"), 2),
+                       ("measure", "ref", (0.0, 0.0), True), ("measure", "c", (1.0, 1.0), True),
+                       ("drop", "ref"), ("drop", "c"),
+                       ("check", "ref", "ref-out", True), ("check", "c", "c-out", True)]
+        log.clear()
+        fake_rank(False).run_rows({}, ["ref", "b"], None, 2, {}, "ar", 1, skip)
+        assert log == [("row", "ref", None), ("row", "b", "no")]
+    finally:
+        worker.time_rounds = saved
 
 
 def test_time_rounds():

@@ -143,6 +143,8 @@ BAD = {
     "prompt": (part([dict(row("nccl", 1.0), mode="prefill")]), "row 0 has no prompt"),
     "gpu": (part([row("nccl-graph", 1.0)], gpu="H100"), "differ in gpu"),
     "layers": (part([row("nccl-graph", 1.0)], args=dict(layers=8)), "differ in layers"),
+    "interleave": (part([row("nccl-graph", 1.0)], args=dict(interleave=True)),
+                   "differ in interleave (True against False)"),
     "merged": (dict(part([row("nccl-graph", 1.0)]), meta=dict(part([])["meta"], parts=[])),
                "is a merged file"),
     "missing": (None, "cannot read"),
@@ -170,6 +172,18 @@ def test_merge_refuses(tmp_path, case):
     msg = str(e.value)
     assert str(bad) in msg and want in msg, msg
     assert not out.exists()
+
+
+def test_merge_interleave_default(tmp_path):
+    """A run from before --interleave (no such option in meta.args) merges
+    with a run that did not interleave, and not with one that did."""
+    old = part([row("nccl-graph", 100.0)])
+    new = part([row("dmaccl-graph", 90.0)], args=dict(interleave=False))
+    assert len(merged(tmp_path, old, new)["rows"]) == 2
+    with pytest.raises(SystemExit) as e:
+        merged(tmp_path, old, part([row("dmaccl-graph", 90.0)], args=dict(interleave=True)),
+               out="m2")
+    assert "differ in interleave" in str(e.value)
 
 
 def test_merge_refuses_paths(tmp_path):
