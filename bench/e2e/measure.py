@@ -48,32 +48,17 @@ def time_steps(fn, steps, cuda):
     """Microseconds of each of `steps` back-to-back calls: CUDA events around
     each call on the GPU (so a host-bound eager step counts its host time),
     the host clock on the CPU."""
-    if not cuda:
-        out = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - t0) * 1e6)
-        return out
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(steps)]
-    torch.cuda.synchronize()
-    for s, e in ev:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1e3 for s, e in ev]
+    return time_rounds([fn], steps, cuda, wait=False)[0]
 
 
-def time_rounds(fns, steps, cuda):
+def time_rounds(fns, steps, cuda, wait=True):
     """Several step functions timed in `steps` rounds: round i calls each
-    function once, starting with function i mod len(fns). On the GPU each
-    step is then waited for, so the next one starts on an idle GPU: a
-    step's time is its host issue and its GPU work, whatever ran before it
-    (back to back, a host-bound step after one whose GPU work still runs
-    would hide part of its host time). One list of microseconds per
-    function."""
+    function once, starting with function i mod len(fns). On the GPU (CUDA
+    events around each call) each step is then waited for (`wait`), so the
+    next one starts on an idle GPU: a step's time is its host issue and its
+    GPU work, whatever ran before it (back to back, a host-bound step after
+    one whose GPU work still runs would hide part of its host time). One
+    list of microseconds per function."""
     k = len(fns)
     orders = [[(i + j) % k for j in range(k)] for i in range(steps)]
     out = [[] for _ in fns]
@@ -93,7 +78,9 @@ def time_rounds(fns, steps, cuda):
             s.record()
             fns[f]()
             e.record()
-            torch.cuda.synchronize()
+            if wait:
+                torch.cuda.synchronize()
+    torch.cuda.synchronize()
     return [[s.elapsed_time(e) * 1e3 for s, e in evs] for evs in ev]
 
 
