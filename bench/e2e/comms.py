@@ -35,9 +35,11 @@ def _equal(sizes, what):
 
 class Comm:
     """The interface. `world`, `rank`: the group's; `graphable`: calls can be
-    captured in a CUDA graph."""
+    captured in a CUDA graph; `notify`: all_gather_notify and wait_arrived
+    exist (per-rank arrival words)."""
 
     graphable = True
+    notify = False
 
     def __init__(self, world, rank):
         self.world, self.rank = world, rank
@@ -193,6 +195,8 @@ class GlooComm(Comm):
 class DmacclComm(Comm):
     """dmaccl.Communicator (copy engines; the host executor on CPU tensors)."""
 
+    notify = True
+
     def __init__(self, comm):
         super().__init__(comm.world_size, comm.rank)
         self.comm = comm
@@ -212,6 +216,15 @@ class DmacclComm(Comm):
 
     def all_gatherv(self, out, inp, sizes):
         self.comm.all_gatherv(out, inp, sizes)
+
+    def all_gather_notify(self, out, inp, words, value):
+        """all_gather that stores value into words[p] once rank p's block
+        of out has landed."""
+        self.comm.all_gather(out, inp, arrived=words, value=value)
+
+    def wait_arrived(self, words, rank, value):
+        """The current stream waits until words[rank] == value."""
+        self.comm.wait_arrived(words, rank, value)
 
     def reduce_scatterv(self, out, inp, sizes):
         self.comm.reduce_scatterv(out, inp, sizes)

@@ -17,6 +17,12 @@ of the vocabulary (vocab-parallel embedding and lm_head). Variants:
   piece (async TP). Rank r's share of the residual is then rows
   {j*TP*cs + r*cs + i}: chunk j's gather lands in rows j*TP*cs.., where its
   GEMM reads them.
+- sp-notify: sp whose AllGathers are one call each with per-rank arrival
+  words (dmaccl's all_gather(arrived=...), dmacclAllGatherNotify) on a side
+  stream: the GEMM on this rank's own rows starts at once (it reads the
+  gather's input), and each peer's rows once that peer's word has landed (a
+  stream memory wait, no SM, capturable). Backends without arrival words
+  (NCCL, gloo, none) run it as sp.
 
 Decode attention reads a KV cache prefilled to `kv` tokens: each step writes
 its K/V at position kv and attends over kv + 1 positions, so every step costs
@@ -52,7 +58,7 @@ DENSE_MODELS = {
     "tiny": DenseConfig(256, 512, 8, 4, 32, 1024, 2),
 }
 
-DENSE_VARIANTS = ("ar", "sp", "sp-overlap")
+DENSE_VARIANTS = ("ar", "sp", "sp-overlap", "sp-notify")
 
 
 def padded_rows(rows, tp, variant, chunks):
@@ -175,6 +181,10 @@ class DenseStep:
             self.shard = comm.empty((n // m.tp, d), dt, dev)  # ReduceScatter output
             self.agin = comm.empty((n // m.tp, d), dt, dev)
             self.agout = comm.empty((n, d), dt, dev)
+        # sp-notify: the AllGathers' arrival words, where the backend has them
+        self.words = None
+        if variant == "sp-notify" and comm.notify:
+            self.words = torch.zeros(m.tp, dtype=torch.int32, device=dev)
         self.logit_l = comm.empty((self.lrows, m.vl), dt, dev)
         self.logit_all = comm.empty((m.tp * self.lrows, m.vl), dt, dev)
         comm.buffers_ready()
@@ -267,6 +277,8 @@ class DenseStep:
         """AllGather(agin) @ w; with chunks, gathers on the side stream and
         each chunk's GEMM starts once its rows are in."""
         out = torch.empty(self.n, w.shape[1], device=w.device, dtype=w.dtype)
+        if self.words is not None:
+            return self._gather_mm_notify(w, out)
         if self.c == 1:
             self._gather()
             torch.mm(self.agout, w, out=out)
@@ -280,6 +292,28 @@ class DenseStep:
         for ev, (_, full) in zip(landed, self._blocks()):
             self.st.wait(ev)
             torch.mm(self.agout[full], w, out=out[full])
+        return out
+
+    def _gather_mm_notify(self, w, out):
+        """sp-notify's AllGather(agin) @ w: one gather with arrival words on
+        the side stream; the own rows' GEMM reads agin at once, each peer's
+        waits for that peer's word. The words are set back to 0 first (on
+        this stream, before the gather: a graph's replays store the same
+        value)."""
+        tp, me = self.m.tp, self.comm.rank
+        ns = self.n // tp
+        self.words.zero_()
+        ready = self.st.mark()
+        with self.st.on_side():
+            self.st.wait(ready)
+            self.comm.all_gather_notify(self.agout, self.agin, self.words, 1)
+            done = self.st.mark()
+        torch.mm(self.agin, w, out=out[me * ns:(me + 1) * ns])
+        for d in range(1, tp):
+            p = (me + d) % tp
+            self.comm.wait_arrived(self.words, p, 1)
+            torch.mm(self.agout[p * ns:(p + 1) * ns], w, out=out[p * ns:(p + 1) * ns])
+        self.st.wait(done)  # the gather's stream joins this one (graphs need it)
         return out
 
     def _mm_scatter(self, a, w):

@@ -9,8 +9,9 @@ dmaccl's host executor, tiny shapes, two ranks.
 - `--interleave` (the backends of a row timed together in rounds): the same
   rows, marked, measured and checked.
 - The paths the CPU run cannot reach because they only run in CUDA graphs:
-  the fixed-capacity AlltoAll dispatch, checked against the exact one, and
-  sp-overlap with more chunks, against ar.
+  the fixed-capacity AlltoAll dispatch, checked against the exact one,
+  sp-overlap with more chunks, against ar, and sp-notify's arrival words
+  (one wait per peer and gather, the words stored).
 - The numerical control (fp32 communication, the rule in worker.verdict) on
   four virtual ranks whose reference rounds as NCCL's ring does.
 - The ratio table at the end of e2e.txt (each row's p50 over its run's
@@ -56,9 +57,9 @@ def cpu_run(out, *extra):
 def test_cpu_run(tmp_path):
     rows = cpu_run(tmp_path)["rows"]
     backends = ("gloo", "dmaccl", "none")
-    want = {("dense", "tiny", v, b, n) for v in ("ar", "sp", "sp-overlap") for b in backends
-            for n in (1, 4)}
-    want |= {("prefill", "tiny", v, b, 1) for v in ("ar", "sp", "sp-overlap") for b in backends}
+    dense = ("ar", "sp", "sp-overlap", "sp-notify")
+    want = {("dense", "tiny", v, b, n) for v in dense for b in backends for n in (1, 4)}
+    want |= {("prefill", "tiny", v, b, 1) for v in dense for b in backends}
     want |= {("moe", "tiny-moe", v, b, n) for v in ("agrs", "a2a", "agrs-tbo", "a2a-tbo")
              for b in backends for n in (1, 4)}
     got = [(r["mode"], r["model"], r["variant"], r["backend"], r["batch"]) for r in rows]
@@ -100,7 +101,7 @@ def test_cpu_run_zero_policy(tmp_path):
     rows = cpu_run(tmp_path, "--backends", "gloo,dmaccl-zero", "--modes", "dense,moe",
                    "--batches", "4", "--tokens", "4")["rows"]
     zero = [r for r in rows if r["backend"] == "dmaccl-zero" and r["status"] == "ok"]
-    assert len(zero) == 3 + 4  # dense ar, sp, sp-overlap; moe agrs, a2a and their -tbo
+    assert len(zero) == 4 + 4  # dense ar, sp, sp-overlap, sp-notify; moe agrs, a2a, -tbo
     for r in zero:
         assert r["check"] == "ok" and r["rel_diff"] <= TOL, f"{r['mode']} {r['variant']}"
 
@@ -112,7 +113,7 @@ def test_cpu_run_interleaved(tmp_path):
     rows = cpu_run(tmp_path, "--interleave", "--batches", "4", "--tokens", "1,4")["rows"]
     ok = [r for r in rows if r["status"] == "ok"]
     # gloo, dmaccl, none: dense, prefill, moe variants at 4 tokens, moe agrs and a2a at 1
-    assert len(ok) == 3 * (3 + 3 + 4 + 2)
+    assert len(ok) == 3 * (4 + 4 + 4 + 2)
     skipped = [r for r in rows if r["status"] != "ok"]  # -tbo at 1 token, every backend
     assert len(skipped) == 3 * 2
     assert all(r["status"].startswith("skipped: two micro-batches") for r in skipped)
@@ -198,7 +199,7 @@ def test_time_rounds():
 def test_cpu_run_4_ranks(tmp_path):
     rows = cpu_run(tmp_path, "--ranks", "4", "--batches", "4", "--tokens", "4")["rows"]
     checked = [r for r in rows if r["status"] == "ok" and r["backend"] != "none"]
-    assert len(checked) == 2 * (3 + 3 + 4)  # gloo and dmaccl: dense, prefill, moe variants
+    assert len(checked) == 2 * (4 + 4 + 4)  # gloo and dmaccl: dense, prefill, moe variants
     for r in checked:
         what = f"{r['mode']} {r['variant']} {r['backend']}"
         assert r["check"] == ("reference" if r["backend"] == "gloo" else "ok"), what
@@ -211,7 +212,7 @@ def test_cpu_run_4_ranks(tmp_path):
 def paths_body(uid, rank, n):
     sys.path.insert(0, E2E)
     import dmaccl
-    from comms import DmacclComm
+    from comms import DmacclComm, NoComm
     from dense import DENSE_MODELS, DenseModel, DenseStep
     from measure import Streams
     from moe import MOE_MODELS, MoeModel, MoeStep
@@ -243,6 +244,19 @@ def paths_body(uid, rank, n):
     overlap = DenseStep(d, comm, st, "sp-overlap", 16, 4, ids, caches, 8)
     assert overlap.c == 4
     assert rel(run(overlap), ar) <= TOL
+    # sp-notify: one gather with arrival words each; every peer's rows wait
+    # for that peer's word (2 gathers per layer, 2 layers), the words hold
+    # the value afterwards, the logits are ar's; a backend without words
+    # runs sp
+    waits, wait = [], comm.wait_arrived
+    comm.wait_arrived = lambda words, p, value: (waits.append((p, value)), wait(words, p, value))
+    notify = DenseStep(d, comm, st, "sp-notify", 16, 1, ids, caches, 8)
+    assert rel(run(notify), ar) <= TOL
+    assert waits == [((rank + k) % n, 1) for k in range(1, n)] * 4
+    assert notify.words.tolist() == [1] * n
+    del comm.wait_arrived
+    assert DenseStep(d, NoComm(n, rank, False), st, "sp-notify", 16, 1, ids, caches,
+                     8).words is None
     comm.comm.destroy()
 
 
