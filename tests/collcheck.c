@@ -12,7 +12,7 @@ const char *ccCollName(collId coll) {
 
 const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
-                                        "relay", "chain", "twoshot"};
+                                        "relay", "chain", "twoshot", "split"};
 
 int ccAlgoTakes(collId coll, const char *algo) {
   /* the row whose selection entry applies (collInfo.select): sendrecv
@@ -26,6 +26,8 @@ int ccAlgoTakes(collId coll, const char *algo) {
     return 0; /* the reductions' */
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
     return coll == COLL_BROADCAST; /* Broadcast's own */
+  if (strcmp(algo, "split") == 0)  /* the rooted collectives' */
+    return coll == COLL_BROADCAST || coll == COLL_GATHER || coll == COLL_SCATTER;
   if (coll == COLL_ALLTOALLV)
     return strcmp(algo, "push1") == 0 || strcmp(algo, "pushn") == 0 || strcmp(algo, "pushb") == 0;
   for (int a = 0; a < CC_NALGOS; a++)

@@ -461,9 +461,11 @@ static int testAlgorithms(void) {
     printf("  %s\n", table);
     bad += runAlgo(ccAlgos[a], "default buffers", counts, 2);
   }
-  /* Reductions in many pieces (scratch of 4 KB: a few hundred bytes per
-   * peer and piece) and the staged forms past their slot (4 KB). */
+  /* split's blocks with a pushed half (PLAN_SPLIT_ALIGN or more) and a
+   * pulled rest. Reductions in many pieces (scratch of 4 KB: a few hundred
+   * bytes per peer and piece) and the staged forms past their slot (4 KB). */
   const size_t big[] = {5003};
+  bad += runAlgo("split", "pushed and pulled halves", big, 1);
   setenv("DMACCL_SCRATCH_BYTES", "4K", 1);
   setenv("DMACCL_STAGE_BYTES", "4K", 1);
   bad += runAlgo("pull1", "4 KB scratch", big, 1);

@@ -1991,9 +1991,11 @@ static int testEveryCollective(void) {
            * 2K, AllReduce's result in 6 groups, a count no part divides
            * evenly, in and out of place; relay's parts in up to 8 groups
            * (relay.c), parts with different numbers of groups; chain's
-           * block in up to 8 groups (chain.c) */
+           * block in up to 8 groups (chain.c); split's blocks with a
+           * pushed half (PLAN_SPLIT_ALIGN or more) and a pulled rest */
           int pipelined = (algo == PLAN_ALGO_PULL1 && planCollOf((planColl)c)->reduces) ||
-                          algo == PLAN_ALGO_RELAY || algo == PLAN_ALGO_CHAIN;
+                          algo == PLAN_ALGO_RELAY || algo == PLAN_ALGO_CHAIN ||
+                          algo == PLAN_ALGO_SPLIT;
           if (!pipelined || k != 0 || n < 2) continue;
           for (int rep = 0; rep < 6 && !rc; rep++) {
             vecStore v;

@@ -26,6 +26,15 @@
  *       so that a peer lane's wait follows every ENTRY signal of its rank.
  *   *b  as *1, with the self and peer copies marked as one batch.
  *
+ * split (Broadcast, Gather, Scatter): each block is moved by both of its
+ * ends at once, each on its lane 0: the sender pushes its first half (rounded
+ * down to PLAN_SPLIT_ALIGN), the receiver pulls the rest. Where a transfer
+ * goes one way (the rooted collectives on 2 ranks) a single engine leaves
+ * the link direction part idle; two engines on one direction measured
+ * 199-214 GB/s each against 340-373 alone (2x H200,
+ * docs/results/pull1-2xh200/). Rounds as *1; ranks that share a block in
+ * either direction exchange ENTRY and EXIT both ways.
+ *
  * In the *1 and *b forms a self copy of PLAN_SIDE_LANE_BYTES or more goes on
  * a lane of its own (lane 1), joined from lane 0 at the start and back at the
  * end: it moves HBM to HBM and needs no peer (the driver runs it as thread
@@ -115,6 +124,55 @@ static int buildOneLane(const planArgs *a, planAlgo algo, planSchedule *s) {
   return rc;
 }
 
+/* split: the bytes of a block its sender pushes (the receiver pulls the rest). */
+static size_t splitPushed(size_t bytes) {
+  return bytes / 2 / PLAN_SPLIT_ALIGN * PLAN_SPLIT_ALIGN;
+}
+
+/* split: whether rank r and peer p move a block between them, either way. */
+static int splitShares(const planArgs *a, int p) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  return ci->block(a, a->rank, p).bytes || ci->block(a, p, a->rank).bytes;
+}
+
+static int buildSplit(const planArgs *a, planSchedule *s) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0;
+  size_t selfBytes = mine(a, 0, r).bytes;
+  int side = selfBytes ? selfLane(a, selfBytes, 1) : 0;
+  s->round = 0;
+  if (side) rc = planAddJoin(s, side, 0);
+  if (!rc && side) rc = addBlockCopy(s, a, 0, r, side, 0);
+  for (int d = 1; d < n && !rc; d++)
+    if (splitShares(a, (r + d) % n))
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  if (!rc && !side) rc = addBlockCopy(s, a, 0, r, 0, 0);
+  s->round = 1;
+  for (int d = 1; d < n && !rc; d++)
+    if (splitShares(a, (r + d) % n))
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    planBlock out = ci->block(a, r, p), in = ci->block(a, p, r);
+    size_t pushed = splitPushed(out.bytes), kept = splitPushed(in.bytes);
+    if (pushed)
+      rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, out.srcOff},
+                       (planLoc){p, PLAN_BUF_RECV, out.dstOff}, pushed, 0);
+    if (!rc && in.bytes > kept)
+      rc = planAddCopy(s, 0, (planLoc){p, PLAN_BUF_SEND, in.srcOff + kept},
+                       (planLoc){r, PLAN_BUF_RECV, in.dstOff + kept}, in.bytes - kept, 0);
+  }
+  for (int d = 1; d < n && !rc; d++)
+    if (splitShares(a, (r + d) % n))
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  s->round = 2;
+  for (int d = 1; d < n && !rc; d++)
+    if (splitShares(a, (r + d) % n))
+      rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+  if (!rc && side) rc = planAddJoin(s, 0, side);
+  return rc;
+}
+
 static int buildPerPeer(const planArgs *a, planAlgo algo, planSchedule *s) {
   int n = a->nranks, r = a->rank, pull = isPull(algo);
   int rc = 0;
@@ -145,6 +203,7 @@ static int buildPerPeer(const planArgs *a, planAlgo algo, planSchedule *s) {
 
 int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s) {
   planScheduleReset(s, args, algo);
+  if (algo == PLAN_ALGO_SPLIT) return buildSplit(args, s);
   return isPerPeer(algo) ? buildPerPeer(args, algo, s) : buildOneLane(args, algo, s);
 }
 

@@ -118,7 +118,11 @@ typedef enum {
    * second kernel stores the reduced part into every peer's receive buffer
    * and signals EXIT. Each rank sends 2(n-1)/n of the buffer, not n-1 */
   PLAN_ALGO_TWOSHOT = 12,
-  PLAN_NUM_ALGOS = 13
+  /* Broadcast, Gather, Scatter: each block moved by both ends at once, its
+   * first half pushed by the sender, the rest pulled by the receiver
+   * (direct.c): two GPUs' copy engines on one link direction */
+  PLAN_ALGO_SPLIT = 13,
+  PLAN_NUM_ALGOS = 14
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -262,6 +266,8 @@ typedef struct {
 
 /* Self copies from this size on get a lane of their own (direct.c). */
 #define PLAN_SIDE_LANE_BYTES ((size_t)1 << 20)
+/* split: the pushed half of a block is a multiple of this (direct.c) */
+#define PLAN_SPLIT_ALIGN ((size_t)4096)
 
 /*
  * Arguments of one rank's call, as the planner needs them. Counts are in

@@ -116,7 +116,7 @@ const char planDefaultTune[] =
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
-                                        "relay", "chain", "twoshot"};
+                                        "relay", "chain", "twoshot", "split"};
 _Static_assert(sizeof(algoNames) / sizeof(algoNames[0]) == PLAN_NUM_ALGOS, "a name per algorithm");
 
 const char *planAlgoName(planAlgo a) {
