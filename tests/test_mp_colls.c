@@ -7,7 +7,8 @@
  * seed and checks its whole receive allocation (gaps and guard included)
  * against tools/common/colls.c's reference. Both the built-in selection and
  * the direct forms, one collective at a time, and the reductions as
- * stagesm and as stagell, and AllReduce as twoshot. The table's sendrecv
+ * stagesm and as stagell, AllReduce as twoshot, and Broadcast, Gather and
+ * Scatter as split. The table's sendrecv
  * row (each rank sends to the next and receives from the previous, one group
  * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
  * (direct: pushb), and is skipped on one rank (a Send to oneself is refused).
@@ -41,11 +42,14 @@ static const char *stagell =
     "allreduce:stagell;reducescatter:stagell;reducescatterv:stagell;reduce:stagell";
 /* ... in two shots (the rest built in) */
 static const char *twoshot = "allreduce:twoshot";
+/* The rooted collectives pushed and pulled in halves (the rest built in) */
+static const char *split = "broadcast:split;gather:split;scatter:split";
 static const char *formName(const char *algo) {
   return !algo             ? "built-in selection"
          : algo == stagesm ? "stagesm"
          : algo == stagell ? "stagell"
          : algo == twoshot ? "twoshot"
+         : algo == split   ? "split"
                            : "direct forms";
 }
 
@@ -217,8 +221,8 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
 static int run(int gpu) {
   const int nr[] = {1, 2, 3, 4};
   for (int i = 0; i < 4; i++)
-    for (int k = 0; k < 5; k++) {
-      const char *forms[] = {NULL, direct, stagesm, stagell, twoshot};
+    for (int k = 0; k < 6; k++) {
+      const char *forms[] = {NULL, direct, stagesm, stagell, twoshot, split};
       mpArg a = {gpu, forms[k]};
       int failed = mpRun(nr[i], body, &a, 300, 0);
       if (failed) {

@@ -2165,8 +2165,8 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
   static planSchedule S[GP_N][GP_OPS];
   static sqFlags flag;
   static sqRank q[GP_N];
-  const planAlgo algos[] = {PLAN_ALGO_RELAY, PLAN_ALGO_CHAIN, PLAN_ALGO_PUSH1,
-                            PLAN_ALGO_PULL1, PLAN_ALGO_PULLN, PLAN_ALGO_PUSHB};
+  const planAlgo algos[] = {PLAN_ALGO_RELAY, PLAN_ALGO_CHAIN, PLAN_ALGO_PUSH1, PLAN_ALGO_PULL1,
+                            PLAN_ALGO_PULLN, PLAN_ALGO_PUSHB, PLAN_ALGO_SPLIT};
   uint32_t x = seed | 1;
   int n = control ? 3 + (int)(stageRand(&x) % 6) : 2 + (int)(stageRand(&x) % 7), rc = 0;
   size_t bytes[GP_OPS];
@@ -2182,7 +2182,7 @@ static int graphPieceRun(uint32_t seed, int graph, int control, char *why, size_
     root[k] = (int)(stageRand(&x) % (uint32_t)n);
     inPlace[k] = (int)(stageRand(&x) & 1);
     planAlgo al =
-        control || stageRand(&x) % 3 ? algos[stageRand(&x) % 2] : algos[2 + stageRand(&x) % 4];
+        control || stageRand(&x) % 3 ? algos[stageRand(&x) % 2] : algos[2 + stageRand(&x) % 5];
     for (int r = 0; r < n && !rc; r++) {
       planArgs a = {.coll = PLAN_COLL_BROADCAST,
                     .rank = r,

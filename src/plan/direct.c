@@ -35,7 +35,7 @@
  * docs/results/pull1-2xh200/). Rounds as *1; ranks that share a block in
  * either direction exchange ENTRY and EXIT both ways.
  *
- * In the *1 and *b forms a self copy of PLAN_SIDE_LANE_BYTES or more goes on
+ * In the *1 and *b forms and split a self copy of PLAN_SIDE_LANE_BYTES or more goes on
  * a lane of its own (lane 1), joined from lane 0 at the start and back at the
  * end: it moves HBM to HBM and needs no peer (the driver runs it as thread
  * blocks, not on a copy engine), so on its own lane it overlaps
