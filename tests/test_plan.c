@@ -318,6 +318,35 @@ static int testAllCases(void) {
   return 0;
 }
 
+/* planCheck's ENTRY rule: a copy that touches a peer's buffers before any
+ * WAIT for that peer (push1 with its WAIT for the peer's ENTRY moved behind
+ * the copy) is refused, naming the step; the schedules as built pass. */
+static int testCheckEntry(void) {
+  planSchedule s[2];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  for (int r = 0; r < 2; r++) {
+    planArgs args = PA(PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0);
+    ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &s[r]), 0);
+  }
+  ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), 0);
+  int moved = 0;
+  for (int i = 0; i + 1 < s[0].nsteps && !moved; i++) {
+    planStep *w = &s[0].steps[i], *c = &s[0].steps[i + 1];
+    if (w->kind == PLAN_STEP_WAIT && w->phase == PLAN_PHASE_ENTRY && c->kind == PLAN_STEP_COPY &&
+        c->dst.rank == 1) {
+      planStep t = *w;
+      *w = *c, *c = t;
+      moved = 1;
+    }
+  }
+  ASSERT_TRUE(moved);
+  ASSERT_EQ_INT(planCheck(s, 2, why, sizeof(why)), -1);
+  ASSERT_TRUE(strstr(why, "touches rank 1's buffers before any WAIT for that rank") != NULL);
+  for (int r = 0; r < 2; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 static int testRotatedOrder(void) {
   /* Rank r's first peer copy goes to r+1: no peer is everyone's first target. */
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
@@ -3194,6 +3223,7 @@ int main(void) {
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);
+  RUN(testCheckEntry);
   RUN(testRotatedOrder);
   RUN(testGraphPiecePhases);
   RUN(testPullsAcross);

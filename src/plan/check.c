@@ -1,7 +1,7 @@
 /*
  * planCheck: the queue-safety rules of plan.h, checked on the schedules of
- * one operation (every rank's), and that an EXIT to a peer follows every
- * step that reads or writes that peer's buffers.
+ * one operation (every rank's), and that every step that reads or writes a
+ * peer's buffers follows a WAIT for that peer and precedes the EXIT to it.
  *
  * Ancestry within a rank ("step a comes before step b in its lane and JOIN
  * order") is computed with vector clocks over lanes: clock[i][m] is how many
@@ -301,6 +301,27 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   "rank %d: EXIT to rank %d (step %d, lane %d) is not ordered after step %d "
                   "(%s, lane %d), which touches that rank's buffers",
                   r, X->peer, x, X->lane, i, kindName(S->kind), S->lane);
+    }
+  }
+  /* ENTRY's side: a step that reads or writes peer p's send or receive
+   * buffer is ordered after a WAIT for p (any phase: p's ENTRY, or a signal
+   * p raises only once it is in the operation), so that p's buffers are
+   * ready before they are touched. */
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *S = &s->steps[i];
+    const int *ci = &clock[(size_t)i * (size_t)nl];
+    for (int p = 0; p < n && !rc; p++) {
+      if (p == r || !stepTouches(s, S, p)) continue;
+      int waited = 0;
+      for (int w = 0; w < s->nsteps && !waited; w++) {
+        const planStep *W = &s->steps[w];
+        waited = W->kind == PLAN_STEP_WAIT && W->peer == p && w != i && ci[W->lane] > ord[w];
+      }
+      if (!waited)
+        rc = fail(err, errlen,
+                  "rank %d step %d (%s, lane %d) touches rank %d's buffers before any WAIT for "
+                  "that rank: they may not be ready",
+                  r, i, kindName(S->kind), S->lane, p);
     }
   }
   /* ... and every peer whose buffers a step touches gets an EXIT. */

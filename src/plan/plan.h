@@ -418,9 +418,10 @@ int planPieceSignals(const planSchedule *s, int red, int *peers);
 
 /* Checks the schedules of one operation, s[r] being rank r's (n ranks), for
  * the queue-safety rules above, the lane structure (lanes > 0 open with a
- * JOIN from lane 0 and are joined back), and the pairing of SIGNALs and
- * WAITs (at most one per pair and phase). Returns 0, or -1 with a sentence
- * naming the rank and step in err. */
+ * JOIN from lane 0 and are joined back), the pairing of SIGNALs and WAITs
+ * (at most one per pair and phase), and that a step touching a peer's send
+ * or receive buffer comes after a WAIT for that peer and before the EXIT to
+ * it. Returns 0, or -1 with a sentence naming the rank and step in err. */
 int planCheck(const planSchedule *s, int n, char *err, size_t errlen);
 
 /* Algorithm and collective names ("push1", "allgather"). */
