@@ -217,14 +217,12 @@ def paths_body(uid, rank, n):
     from dense import DENSE_MODELS, DenseModel, DenseStep
     from measure import Streams
     from moe import MOE_MODELS, MoeModel, MoeStep
+    from order import rel
 
     cpu = torch.device("cpu")
     comm = DmacclComm(dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n,
                                           executor="host"))
     st = Streams(cpu)
-
-    def rel(a, b):
-        return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
 
     def run(step):
         step()
@@ -256,6 +254,7 @@ def notify_body(uid, rank, n):
     from comms import DmacclComm, NoComm
     from dense import DENSE_MODELS, DenseModel, DenseStep
     from measure import Streams
+    from order import rel
 
     cpu = torch.device("cpu")
     log = []
@@ -322,15 +321,11 @@ def notify_body(uid, rank, n):
         assert step.words.tolist() == [1] * n
     finally:
         dense.torch = saved
-    assert rel_of(run(step), ar) <= TOL  # the whole step, twice: words set back between
-    assert rel_of(run(step), ar) <= TOL
+    assert rel(run(step), ar) <= TOL  # the whole step, twice: words set back between
+    assert rel(run(step), ar) <= TOL
     assert DenseStep(d, NoComm(n, rank, False), Streams(cpu), "sp-notify", 16, 1, ids, caches,
                      8).words is None
     comm.comm.destroy()
-
-
-def rel_of(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
 
 
 def test_graph_paths_on_cpu():
