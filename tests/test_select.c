@@ -405,8 +405,59 @@ static int testNoSmMoves(void) {
   return 0;
 }
 
+/* split in the built-in table: 2-rank Broadcast and Scatter from 8 MB
+ * (stage below), eager and captured; other rank counts and Gather never. A
+ * Send/Recv channel's table (planTableForChannel) takes pushb for the
+ * built-in's and a tuning file's split and nothing else; DMACCL_ALGO's
+ * split stays. */
+static int testSplitRows(void) {
+  const size_t M = (size_t)1 << 20;
+  planTable t;
+  planTableDefaults(&t, 2);
+  for (int g = 0; g < 2; g++) {
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M - 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, SIZE_MAX - 1, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M - 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 512 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 512 * M, g, NULL), PLAN_ALGO_PUSHB);
+  }
+  for (int nranks = 3; nranks <= 8; nranks++) {
+    planTable u;
+    planTableDefaults(&u, nranks);
+    for (int c = 0; c < PLAN_NUM_COLLS; c++)
+      for (int e = 0; e <= 40; e++)
+        ASSERT_TRUE(planSelect(&u, (planColl)c, (size_t)1 << e, NULL) != PLAN_ALGO_SPLIT);
+  }
+  planTable ch = t;
+  ASSERT_EQ_INT(planTableForChannel(&ch), 1);
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    for (int g = 0; g < 2; g++)
+      for (int e = 0; e <= 40; e++) {
+        size_t v = (size_t)1 << e;
+        planAlgo was = planSelectIn(&t, (planColl)c, v, g, NULL),
+                 now = planSelectIn(&ch, (planColl)c, v, g, NULL);
+        ASSERT_EQ_INT(now,
+                      c == PLAN_COLL_BROADCAST && was == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : was);
+      }
+  ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_SCATTER, 64 * M, NULL), PLAN_ALGO_SPLIT);
+  char err[256];
+  t.origin = PLAN_FROM_TUNE_FILE;
+  ASSERT_EQ_INT(planTableParse(&t, "broadcast@graph:1M-2M:split", err, sizeof(err)), 0);
+  t.origin = PLAN_FROM_ENV;
+  ASSERT_EQ_INT(planTableParse(&t, "broadcast:0-1M:split", err, sizeof(err)), 0);
+  ch = t;
+  ASSERT_EQ_INT(planTableForChannel(&ch), 2);
+  ASSERT_EQ_INT(planSelectIn(&ch, PLAN_COLL_BROADCAST, M, 1, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_BROADCAST, 4096, NULL), PLAN_ALGO_SPLIT);
+  ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_BROADCAST, 64 * M, NULL), PLAN_ALGO_PUSHB);
+  return 0;
+}
+
 int main(void) {
   RUN(testDefaultsParse);
+  RUN(testSplitRows);
   RUN(testNoSmMoves);
   RUN(testIssueExample);
   RUN(testRanges);

@@ -68,8 +68,10 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
     return coreError(comm, dmacclSystemError, "%s: out of memory", call);
   int devs[2] = {a->device, b->device};
   dmacclComm_t made[2];
+  planTable t = c->table;
+  planTableForChannel(&t);
   dmacclResult_t rc = coreMakeSet(made, 2, a->executor == dmacclExecutorCuda ? devs : NULL,
-                                  a->executor, &c->table, 1, call);
+                                  a->executor, &t, 1, call);
   if (rc != dmacclSuccess) {
     char why[sizeof(comm->lastError)];
     snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));
@@ -128,11 +130,13 @@ static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) 
     memcpy(id, m->id, sizeof(id));
     comm->p2pSeen[lo] = gen;
   }
+  planTable t = c->table;
+  planTableForChannel(&t);
   for (int k = 0; k < 2; k++) { /* lo -> hi, then hi -> lo */
     int src = k ? hi : lo, dst = k ? lo : hi;
     dmacclComm_t ch = NULL;
-    rc = coreInitRankWith(&ch, 2, &id[k], me == src ? 0 : 1, comm->executor, &c->table,
-                          comm->device, 1, call);
+    rc = coreInitRankWith(&ch, 2, &id[k], me == src ? 0 : 1, comm->executor, &t, comm->device, 1,
+                          call);
     if (rc != dmacclSuccess) {
       char why[sizeof(comm->lastError)];
       snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));

@@ -533,6 +533,14 @@ void planTableDefaults(planTable *t, int nranks);
  * twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
  * Returns how many ranges changed. */
 int planTableNoSmMoves(planTable *t);
+/* A Send/Recv channel's table, from its parent's: every Broadcast range
+ * from the built-in table or a tuning file that names split takes pushb
+ * (ranges from DMACCL_ALGO or the config stay as named). A channel's
+ * Broadcast moves one way while the channel the other way may run at the
+ * same time, and split pulls on the link direction the peer pushes on:
+ * dmaccl-perf's sendrecv took 1.6-2.0x pushb's time with split (2x H100,
+ * docs/results/split-2xh100/). Returns how many ranges changed. */
+int planTableForChannel(planTable *t);
 /* CTA policies by dmacclCtaPolicy_t's numbers (planTable.ctaPolicy). */
 enum { PLAN_CTA_DEFAULT = 0, PLAN_CTA_EFFICIENCY = 1, PLAN_CTA_ZERO = 2 };
 /* "default", "efficiency", "zero" (as DMACCL_CTA_POLICY takes them), or

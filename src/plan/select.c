@@ -110,9 +110,17 @@ const char planDefaultTune[] =
     "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-inf:pull1;"
     "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
-    /* Broadcast on 2 ranks: one peer, nothing to relay (pushb 1.04x NCCL at
-     * 256 MB on 2x H200, docs/results/pull1-2xh200/). */
-    "2 broadcast:0-8M:stage,8M-inf:pushb\n";
+    /* Broadcast and Scatter on 2 ranks from 8 MB: split, both ranks' copy
+     * engines on the one link direction in use (one peer, nothing to
+     * relay). 2x H100, eager, docs/results/split-2xh100/: Broadcast 8 MB
+     * 36.4-37.7 us against pushb's 38.3-40.0 in three runs (NCCL
+     * 37.6-40.2), 16-512 MB 1.04-1.08x pushb's speed and 1.07-1.14x NCCL's;
+     * Scatter 8 MB 24.6 against 28.6 (NCCL 21.9), 16 MB level, 32-512 MB
+     * 1.03-1.09x pushb's speed, 1.02-1.09x NCCL's; in graphs (16-256 MB)
+     * the same order. Gather keeps pushb: split was level from 128 MB and
+     * 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep pushb
+     * (planTableForChannel). */
+    "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
@@ -516,6 +524,20 @@ int planTableNoSmMoves(planTable *t) {
   for (int c = 0; c < PLAN_NUM_COLLS; c++)
     changed += noSmMoves(t->ranges[c], t->nranges[c]) + noSmMoves(t->granges[c], t->gnranges[c]);
   return changed;
+}
+
+static int noSplit(planRange *r, int n) {
+  int changed = 0;
+  for (int i = 0; i < n; i++)
+    if ((r[i].origin == PLAN_FROM_BUILTIN || r[i].origin == PLAN_FROM_TUNE_FILE) &&
+        r[i].algo == PLAN_ALGO_SPLIT)
+      r[i].algo = PLAN_ALGO_PUSHB, changed++;
+  return changed;
+}
+
+int planTableForChannel(planTable *t) {
+  return noSplit(t->ranges[PLAN_COLL_BROADCAST], t->nranges[PLAN_COLL_BROADCAST]) +
+         noSplit(t->granges[PLAN_COLL_BROADCAST], t->gnranges[PLAN_COLL_BROADCAST]);
 }
 
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {
