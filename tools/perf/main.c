@@ -200,6 +200,22 @@ static size_t kernIndex(const bench *b, int coll, int k, int contender, int inPl
          (size_t)inPlace;
 }
 
+/* CUPTI detaches (bdFini) once the library's threads are idle. A detach
+ * while a dmaccl progress thread made a CUDA call crashed that thread
+ * inside libcupti (2x H100, 2026-11-27, from a core: the thread's first
+ * cudaThreadExchangeStreamCaptureMode, in cudaComplete as it watched
+ * operations, right after the kernel pass; docs/results/split-2xh100/),
+ * though bdFini detaches from a CUDA call's exit callsite as CUPTI's
+ * documentation says. A progress thread makes CUDA calls only while it
+ * watches operations not yet seen complete, at most every 100 ms: after
+ * every contender's work is synchronized (dmacclCommSynchronize covers
+ * the channels too), three of its periods leave it idle. */
+static void detachCupti(bench *b) {
+  for (int i = 0; i < b->nc; i++) perfSyncAll(b, &b->cs[i]);
+  usleep(300000);
+  bdFini();
+}
+
 /* --kernels, before the timed sweep: CUPTI slows every call while it
  * records, so the sweep never runs under it. Every row of the sweep (every
  * process runs every one): an operation, then KERNEL_TRACE_REPS traced ones. */
@@ -239,7 +255,7 @@ static int kernelPass(bench *b) {
           if (!perfTakes(b, &b->cs[i], coll)) continue;
           int rc = perfKernelsRow(b, &b->cs[i], coll, count, ip, KERNEL_TRACE_REPS,
                                   &b->kern[kernIndex(b, coll, k, i, ip)]);
-          if (rc) bdFini();
+          if (rc) detachCupti(b);
           if (rc < 0) return -1;
           if (rc > 0) {
             snprintf(b->kernWhy, sizeof(b->kernWhy), "CUPTI failed while tracing");
@@ -248,7 +264,7 @@ static int kernelPass(bench *b) {
         }
     }
   }
-  bdFini();
+  detachCupti(b);
   b->kernOk = 1;
   return 0;
 }
@@ -341,7 +357,7 @@ static void tracePass(bench *b) {
       if (isCe) ceSeen++, ceKernels += r->bd.kernels, ceCopies += r->bd.copies;
     }
   }
-  if (want) bdFini();
+  if (want) detachCupti(b);
   for (size_t i = 0; !ceTrace && i < b->nrows; i++) {
     const perfRow *r = &b->rows[i];
     if (r->cycle != 0 || r->inPlace || !r->hasKernels) continue;
