@@ -22,7 +22,10 @@ of the vocabulary (vocab-parallel embedding and lm_head). Variants:
   stream: the GEMM on this rank's own rows starts at once (it reads the
   gather's input), and each peer's rows once that peer's word has landed (a
   stream memory wait, no SM, capturable). Backends without arrival words
-  (NCCL, gloo, none) run it as sp.
+  (NCCL, gloo, none) gather first and then run the same row-block GEMMs in
+  the same order, so every backend computes the same bytes and the ratio
+  measures the overlap (a GEMM of fewer rows may take another cuBLAS kernel
+  and round otherwise than one GEMM of all rows).
 
 Decode attention reads a KV cache prefilled to `kv` tokens: each step writes
 its K/V at position kv and attends over kv + 1 positions, so every step costs
@@ -279,6 +282,10 @@ class DenseStep:
         out = torch.empty(self.n, w.shape[1], device=w.device, dtype=w.dtype)
         if self.words is not None:
             return self._gather_mm_notify(w, out)
+        if self.variant == "sp-notify":  # a backend without words: the same GEMMs
+            self._gather()
+            self._block_mms(self.agin, w, out)
+            return out
         if self.c == 1:
             self._gather()
             torch.mm(self.agout, w, out=out)
@@ -300,21 +307,28 @@ class DenseStep:
         waits for that peer's word. The words are set back to 0 first (on
         this stream, before the gather: a graph's replays store the same
         value)."""
-        tp, me = self.m.tp, self.comm.rank
-        ns = self.n // tp
         self.words.zero_()
         ready = self.st.mark()
         with self.st.on_side():
             self.st.wait(ready)
             self.comm.all_gather_notify(self.agout, self.agin, self.words, 1)
             done = self.st.mark()
-        torch.mm(self.agin, w, out=out[me * ns:(me + 1) * ns])
-        for d in range(1, tp):
-            p = (me + d) % tp
-            self.comm.wait_arrived(self.words, p, 1)
-            torch.mm(self.agout[p * ns:(p + 1) * ns], w, out=out[p * ns:(p + 1) * ns])
+        self._block_mms(self.agin, w, out, lambda p: self.comm.wait_arrived(self.words, p, 1))
         self.st.wait(done)  # the gather's stream joins this one (graphs need it)
         return out
+
+    def _block_mms(self, own, w, out, before=None):
+        """sp-notify's GEMMs: the own rows (read from `own`) first, then
+        each peer's rows of agout in ring order, before(p) ahead of peer
+        p's."""
+        tp, me = self.m.tp, self.comm.rank
+        ns = self.n // tp
+        torch.mm(own, w, out=out[me * ns:(me + 1) * ns])
+        for d in range(1, tp):
+            p = (me + d) % tp
+            if before is not None:
+                before(p)
+            torch.mm(self.agout[p * ns:(p + 1) * ns], w, out=out[p * ns:(p + 1) * ns])
 
     def _mm_scatter(self, a, w):
         """ReduceScatter(a @ w) into shard; with chunks, each chunk's

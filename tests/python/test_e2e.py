@@ -11,7 +11,8 @@ dmaccl's host executor, tiny shapes, two ranks.
 - The paths the CPU run cannot reach because they only run in CUDA graphs:
   the fixed-capacity AlltoAll dispatch, checked against the exact one,
   sp-overlap with more chunks, against ar, and sp-notify's arrival words
-  (one wait per peer and gather, the words stored).
+  (one wait per peer and gather, the words stored; a backend without words
+  runs the same GEMMs after its gather and gives the same bytes).
 - The numerical control (fp32 communication, the rule in worker.verdict) on
   four virtual ranks whose reference rounds as NCCL's ring does.
 - The ratio table at the end of e2e.txt (each row's p50 over its run's
@@ -323,6 +324,25 @@ def notify_body(uid, rank, n):
         dense.torch = saved
     assert rel(run(step), ar) <= TOL  # the whole step, twice: words set back between
     assert rel(run(step), ar) <= TOL
+    notify_out = run(step)
+
+    class Plain(DmacclComm):  # a backend without words: gathers, then the same GEMMs
+        notify = False
+
+        def all_gather(self, out, inp):
+            log.append("gather")
+            super().all_gather(out, inp)
+
+    plain = DenseStep(d, Plain(comm.comm), Rec(cpu), "sp-notify", 16, 1, ids, caches, 8)
+    assert plain.words is None
+    dense.torch = Mm()
+    try:
+        log.clear()
+        plain._gather_mm(d.layers[0].qkv)
+        assert log == ["gather"] + [("mm", ns)] * n, log
+    finally:
+        dense.torch = saved
+    assert torch.equal(run(plain), notify_out)  # the same GEMMs: the same bytes
     assert DenseStep(d, NoComm(n, rank, False), Streams(cpu), "sp-notify", 16, 1, ids, caches,
                      8).words is None
     comm.comm.destroy()
