@@ -19,6 +19,8 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include "../src/core/core.h" /* white box: a channel's selection table */
+
 #define GUARD 64
 #define MAXN 4
 #define POISON 0xA5
@@ -52,6 +54,69 @@ static int bufPut(void *dst, const void *src, size_t bytes) {
 static int bufGet(void *dst, const void *src, size_t bytes) {
   if (!gpu) return memcpy(dst, src, bytes), 0;
   return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+}
+
+/* Every Send/Recv channel of comm selects for Broadcast what comm's own
+ * table does, except pushb where that says split (planTableForChannel: the
+ * 2-rank built-in table gives Broadcast split from 8 MB, and a channel's
+ * Broadcast may run beside the channel the other way). 0 when so and comm
+ * has a channel (and, on 2 ranks, its table says split somewhere). */
+static int channelTables(dmacclComm_t comm) {
+  int channels = 0, split = 0;
+  for (int i = 0; comm->p2p && i < 2 * comm->nranks; i++) {
+    dmacclComm_t ch = comm->p2p[i];
+    if (!ch) continue;
+    channels++;
+    for (int e = 0; e <= 40; e++) {
+      size_t v = (size_t)1 << e;
+      planAlgo own = planSelect(&comm->clique->table, PLAN_COLL_BROADCAST, v, NULL);
+      planAlgo got = planSelect(&ch->clique->table, PLAN_COLL_BROADCAST, v, NULL);
+      split |= own == PLAN_ALGO_SPLIT;
+      if (got != (own == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : own)) {
+        fprintf(stderr, "rank %d: channel %d selects %s for a Broadcast of %zu bytes (own: %s)\n",
+                comm->rank, i, planAlgoName(got), v, planAlgoName(own));
+        return 1;
+      }
+    }
+  }
+  if (!channels || (comm->nranks == 2 && !split)) {
+    fprintf(stderr, "rank %d: %d channels; own table %s split\n", comm->rank, channels,
+            split ? "has" : "lacks");
+    return 1;
+  }
+  return 0;
+}
+
+/* The library's own split (the 2-rank built-in table: Broadcast and
+ * Scatter from 8 MB) runs pushb where ranks share a GPU (coreChooseAlgo:
+ * there is no second GPU's copy engine to add); a split named with
+ * DMACCL_ALGO or the config runs as named. */
+static int testSplitChoice(void) {
+  coreClique *c = calloc(1, sizeof(*c));
+  ASSERT_TRUE(c != NULL);
+  planTableDefaults(&c->table, 2);
+  c->nranks = 2;
+  c->stageBytes = (size_t)8 << 20;
+  planArgs a = {.coll = PLAN_COLL_BROADCAST, .nranks = 2, .count = (size_t)16 << 20, .elemSize = 1};
+  planArgs sc = a;
+  sc.coll = PLAN_COLL_SCATTER;
+  sc.count = (size_t)8 << 20; /* per rank: 16 MB at the root */
+  int rc = 0;
+  for (int g = 0; g < 2 && !rc; g++) {
+    c->gpuShared = 0;
+    rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_SPLIT;
+    rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_SPLIT;
+    c->gpuShared = 1;
+    rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_PUSHB;
+    rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_PUSHB;
+  }
+  char err[128];
+  c->table.origin = PLAN_FROM_ENV;
+  rc |= planTableParse(&c->table, "broadcast:split", err, sizeof(err)) != 0;
+  rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_SPLIT; /* still shared */
+  free(c);
+  ASSERT_EQ_INT(rc, 0);
+  return 0;
 }
 
 /* ---------- one process, every rank ---------- */
@@ -201,6 +266,7 @@ static int testOneProcess(void) {
     msg big[] = {{0, n - 1, (size_t)3 << 20}, {n - 1, 0, (size_t)5 << 19}};
     int rc = spRun(&s, ring, n, 1) || spRun(&s, pairs, k, 2) || spRun(&s, order, 5, 3) ||
              spRun(&s, big, 2, 4) || spRun(&s, ring, n, 5);
+    for (int r = 0; r < n && !rc; r++) rc = channelTables(s.comm[r]);
     spFini(&s);
     if (rc) {
       TEST_FAIL("%d ranks", n);
@@ -535,6 +601,7 @@ static int mpBodyFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
   } else {
     RANK_CHECK(dmacclMemFree(comm, sb) == dmacclSuccess);
   }
+  RANK_CHECK(channelTables(comm) == 0);
   RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
   return 0;
 }
@@ -569,5 +636,6 @@ int main(int argc, char **argv) {
   RUN_IF(testPersistent);
   RUN_IF(testMismatch);
   RUN_IF(testArgs);
+  RUN_IF(testSplitChoice);
   TEST_EXIT();
 }

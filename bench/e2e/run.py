@@ -48,7 +48,7 @@ DEFAULTS = {
     "cpu": dict(models="tiny,tiny-moe", backends="gloo,dmaccl,none", batches="1,4", kv="64",
                 tokens="1,4", prefill="32", steps=20, prefill_reps=5),
 }
-# sp-notify is asked for by name until it has run on a GPU (bench/e2e/README.md)
+# sp-notify is asked for by name: on 2x H100 it did not pay (bench/e2e/README.md)
 COMMON = dict(modes="dense,prefill,moe", dense_variants="ar,sp,sp-overlap",
               moe_variants=",".join(MOE_VARIANTS))
 QUICK = {

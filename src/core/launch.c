@@ -33,6 +33,12 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
   if ((algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL || algo == PLAN_ALGO_TWOSHOT) &&
       c->gpuShared)
     algo = PLAN_ALGO_STAGE;
+  /* split puts a second GPU's copy engine on the link: ranks that share a
+   * GPU have neither, so the library's own choice of it (the built-in table,
+   * a tuning file) runs pushb there, as before split was in the table. */
+  if (algo == PLAN_ALGO_SPLIT && c->gpuShared &&
+      (!range || range->origin == PLAN_FROM_BUILTIN || range->origin == PLAN_FROM_TUNE_FILE))
+    algo = PLAN_ALGO_PUSHB;
   int fellBack = 0;
   if (planIsStaged(algo) &&
       planStageNeed(args, algo) > (capture ? coreGraphStageBytes(c) : c->stageBytes))

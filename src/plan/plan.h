@@ -538,7 +538,7 @@ int planTableNoSmMoves(planTable *t);
  * (ranges from DMACCL_ALGO or the config stay as named). A channel's
  * Broadcast moves one way while the channel the other way may run at the
  * same time, and split pulls on the link direction the peer pushes on:
- * dmaccl-perf's sendrecv took 1.6-2.0x pushb's time with split (2x H100,
+ * dmaccl-perf's sendrecv took 1.6-2.0x pushb's time with split at 16-512 MB (2x H100,
  * docs/results/split-2xh100/). Returns how many ranges changed. */
 int planTableForChannel(planTable *t);
 /* CTA policies by dmacclCtaPolicy_t's numbers (planTable.ctaPolicy). */

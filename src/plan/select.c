@@ -113,13 +113,16 @@ const char planDefaultTune[] =
     /* Broadcast and Scatter on 2 ranks from 8 MB: split, both ranks' copy
      * engines on the one link direction in use (one peer, nothing to
      * relay). 2x H100, eager, docs/results/split-2xh100/: Broadcast 8 MB
-     * 36.4-37.7 us against pushb's 38.3-40.0 in three runs (NCCL
-     * 37.6-40.2), 16-512 MB 1.04-1.08x pushb's speed and 1.07-1.14x NCCL's;
-     * Scatter 8 MB 24.6 against 28.6 (NCCL 21.9), 16 MB level, 32-512 MB
-     * 1.03-1.09x pushb's speed, 1.02-1.09x NCCL's; in graphs (16-256 MB)
-     * the same order. Gather keeps pushb: split was level from 128 MB and
-     * 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep pushb
-     * (planTableForChannel). */
+     * 36.4-37.7 us against pushb's 38.3-40.0 in three runs of call 3 (NCCL
+     * 37.6-40.2): 2-6% in each, about the spread between two rows of one
+     * algorithm there; 16-512 MB 1.04-1.08x pushb's speed and 1.07-1.14x
+     * NCCL's (call 1); Scatter 8 MB 24.6 against 28.6 (NCCL 21.9), 16 MB
+     * level, 32-512 MB 1.03-1.09x pushb's speed and 1.02-1.09x NCCL's
+     * (calls 1 and 3); in graphs (16-256 MB, call 2) the same order; 8 MB in
+     * a graph not measured. Gather keeps pushb: split was level from 128 MB
+     * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep
+     * pushb (planTableForChannel), and so do ranks that share a GPU
+     * (coreChooseAlgo). */
     "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",

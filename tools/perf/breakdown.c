@@ -272,11 +272,13 @@ void bdTimeline(FILE *f, int dev, uint64_t t0, uint64_t t1, const char *label) {
  * that call, and the callback detaches on its way out (the direct call,
  * which the 2026-11-26 runs made, if no callback comes). */
 static int detachNow;
+static pthread_t detacher; /* the thread in bdFini: a library thread's cudaGetDevice is not it */
 static void CUPTIAPI detachAtExit(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                   const void *data) {
   (void)user, (void)cbid;
   const CUpti_CallbackData *cb = data;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb->callbackSite == CUPTI_API_EXIT &&
+      pthread_equal(pthread_self(), detacher) &&
       __atomic_exchange_n(&detachNow, 0, __ATOMIC_ACQ_REL))
     cuptiFinalize();
 }
@@ -295,6 +297,7 @@ void bdFini(void) {
     if (cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
                             CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) == CUPTI_SUCCESS) {
       int dev;
+      detacher = pthread_self();
       __atomic_store_n(&detachNow, 1, __ATOMIC_RELEASE);
       cudaGetDevice(&dev);
       detached = !__atomic_exchange_n(&detachNow, 0, __ATOMIC_ACQ_REL); /* the callback took it */

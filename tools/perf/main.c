@@ -255,8 +255,11 @@ static int kernelPass(bench *b) {
           if (!perfTakes(b, &b->cs[i], coll)) continue;
           int rc = perfKernelsRow(b, &b->cs[i], coll, count, ip, KERNEL_TRACE_REPS,
                                   &b->kern[kernIndex(b, coll, k, i, ip)]);
-          if (rc) detachCupti(b);
-          if (rc < 0) return -1;
+          if (rc > 0) detachCupti(b);
+          if (rc < 0) { /* a failed issue may never finish: no waiting for it */
+            bdFini();
+            return -1;
+          }
           if (rc > 0) {
             snprintf(b->kernWhy, sizeof(b->kernWhy), "CUPTI failed while tracing");
             return 0;
