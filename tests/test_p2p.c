@@ -57,29 +57,38 @@ static int bufGet(void *dst, const void *src, size_t bytes) {
 }
 
 /* Every Send/Recv channel of comm selects for Broadcast what comm's own
- * table does, except pushb where that says split (planTableForChannel: the
- * 2-rank built-in table gives Broadcast split from 8 MB, and a channel's
- * Broadcast may run beside the channel the other way). 0 when so and comm
- * has a channel (and, on 2 ranks, its table says split somewhere). */
+ * table does, eager and captured, except pushb where the built-in table or
+ * a tuning file says split (planTableForChannel: the 2-rank built-in table
+ * gives Broadcast split from 8 MB, and a channel's Broadcast may run beside
+ * the channel the other way); a split named with DMACCL_ALGO or the config
+ * stays. 0 when so and comm has a channel (and, on 2 ranks with the
+ * built-in table's Broadcast rows, it met a split). */
 static int channelTables(dmacclComm_t comm) {
-  int channels = 0, split = 0;
+  int channels = 0, split = 0, builtin = 1;
   for (int i = 0; comm->p2p && i < 2 * comm->nranks; i++) {
     dmacclComm_t ch = comm->p2p[i];
     if (!ch) continue;
     channels++;
-    for (int e = 0; e <= 40; e++) {
-      size_t v = (size_t)1 << e;
-      planAlgo own = planSelect(&comm->clique->table, PLAN_COLL_BROADCAST, v, NULL);
-      planAlgo got = planSelect(&ch->clique->table, PLAN_COLL_BROADCAST, v, NULL);
-      split |= own == PLAN_ALGO_SPLIT;
-      if (got != (own == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : own)) {
-        fprintf(stderr, "rank %d: channel %d selects %s for a Broadcast of %zu bytes (own: %s)\n",
-                comm->rank, i, planAlgoName(got), v, planAlgoName(own));
-        return 1;
+    for (int g = 0; g < 2; g++)
+      for (int e = 0; e <= 40; e++) {
+        size_t v = (size_t)1 << e;
+        const planRange *why = NULL;
+        planAlgo own = planSelectIn(&comm->clique->table, PLAN_COLL_BROADCAST, v, g, &why);
+        planAlgo got = planSelectIn(&ch->clique->table, PLAN_COLL_BROADCAST, v, g, NULL);
+        int library =
+            why && (why->origin == PLAN_FROM_BUILTIN || why->origin == PLAN_FROM_TUNE_FILE);
+        builtin &= why && why->origin == PLAN_FROM_BUILTIN;
+        split |= own == PLAN_ALGO_SPLIT && library;
+        if (got != (own == PLAN_ALGO_SPLIT && library ? PLAN_ALGO_PUSHB : own)) {
+          fprintf(stderr,
+                  "rank %d: channel %d selects %s for a Broadcast of %zu bytes (graph %d; own: "
+                  "%s)\n",
+                  comm->rank, i, planAlgoName(got), v, g, planAlgoName(own));
+          return 1;
+        }
       }
-    }
   }
-  if (!channels || (comm->nranks == 2 && !split)) {
+  if (!channels || (comm->nranks == 2 && builtin && !split)) {
     fprintf(stderr, "rank %d: %d channels; own table %s split\n", comm->rank, channels,
             split ? "has" : "lacks");
     return 1;
@@ -87,9 +96,9 @@ static int channelTables(dmacclComm_t comm) {
   return 0;
 }
 
-/* The library's own split (the 2-rank built-in table: Broadcast and
- * Scatter from 8 MB) runs pushb where ranks share a GPU (coreChooseAlgo:
- * there is no second GPU's copy engine to add); a split named with
+/* The built-in table's split (2 ranks: Broadcast and Scatter from 8 MB)
+ * runs pushb where ranks share a GPU (coreChooseAlgo: there is no second
+ * GPU's copy engine to add); a split from a tuning file (measured there),
  * DMACCL_ALGO or the config runs as named. */
 static int testSplitChoice(void) {
   coreClique *c = calloc(1, sizeof(*c));
@@ -111,9 +120,13 @@ static int testSplitChoice(void) {
     rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_PUSHB;
   }
   char err[128];
+  c->table.origin = PLAN_FROM_TUNE_FILE;
+  rc |= planTableParse(&c->table, "scatter:split", err, sizeof(err)) != 0;
+  rc |= coreChooseAlgo(c, &sc, 0, NULL) != PLAN_ALGO_SPLIT; /* still shared */
+  rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_PUSHB;
   c->table.origin = PLAN_FROM_ENV;
   rc |= planTableParse(&c->table, "broadcast:split", err, sizeof(err)) != 0;
-  rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_SPLIT; /* still shared */
+  rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_SPLIT;
   free(c);
   ASSERT_EQ_INT(rc, 0);
   return 0;

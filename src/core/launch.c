@@ -34,10 +34,10 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
       c->gpuShared)
     algo = PLAN_ALGO_STAGE;
   /* split puts a second GPU's copy engine on the link: ranks that share a
-   * GPU have neither, so the library's own choice of it (the built-in table,
-   * a tuning file) runs pushb there, as before split was in the table. */
-  if (algo == PLAN_ALGO_SPLIT && c->gpuShared &&
-      (!range || range->origin == PLAN_FROM_BUILTIN || range->origin == PLAN_FROM_TUNE_FILE))
+   * GPU have none, so the built-in table's split runs pushb there, as before
+   * split was in the table (a tuning file measured there, DMACCL_ALGO and
+   * the config are kept). */
+  if (algo == PLAN_ALGO_SPLIT && c->gpuShared && (!range || range->origin == PLAN_FROM_BUILTIN))
     algo = PLAN_ALGO_PUSHB;
   int fellBack = 0;
   if (planIsStaged(algo) &&

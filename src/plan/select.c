@@ -122,7 +122,7 @@ const char planDefaultTune[] =
      * a graph not measured. Gather keeps pushb: split was level from 128 MB
      * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep
      * pushb (planTableForChannel), and so do ranks that share a GPU
-     * (coreChooseAlgo). */
+     * (coreChooseAlgo: this table's split only). */
     "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",

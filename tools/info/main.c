@@ -116,8 +116,8 @@ int main(int argc, char **argv) {
          "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
          "# ranks share a GPU; stagell's lines take a slot of %s (a rank's share: the slot\n"
          "# divided by the ranks, 8 data bytes in each 16), and what does not fit it runs as\n"
-         "# stagesm; split, where this table chose it, runs as pushb for ranks that share a GPU\n"
-         "# and in Send/Recv channels (a Send/Recv is a 2-rank Broadcast)\n",
+         "# stagesm; split from the built-in table runs as pushb for ranks that share a GPU, and\n"
+         "# from the built-in table or a tuning file in Send/Recv channels (2-rank Broadcasts)\n",
          planSizeString(c.stageBytes, sb, sizeof(sb)),
          planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
   if (haveSize) {

@@ -293,11 +293,11 @@ void bdFini(void) {
   cuptiActivityFlushAll(1);
   CUpti_SubscriberHandle sub;
   int detached = 0;
+  detacher = pthread_self(); /* before the callback can run on any thread */
   if (cuptiSubscribe(&sub, (CUpti_CallbackFunc)detachAtExit, NULL) == CUPTI_SUCCESS) {
     if (cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
                             CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) == CUPTI_SUCCESS) {
       int dev;
-      detacher = pthread_self();
       __atomic_store_n(&detachNow, 1, __ATOMIC_RELEASE);
       cudaGetDevice(&dev);
       detached = !__atomic_exchange_n(&detachNow, 0, __ATOMIC_ACQ_REL); /* the callback took it */
