@@ -256,8 +256,8 @@ static int kernelPass(bench *b) {
           int rc = perfKernelsRow(b, &b->cs[i], coll, count, ip, KERNEL_TRACE_REPS,
                                   &b->kern[kernIndex(b, coll, k, i, ip)]);
           if (rc < 0) return -1; /* the program ends: no detach while work may still run */
-          if (rc > 0) detachCupti(b);
           if (rc > 0) {
+            detachCupti(b);
             snprintf(b->kernWhy, sizeof(b->kernWhy), "CUPTI failed while tracing");
             return 0;
           }
