@@ -114,8 +114,8 @@ const char planDefaultTune[] =
      * engines on the one link direction in use (one peer, nothing to
      * relay). 2x H100, eager, docs/results/split-2xh100/: Broadcast 8 MB
      * 36.4-37.7 us against pushb's 38.3-40.0 in three runs of call 3 (NCCL
-     * 37.6-40.2): 2-6% in each, about the spread between two rows of one
-     * algorithm there; 16-512 MB 1.04-1.08x pushb's speed and 1.07-1.14x
+     * 37.6-40.2): 4.5-6% in each (1.8% in call 5), about the spread between
+     * two rows of one algorithm there; 16-512 MB 1.04-1.08x pushb's speed and 1.07-1.14x
      * NCCL's (call 1); Scatter 8 MB 24.6 against 28.6 (NCCL 21.9), 16 MB
      * level, 32-512 MB 1.03-1.09x pushb's speed and 1.02-1.09x NCCL's
      * (calls 1 and 3); in graphs (16-256 MB, call 2) the same order; 8 MB in
