@@ -21,9 +21,10 @@ int ccAlgoTakes(collId coll, const char *algo) {
   if (collTable[coll].flags & COLL_REDUCES)
     return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0 ||
            strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 ||
-           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE); /* AllReduce's own */
-  if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 || strcmp(algo, "twoshot") == 0)
-    return 0; /* the reductions' */
+           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE);          /* AllReduce's own */
+  if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "twoshot") == 0) return 0; /* the reductions' */
+  if (strcmp(algo, "stagell") == 0) /* every movement collective's but AlltoAllv (never staged) */
+    return coll != COLL_ALLTOALLV;
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
     return coll == COLL_BROADCAST; /* Broadcast's own */
   if (strcmp(algo, "split") == 0)  /* the rooted collectives' */

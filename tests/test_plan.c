@@ -1062,18 +1062,22 @@ typedef struct {
 } replayMem;
 
 /* Line slots (plan.h PLAN_BUF_LINES) as the executors use them, one flag
- * word checked here per half-line. */
+ * word checked here per half-line; planLines(bytes) lines, a token's one
+ * without data. */
+static size_t lineData(size_t bytes, size_t v) {
+  return bytes <= v * 8 ? 0 : bytes - v * 8 < 8 ? bytes - v * 8 : 8;
+}
 static void putLines(unsigned char *dst, const unsigned char *src, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     uint32_t w[4] = {0, PLAN_LINE_FLAG, 0, PLAN_LINE_FLAG};
-    memcpy(&w[0], src + v * 8, bytes - v * 8 < 4 ? bytes - v * 8 : 4);
-    if (bytes - v * 8 > 4)
-      memcpy(&w[2], src + v * 8 + 4, bytes - v * 8 < 8 ? bytes - v * 8 - 4 : 4);
+    size_t k = lineData(bytes, v);
+    if (k) memcpy(&w[0], src + v * 8, k < 4 ? k : 4);
+    if (k > 4) memcpy(&w[2], src + v * 8 + 4, k - 4);
     memcpy(dst + v * 16, w, 16);
   }
 }
 static int linesReady(const unsigned char *l, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     uint32_t w[4];
     memcpy(w, l + v * 16, 16);
     if (w[1] != PLAN_LINE_FLAG || w[3] != PLAN_LINE_FLAG) return 0;
@@ -1081,12 +1085,12 @@ static int linesReady(const unsigned char *l, size_t bytes) {
   return 1;
 }
 static void takeLines(unsigned char *dst, unsigned char *l, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     uint32_t w[4];
+    size_t k = lineData(bytes, v);
     memcpy(w, l + v * 16, 16);
-    memcpy(dst + v * 8, &w[0], bytes - v * 8 < 4 ? bytes - v * 8 : 4);
-    if (bytes - v * 8 > 4)
-      memcpy(dst + v * 8 + 4, &w[2], bytes - v * 8 < 8 ? bytes - v * 8 - 4 : 4);
+    if (k) memcpy(dst + v * 8, &w[0], k < 4 ? k : 4);
+    if (k > 4) memcpy(dst + v * 8 + 4, &w[2], k - 4);
     memset(l + v * 16, 0, 16);
   }
 }
@@ -1404,8 +1408,9 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
       }
   /* stagell takes the line form where every rank reduces something and
    * each rank's n positions of lines fit its slot; a movement collective
-   * where every rank sends every peer a block whose lines fit its share of
-   * the slot, lineBytes / n rounded down to 16 (staged.c) */
+   * where the lines of every block to a peer fit that peer's share of the
+   * slot, lineBytes / n rounded down to 16 (an empty block is a token line:
+   * staged.c) */
   int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && ci->size(&a[0]) > 0;
   for (int t = 0; t < n && expectLines && ci->reduces; t++) {
     size_t b = ci->target(&a[t], t, 1).bytes;
@@ -1415,7 +1420,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
   for (int f = 0; f < n && expectLines && !ci->reduces; f++)
     for (int t = 0; t < n && expectLines; t++) {
       size_t b = ci->block(&a[f], f, t).bytes;
-      expectLines = f == t || (b && planLinesBytes(b) <= a[f].lineBytes / (size_t)n / 16 * 16);
+      expectLines = f == t || planLinesBytes(b) <= a[f].lineBytes / (size_t)n / 16 * 16;
     }
   if (!rc && linesUsed != expectLines) {
     TEST_FAIL("%s stagell n=%d count=%zu lineBytes %zu: lines %s", ci->name, n, count,
@@ -1946,7 +1951,8 @@ static int testStageLl(void) {
         controls += 3;
         /* Rank 1 sends rank 0 no lines (its copy and rank 0's source move
          * to the staging slot), but still reads rank 0's: only the flow
-         * rule objects. */
+         * rule objects (every rank that uses lines sends every peer
+         * some). */
         if (n != 2) continue;
         int j = 0;
         while (flat[1].steps[j].kind != PLAN_STEP_COPY) j++;
@@ -1959,7 +1965,7 @@ static int testStageLl(void) {
         flat[1].steps[j].dst = (planLoc){0, PLAN_BUF_STAGE, 0};
         *src0 = (planLoc){0, PLAN_BUF_STAGE, 0};
         ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
-        ASSERT_CONTAINS(why, "sends it none");
+        ASSERT_CONTAINS(why, "rank 1 uses line slots but sends rank 0 no lines");
         flat[1].steps[j] = k1, *src0 = k0;
         controls++;
       }
@@ -2816,6 +2822,171 @@ static int testTwoShotSequences(void) {
   return 0;
 }
 
+/*
+ * stagell's movement form in sequence (staged.c: the slot argument and its
+ * token lines): random Broadcasts, Gathers, Scatters and AllGathers with
+ * random roots and sizes, stagell, the ranks interleaved at random, each
+ * kernel's line stores and REDUCEs as steps of their own (a REDUCE waits
+ * until its lines are all there). Checks: no line is stored where its
+ * owner has not read the last one yet, every receive byte at completion,
+ * no deadlock, every line read by the end. Control: the tokens taken out
+ * (every COPY into lines and REDUCE from lines of 0 bytes): a rank that
+ * only sends, a Broadcast's root, then stores over lines a peer has not
+ * read.
+ */
+#define LT_OPS 16
+#define LT_CHUNK 600
+
+static long ltTokens; /* token lines stored */
+
+/* 0 ok, 1 a failure (why says which). */
+static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
+  static unsigned char send[LT_OPS][TS_N][TS_N * LT_CHUNK], recv[LT_OPS][TS_N][TS_N * LT_CHUNK];
+  static unsigned char lines[TS_N][2][TS_LINES];
+  static planSchedule S[TS_N][LT_OPS];
+  static planArgs A[LT_OPS];
+  static sqFlags flag;
+  static sqRank q[TS_N];
+  const planColl colls[] = {PLAN_COLL_BROADCAST, PLAN_COLL_GATHER, PLAN_COLL_SCATTER,
+                            PLAN_COLL_ALLGATHER};
+  uint32_t x = seed | 1;
+  int n = 2 + (int)(stageRand(&x) % (TS_N - 1)), rc = 0, gslot[LT_OPS];
+  unsigned long long number = 0;
+  for (int r = 0; r < TS_N; r++) /* a failed run returned without freeing them */
+    for (int k = 0; k < LT_OPS; k++) planScheduleFree(&S[r][k]);
+  for (int k = 0; k < LT_OPS && !rc; k++) {
+    planColl c = colls[stageRand(&x) % 4];
+    size_t count = stageRand(&x) % 4 == 0 ? stageRand(&x) % 9 : stageRand(&x) % LT_CHUNK;
+    int root = (int)(stageRand(&x) % (uint32_t)n);
+    unsigned long long idx = count ? ++number : 0;
+    gslot[k] = (int)(idx % 2);
+    for (int r = 0; r < n && !rc; r++) {
+      planArgs a = {.coll = c,
+                    .rank = r,
+                    .nranks = n,
+                    .count = count,
+                    .elemSize = 1,
+                    .root = root,
+                    .stageSlots = 2,
+                    .stageIndex = idx,
+                    .lineBytes = TS_LINES};
+      if (r == 0) A[k] = a;
+      if (planBuild(&a, PLAN_ALGO_STAGELL, &S[r][k])) rc = snprintf(why, len, "planBuild") > 0;
+      planSchedule *sc = &S[r][k];
+      int m = 0;
+      for (int i = 0; i < sc->nsteps; i++) {
+        planStep *st = &sc->steps[i];
+        int lineCopy = st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES;
+        int token = !st->bytes && (lineCopy || (st->kind == PLAN_STEP_REDUCE && st->nsrc == 1 &&
+                                                sc->srcs[st->src0].buf == PLAN_BUF_LINES));
+        if (token && control) continue;
+        if (token && lineCopy) ltTokens++;
+        sc->steps[m++] = *st;
+      }
+      sc->nsteps = m;
+      testFillRandom(send[k][r], sizeof(send[k][r]), seed * 31u + (uint32_t)(k * TS_N + r));
+      memset(recv[k][r], POISON, sizeof(recv[k][r]));
+    }
+  }
+  memset(flag, 0, sizeof(flag));
+  memset(q, 0, sizeof(q));
+  memset(lines, 0, sizeof(lines));
+  tsLineCtx lctx = {lines, gslot, q};
+  while (!rc) {
+    static sqAction cand[TS_N * (SQ_LANES + SQ_RESETS + 1)];
+    int nc = 0, left = 0;
+    for (int r = 0; r < n; r++) {
+      int k = q[r].cur;
+      left += k < LT_OPS;
+      nc += sqActions(k < LT_OPS ? &S[r][k] : NULL, &q[r], r, 0, 0, flag, tsLinesMissing, &lctx,
+                      cand + nc);
+    }
+    if (!left && !nc) break;
+    if (!nc) return snprintf(why, len, "deadlock (n=%d)", n) > 0;
+    sqAction act = cand[stageRand(&x) % (uint32_t)nc];
+    int r = act.rank, l = act.what, k = q[r].cur;
+    if (l == SQ_COMPLETE) { /* every block into this rank, checked */
+      const planCollInfo *ci = planCollOf(A[k].coll);
+      for (int f = 0; f < n; f++) {
+        planBlock b = ci->block(&A[k], f, r);
+        long long d = testFirstDiff(recv[k][r] + b.dstOff, send[k][f] + b.srcOff, b.bytes);
+        if (d >= 0)
+          return snprintf(why, len,
+                          "n=%d op %d (%s, root %d, %zu bytes): rank %d's block from %d "
+                          "wrong at byte %lld",
+                          n, k, ci->name, A[k].root, A[k].count, r, f, d) > 0;
+      }
+      q[r].cur++;
+      memset(q[r].pc, 0, sizeof(q[r].pc));
+      continue;
+    }
+    if (l >= SQ_RESET0) return snprintf(why, len, "a reset without a graph") > 0;
+    const planSchedule *sc = &S[r][k];
+    const planStep *st = &sc->steps[q[r].pc[l]++];
+    int y = sqSync(st, &q[r], r, l, 0, gslot[k], flag);
+    if (y < 0) return snprintf(why, len, "a signal lost") > 0;
+    if (st->kind != PLAN_STEP_COPY && st->kind != PLAN_STEP_REDUCE) continue;
+    planLoc src = st->kind == PLAN_STEP_COPY ? st->src : sc->srcs[st->src0], dst = st->dst;
+    if (st->kind == PLAN_STEP_REDUCE && st->nsrc != 1)
+      return snprintf(why, len, "a REDUCE of %d sources in a movement collective", st->nsrc) > 0;
+#define LT_AT(o)                                                                                   \
+  ((o).buf == PLAN_BUF_SEND    ? send[k][(o).rank] + (o).off                                       \
+   : (o).buf == PLAN_BUF_RECV  ? recv[k][(o).rank] + (o).off                                       \
+   : (o).buf == PLAN_BUF_LINES ? lines[(o).rank][gslot[k]] + (o).off                               \
+                               : NULL)
+    unsigned char *from = LT_AT(src), *to = LT_AT(dst);
+#undef LT_AT
+    size_t span = planLinesBytes(st->bytes);
+    if (!from || !to ||
+        ((src.buf == PLAN_BUF_LINES || dst.buf == PLAN_BUF_LINES) &&
+         (src.buf == PLAN_BUF_LINES ? src : dst).off + span > TS_LINES))
+      return snprintf(why, len, "a step outside the buffers") > 0;
+    if (dst.buf == PLAN_BUF_LINES) {
+      for (size_t i = 0; i < span; i++)
+        if (to[i]) /* a line its owner has not read yet */
+          return snprintf(why, len,
+                          "n=%d op %d (%s, root %d): rank %d stores lines over unread ones in "
+                          "rank %d's slot %d",
+                          n, k, planCollOf(A[k].coll)->name, A[k].root, r, dst.rank, gslot[k]) > 0;
+      putLines(to, from, st->bytes);
+    } else if (src.buf == PLAN_BUF_LINES) {
+      static unsigned char taken[TS_N * LT_CHUNK + 8];
+      takeLines(taken, from, st->bytes);
+      memcpy(to, taken, st->bytes);
+    } else {
+      memmove(to, from, st->bytes);
+    }
+  }
+  for (size_t i = 0; i < sizeof(lines) && !rc; i++)
+    if (((unsigned char *)lines)[i]) return snprintf(why, len, "n=%d: lines left in a slot", n) > 0;
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < LT_OPS; k++) planScheduleFree(&S[r][k]);
+  return rc;
+}
+
+static int testLineTokenSequences(void) {
+  char why[256];
+  int runs = 0;
+  for (uint32_t seed = 1; seed <= 1500; seed++, runs++)
+    if (lineTokenRun(seed * 2654435761u + 5u, 0, why, sizeof(why))) {
+      TEST_FAIL("seed %u: %s", seed, why);
+      return 1;
+    }
+  ASSERT_TRUE(ltTokens > 0);
+  char caught[256] = "";
+  for (uint32_t seed = 1; seed <= 600 && !caught[0]; seed++)
+    if (lineTokenRun(seed * 40503u + 9u, 1, why, sizeof(why)))
+      snprintf(caught, sizeof(caught), "%s", why);
+  if (!caught[0]) {
+    TEST_FAIL("control (no token lines) was never caught");
+    return 1;
+  }
+  printf("  %d sequences of stagell Broadcast, Gather, Scatter and AllGather (%ld token lines)\n"
+         "  control, no token lines: %s\n",
+         runs, ltTokens, caught);
+  return 0;
+}
+
 /* Arrival words arrive early where the algorithm lets them: on 4 ranks,
  * the NOTIFY of the first peer's block comes before the last step that
  * involves the last peer (its wait or its copy) in the pull forms with one
@@ -3229,6 +3400,7 @@ int main(void) {
   RUN(testPullsAcross);
   RUN(testTwoShot);
   RUN(testTwoShotSequences);
+  RUN(testLineTokenSequences);
   RUN(testLanes);
   TEST_EXIT();
 }

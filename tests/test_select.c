@@ -455,9 +455,46 @@ static int testSplitRows(void) {
   return 0;
 }
 
+/* The rooted collectives' line ranges (select.c): on 2 ranks Broadcast and
+ * Gather through 2 MB and Scatter through 4 MB, eager and in graphs; on 3
+ * ranks or more Broadcast through 2 MB (a Send/Recv channel takes its
+ * parent's Broadcast ranges and has a 2-rank line slot), Scatter through
+ * 1 MB, Gather through 1 MB in graphs only; a channel's table keeps them. */
+static int testLineRows(void) {
+  const size_t M = (size_t)1 << 20;
+  planTable t;
+  planTableDefaults(&t, 2);
+  for (int g = 0; g < 2; g++) {
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 1024, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+  }
+  for (int nranks = 3; nranks <= 8; nranks++) {
+    planTable u;
+    planTableDefaults(&u, nranks);
+    for (int g = 0; g < 2; g++) {
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_SCATTER, M, g, NULL), PLAN_ALGO_STAGELL);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_SCATTER, M + 1, g, NULL), PLAN_ALGO_STAGE);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M, g, NULL),
+                    g ? PLAN_ALGO_STAGELL : PLAN_ALGO_STAGE);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M + 1, g, NULL), PLAN_ALGO_STAGE);
+    }
+    planTableForChannel(&u);
+    ASSERT_EQ_INT(planSelect(&u, PLAN_COLL_BROADCAST, 2 * M, NULL), PLAN_ALGO_STAGELL);
+  }
+  return 0;
+}
+
 int main(void) {
   RUN(testDefaultsParse);
   RUN(testSplitRows);
+  RUN(testLineRows);
   RUN(testNoSmMoves);
   RUN(testIssueExample);
   RUN(testRanges);

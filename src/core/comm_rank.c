@@ -70,12 +70,12 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   planTable table;
   dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
-  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, 0, call);
+  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, call);
 }
 
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                 dmacclExecutor_t executor, const planTable *table, int device,
-                                int channel, const char *call) {
+                                const char *call) {
   char err[512];
   dmacclResult_t rc;
   const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
@@ -133,7 +133,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     c->pids[r] = all[r].pid;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }
-  coreSetLineBytes(c, channel);
+  coreSetLineBytes(c);
   for (int r = 0; r < nranks && executor == dmacclExecutorCuda; r++)
     for (int q = r + 1; q < nranks; q++)
       if (!strncmp(names[r], names[q], sizeof(names[r]))) c->gpuShared = 1;

@@ -301,16 +301,13 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
                               int nranks, char *note, size_t notelen);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
 /* The set of one process behind dmacclCommInitAll, with a given executor and
- * selection table (p2p.c makes its channels with it: channel 1, no line
- * slots). */
+ * selection table (p2p.c makes its channels with it). */
 dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
-                           dmacclExecutor_t executor, const planTable *table, int channel,
-                           const char *call);
-/* dmacclCommInitRank's body: device -1 is the calling thread's current one;
- * channel as coreMakeSet's. */
+                           dmacclExecutor_t executor, const planTable *table, const char *call);
+/* dmacclCommInitRank's body: device -1 is the calling thread's current one. */
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                 dmacclExecutor_t executor, const planTable *table, int device,
-                                int channel, const char *call);
+                                const char *call);
 /* Destroy (abort 0) or abort a communicator that has left the registry (comm.c). */
 void coreTeardown(dmacclComm_t comm, int abort);
 
@@ -384,13 +381,14 @@ static inline size_t coreGraphStageBytes(const coreClique *c) {
  * the step took 1.09x NCCL's time, 0.97x with lines). On 3 ranks or more a
  * quarter, as the table's ranges there were measured (larger slots would
  * turn, e.g., a 4-rank AllReduce of 512 KB-1 MB into lines: twice the
- * bytes on every link, not measured). A Send/Recv channel has none (0): its
- * operations are Broadcasts, which never take stagell. */
+ * bytes on every link, not measured). A Send/Recv channel (2 ranks) has a
+ * 2-rank set's: its operations are 2-rank Broadcasts, which take stagell
+ * at the small sizes as a 2-rank communicator's do. */
 static inline size_t coreLineBytes(const coreClique *c) {
   return c->lineBytes;
 }
-static inline void coreSetLineBytes(coreClique *c, int channel) {
-  c->lineBytes = channel ? 0 : planLineSlotBytes(c->nranks, c->stageBytes);
+static inline void coreSetLineBytes(coreClique *c) {
+  c->lineBytes = planLineSlotBytes(c->nranks, c->stageBytes);
 }
 /* The algorithm of a collective (launch.c): the table's choice for its size,
  * except that a staged algorithm falls back to the collective's direct one

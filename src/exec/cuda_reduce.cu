@@ -290,10 +290,10 @@ static __device__ __forceinline__ uint2 load8(const char *p, size_t k, bool alig
  * where the reduction writes (in place) is read before it is written. */
 static __device__ void storeLines(const execReduceMove &mv, size_t tid, size_t stride) {
   bool aligned = ((uintptr_t)mv.src & 7) == 0;
-  size_t nl = (mv.bytes + 7) / 8;
+  size_t nl = mv.bytes ? (mv.bytes + 7) / 8 : 1; /* 0 bytes: a token line (plan.h planLines) */
   for (size_t v = tid; v < nl; v += stride) {
-    size_t k = mv.bytes - v * 8 < 8 ? mv.bytes - v * 8 : 8;
-    uint2 d = load8((const char *)mv.src + v * 8, k, aligned);
+    size_t k = mv.bytes <= v * 8 ? 0 : mv.bytes - v * 8 < 8 ? mv.bytes - v * 8 : 8;
+    uint2 d = k ? load8((const char *)mv.src + v * 8, k, aligned) : make_uint2(0, 0);
     storeLine((uint4 *)mv.dst + v, d.x, d.y);
   }
 }
@@ -522,6 +522,11 @@ __global__ void __launch_bounds__(512)
   else if (w.moveCount)
     __syncthreads();
   if (w.flags || moved) waitFlags(w, moved);
+  if (w.lineSrcs && !count) { /* tokens (plan.h planLines): each line waited for and cleared */
+    if (blockIdx.x == 0 && threadIdx.x < (unsigned)n && (w.lineSrcs >> threadIdx.x & 1))
+      takeLine((uint4 *)s.p[threadIdx.x]);
+    return;
+  }
   if (w.lineSrcs) {
     reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
     return;
@@ -640,7 +645,7 @@ extern "C" cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs
     return cudaErrorInvalidValue;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
-  if (count == 0 && !w.flags && !w.nmoves && !w.nsignals) return cudaSuccess;
+  if (count == 0 && !w.flags && !w.nmoves && !w.nsignals && !w.lineSrcs) return cudaSuccess;
   if (w.lineSrcs && (nsrc > 32 || (nsrc < 32 && w.lineSrcs >> nsrc))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;
   if (w.nmoves < 0 || w.nmoves > EXEC_REDUCE_MAX_MOVES || w.nsignals < 0 ||

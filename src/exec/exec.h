@@ -27,7 +27,7 @@ static inline void *execLocate(const execBuffers *b, planLoc l) {
                      : l.buf == PLAN_BUF_STAGE ? (const char *)b->stage[l.rank]
                      : l.buf == PLAN_BUF_LINES ? (const char *)b->lines[l.rank]
                                                : (const char *)b->scratch;
-  return (void *)(base + l.off);
+  return l.off ? (void *)(base + l.off) : (void *)base; /* a buffer a rank may pass as NULL */
 }
 
 /* One rank's part of an operation being launched: its schedule's arguments

@@ -79,10 +79,15 @@ static int nextOnLane(const planSchedule *s, int l, int i) {
   return i;
 }
 
+/* Data bytes of line v of the lines that carry `bytes` (0 in a token). */
+static size_t lineData(size_t bytes, size_t v) {
+  return bytes <= v * 8 ? 0 : bytes - v * 8 < 8 ? bytes - v * 8 : 8;
+}
+
 static void putLines(char *dst, const char *src, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     uint32_t d[2] = {0, 0};
-    memcpy(d, src + v * 8, bytes - v * 8 < 8 ? bytes - v * 8 : 8);
+    if (lineData(bytes, v)) memcpy(d, src + v * 8, lineData(bytes, v));
     uint32_t *line = (uint32_t *)(void *)(dst + v * 16);
     line[0] = d[0], line[2] = d[1];
     atomic_store_explicit((_Atomic uint32_t *)&line[1], PLAN_LINE_FLAG, memory_order_release);
@@ -91,7 +96,7 @@ static void putLines(char *dst, const char *src, size_t bytes) {
 }
 
 static int linesReady(const char *lines, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     _Atomic uint32_t *line = (_Atomic uint32_t *)(void *)(lines + v * 16);
     if (atomic_load_explicit(&line[1], memory_order_acquire) != PLAN_LINE_FLAG ||
         atomic_load_explicit(&line[3], memory_order_acquire) != PLAN_LINE_FLAG)
@@ -102,9 +107,9 @@ static int linesReady(const char *lines, size_t bytes) {
 
 /* Reads ready lines into dst and sets them back to 0. */
 static void takeLines(char *dst, char *lines, size_t bytes) {
-  for (size_t v = 0; v * 8 < bytes; v++) {
+  for (size_t v = 0; v < planLines(bytes); v++) {
     uint32_t *line = (uint32_t *)(void *)(lines + v * 16), d[2] = {line[0], line[2]};
-    memcpy(dst + v * 8, d, bytes - v * 8 < 8 ? bytes - v * 8 : 8);
+    if (lineData(bytes, v)) memcpy(dst + v * 8, d, lineData(bytes, v));
     line[0] = line[2] = 0;
     atomic_store_explicit((_Atomic uint32_t *)&line[1], 0, memory_order_relaxed);
     atomic_store_explicit((_Atomic uint32_t *)&line[3], 0, memory_order_relaxed);
@@ -134,9 +139,11 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
       takeLines(taken[k], (char *)(uintptr_t)src[k], st->bytes);
     src[k] = taken[k];
   }
-  if (!rc && st->nsrc == 1) /* one source: a copy of bytes (plan.h) */
+  if (rc || !st->bytes) /* nothing to write (a token's REDUCE: plan.h) */
+    ;
+  else if (st->nsrc == 1) /* one source: a copy of bytes (plan.h) */
     memmove(execLocate(b, st->dst), src[0], st->bytes);
-  else if (!rc)
+  else
     baseReduceHost(execLocate(b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
                    (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
   for (int k = 0; k < st->nsrc; k++) free(taken[k]);

@@ -385,11 +385,14 @@ static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph) 
 }
 
 /* Line slots (stagell, plan.h PLAN_BUF_LINES): a kernel's COPY writes lines
- * into a peer's slot, 16-byte aligned; each is read by exactly one REDUCE
- * source of that peer at the same offset and length, in a later round (the
- * REDUCE waits for it: rule 1), and never overlaps another source's lines;
- * the sender reads lines from that peer in the same operation (the slot
- * argument of staged.c). Nothing else touches LINES. */
+ * into a peer's slot, 16-byte aligned (of 0 bytes: a token, one line); each
+ * is read by exactly one REDUCE source of that peer at the same offset and
+ * length, in a later round (the REDUCE waits for it: rule 1), and never
+ * overlaps another source's lines; a rank whose schedule touches lines
+ * sends lines to every peer, so that every peer hears from it in the
+ * operation (the slot argument of staged.c: a rank that writes a peer's
+ * slot must have read that peer's lines of the operation before). Nothing
+ * else touches LINES. */
 static int lineSource(const planSchedule *s, int p, size_t off, const planStep **red) {
   int found = 0;
   for (int i = 0; i < s->nsteps; i++) {
@@ -411,7 +414,22 @@ static int sendsLines(const planSchedule *s, int to) {
   return 0;
 }
 
+static int usesLines(const planSchedule *s) {
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
+  for (int k = 0; k < s->nsrcs; k++)
+    if (s->srcs[k].buf == PLAN_BUF_LINES) return 1;
+  return 0;
+}
+
 static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
+  for (int r = 0; r < n; r++)
+    for (int p = 0; p < n && usesLines(&s[r]); p++)
+      if (p != r && !sendsLines(&s[r], p))
+        return fail(err, errlen,
+                    "rank %d uses line slots but sends rank %d no lines: rank %d could not "
+                    "know when rank %d's slot is free again",
+                    r, p, p, r);
   for (int r = 0; r < n; r++)
     for (int i = 0; i < s[r].nsteps; i++) {
       const planStep *st = &s[r].steps[i];
@@ -451,10 +469,10 @@ static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
       if (st->kind != PLAN_STEP_COPY || st->dst.buf != PLAN_BUF_LINES) continue;
       int p = st->dst.rank;
       const planStep *red = NULL;
-      if (!st->inKernel || p == r || p < 0 || p >= n || st->dst.off % 16 || !st->bytes)
+      if (!st->inKernel || p == r || p < 0 || p >= n || st->dst.off % 16)
         return fail(err, errlen,
-                    "rank %d step %d: a COPY into lines must be a kernel's (inKernel), of bytes, "
-                    "into a peer's slot at a multiple of 16",
+                    "rank %d step %d: a COPY into lines must be a kernel's (inKernel), into a "
+                    "peer's slot at a multiple of 16",
                     r, i);
       if (lineSource(&s[p], p, st->dst.off, &red) != 1 || red->bytes != st->bytes ||
           red->round <= st->round)
@@ -462,11 +480,6 @@ static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
                     "rank %d step %d: its %zu bytes of lines at %zu are not read by one REDUCE of "
                     "rank %d of as many bytes in a later round",
                     r, i, st->bytes, st->dst.off, p);
-      if (!sendsLines(&s[p], r))
-        return fail(err, errlen,
-                    "rank %d step %d: rank %d reads lines from it but sends it none: rank %d "
-                    "could not know when rank %d's slot is free again",
-                    r, i, p, r, p);
     }
   return 0;
 }

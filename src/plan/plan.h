@@ -100,11 +100,12 @@ typedef enum {
   PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
   /* stagesm whose stores carry their own flags, as lines (PLAN_BUF_LINES):
    * no fence, no DATA word, no reset (staged.c); where a rank has nothing to
-   * reduce or the lines do not fit, it runs as stagesm. Also AllGather(V)
-   * and AlltoAll: the kernel stores each peer's block as lines and takes
-   * the peers' lines into place (data moved by SMs: the small sizes in
-   * graphs, where a copy engine's copy after a kernel costs 11-14 us);
-   * where a block is empty or the lines do not fit, it runs as stage */
+   * reduce or the lines do not fit, it runs as stagesm. Also AllGather(V),
+   * AlltoAll, Broadcast, Gather and Scatter: the kernel stores each peer's
+   * block as lines (a token line where the block is empty) and takes the
+   * peers' lines into place (data moved by SMs: the small sizes in graphs,
+   * where a copy engine's copy after a kernel costs 11-14 us); where the
+   * lines do not fit, it runs as stage */
   PLAN_ALGO_STAGELL = 9,
   /* Broadcast: the non-roots pull parts of the root's block and pass them
    * on to each other (relay.c): the root's links and every GPU's copy
@@ -158,8 +159,10 @@ typedef enum {
  * REDUCE's `bytes`: the executor waits until each line carries the flag in
  * both words (a line may land in two halves), reads it, and sets it back to
  * 0, so every line is 0 between operations and a line's flag can only be
- * this operation's (the line is its own signal: no DATA word). A COPY
- * source or a REDUCE destination is never LINES. A REDUCE of one source
+ * this operation's (the line is its own signal: no DATA word). Of 0 bytes,
+ * both are one line with no data (a token, planLines): the REDUCE then
+ * waits for it, clears it and writes nothing. A COPY source or a REDUCE
+ * destination is never LINES. A REDUCE of one source
  * copies its bytes, whatever the type (stagell's movement form takes each
  * peer's lines so; its `peer` is the rank that writes those lines; a
  * REDUCE of several line sources has them in rank order). */
@@ -177,9 +180,17 @@ typedef enum {
 static inline size_t planLineSlotBytes(int nranks, size_t stageBytes) {
   return (nranks == 2 ? stageBytes : stageBytes / 4) / 16 * 16;
 }
-/* Bytes of the lines that carry `bytes` data bytes. */
+/* Lines that carry `bytes` data bytes: one per 8, and one for none (a
+ * token: a line with no data, which a rank that sends a peer nothing in
+ * stagell's movement form stores so that the peer hears from it; staged.c,
+ * the slot argument). Executors write, wait for and clear planLines(bytes)
+ * lines for a COPY into LINES or a REDUCE source in LINES of `bytes`. */
+static inline size_t planLines(size_t bytes) {
+  return bytes ? (bytes + 7) / 8 : 1;
+}
+/* Bytes of those lines. */
 static inline size_t planLinesBytes(size_t bytes) {
-  return 2 * ((bytes + 7) / 8 * 8);
+  return 16 * planLines(bytes);
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group

@@ -123,7 +123,31 @@ const char planDefaultTune[] =
      * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep
      * pushb (planTableForChannel), and so do ranks that share a GPU
      * (coreChooseAlgo: this table's split only). */
-    "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n";
+    "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n"
+    /* Broadcast, Gather and Scatter (and so Send/Recv, a channel's 2-rank
+     * Broadcast) as lines: stagell's movement form, with a token line where
+     * a block is empty (staged.c). Where the lines do not fit a rank's share
+     * of the line slot it runs as stage, which the ranges below replace (a
+     * 4-rank Broadcast over 256 KB, a Gather or Scatter over 1 MB; a
+     * channel has a 2-rank set's line slot, so the parent's Broadcast range
+     * serves its Send/Recv up to 2 MB). docs/results/rooted-lines/:
+     * 2x H100, in graphs, up to 256 KB: Broadcast 2.3-4.0 us against stage's
+     * 15-16 (NCCL 4.8-8.5), Gather 2.7-3.0 against 9.6-10.6 (NCCL 5.5-6.4),
+     * Scatter 2.5-3.1 against 15-16 (NCCL 5.4-6.5), Send/Recv 4.9-7.6
+     * against 26-44 (NCCL 6.0-9.4); at 2 MB Broadcast 15.7 against stage's
+     * 22.0 and pushb's 22.5, Gather 9.2 against 11.4; Scatter at 4 MB 15.6
+     * against 21.5; eager up to 1 MB 7.4-15 us against stage's 14-32
+     * (NCCL 9.6-23). Gather at 4 MB keeps stage (13.6 against 16.3 in a
+     * graph). 4x H200: in graphs up to 64 KB Broadcast 5.1-6.1 against
+     * stage's 22-24 (NCCL 4.6-7.4), Scatter up to 1 MB 5.9-9.3 against
+     * 23-25 (NCCL 5.4-9.8), Gather 7.0-10.4 against 13.5-14.5 (NCCL
+     * 5.4-9.0), Send/Recv up to 1 MB 4.8-14.3 against 37-43 (NCCL
+     * 6.3-16.8); eager Broadcast up to 256 KB 19.7-22.9 against 22.0-22.6
+     * and Scatter up to 1 MB 18.4-19.4 against 22.4-22.9, but Gather 19-21
+     * against stage's 17.4-18.0 at 4 KB-1 MB (pushb 13.5-15.6), so eager
+     * Gathers on 3 ranks or more keep stage. */
+    "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather@graph:0-1048577:stagell\n"
+    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",

@@ -77,9 +77,10 @@
  * the same kernel, the others in one more each. The data moves on SMs, not
  * copy engines: this is the small-message form for CUDA graphs, where a
  * copy engine's copy after a kernel costs 11-14 us and NCCL's kernels
- * 6-7 us in all. The slot argument needs every rank to send to every peer:
- * where a block is empty (a V form) or a block's lines exceed the share, it
- * builds stage's schedule.
+ * 6-7 us in all. Broadcast, Gather and Scatter (and so Send/Recv) take it
+ * too. The slot argument needs every rank to send lines to every peer:
+ * where a block is empty, a token line goes instead (addLinesMove); where a
+ * block's lines exceed the share, it builds stage's schedule.
  *
  * twoshot (AllReduce) is stagesm in two kernels, for the sizes where the
  * one-shot form's n-1 copies of the whole buffer per rank cost more than a
@@ -181,19 +182,18 @@ static size_t lineShare(const planArgs *a) {
   return a->lineBytes / (size_t)a->nranks / 16 * 16;
 }
 
-/* ... and whether its lines fit: every rank sends a non-empty block to
- * every peer (the slot argument), each in a share. The same verdict on
- * every rank (the V form's arrays are every rank's). */
+/* ... and whether its lines fit: every block to a peer, or the token
+ * that stands for an empty one, in a share. The same verdict on every rank
+ * (the rooted forms' blocks and the V form's arrays are every rank's; a
+ * layout that needs the peers' arrays is never staged). */
 static int linesFitMove(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks;
   /* n - 1 line stores and the own block's copy: one kernel's moves */
   if (ci->reduces || ci->peerArrays || n < 2 || n > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int f = 0; f < n; f++)
-    for (int t = 0; t < n; t++) {
-      size_t b = ci->block(a, f, t).bytes;
-      if (f != t && (!b || planLinesBytes(b) > lineShare(a))) return 0;
-    }
+    for (int t = 0; t < n; t++)
+      if (f != t && planLinesBytes(ci->block(a, f, t).bytes) > lineShare(a)) return 0;
   return 1;
 }
 
@@ -202,7 +202,16 @@ static int linesFitMove(const planArgs *a) {
  * block into place; then each peer's lines are taken into that peer's
  * place in the receive buffer by a REDUCE of that one source (a REDUCE of
  * one source copies bytes: plan.h), the first in the same kernel. No copy
- * engine, no DATA word: a line is its own signal. */
+ * engine, no DATA word: a line is its own signal.
+ *
+ * Where a block is empty (a rooted collective's blocks between the root's
+ * peers and from them to a Broadcast's or Scatter's root, an AllGatherV's
+ * empty block), the COPY is a token and so is the REDUCE that takes it: one
+ * line with no data (plan.h planLines). The slot argument needs it: every
+ * rank hears from every peer in every staged operation, or a rank that
+ * only sends (a Broadcast's root) would write a peer's slot again two
+ * operations on while the peer may still be reading it. The REDUCEs of
+ * data come first (the first is the kernel's own), the tokens' after. */
 static int addLinesMove(planSchedule *s, const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks, r = a->rank, rc = 0;
@@ -210,7 +219,7 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n;
     planBlock b = ci->block(a, r, p);
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.bytes ? b.srcOff : 0},
                      (planLoc){p, PLAN_BUF_LINES, (size_t)r * share}, b.bytes, 0);
     if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
   }
@@ -221,13 +230,16 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
     if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
   }
   s->round++;
-  for (int d = 1; d < n && !rc; d++) {
-    int p = (r + n - d) % n; /* the peer whose lines were stored first */
-    planBlock b = ci->block(a, p, r);
-    planLoc src = {r, PLAN_BUF_LINES, (size_t)p * share};
-    rc = planAddReduce(s, 0, &src, 1, (planLoc){r, PLAN_BUF_RECV, b.dstOff}, b.bytes);
-    if (!rc) s->steps[s->nsteps - 1].peer = p; /* whose lines (plan.h) */
-  }
+  for (int tokens = 0; tokens < 2; tokens++)
+    for (int d = 1; d < n && !rc; d++) {
+      int p = (r + n - d) % n; /* the peer whose lines were stored first */
+      planBlock b = ci->block(a, p, r);
+      if ((b.bytes == 0) != tokens) continue;
+      planLoc src = {r, PLAN_BUF_LINES, (size_t)p * share};
+      rc = planAddReduce(s, 0, &src, 1, (planLoc){r, PLAN_BUF_RECV, b.bytes ? b.dstOff : 0},
+                         b.bytes);
+      if (!rc) s->steps[s->nsteps - 1].peer = p; /* whose lines (plan.h) */
+    }
   return rc;
 }
 

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof(c));
   c.nranks = nranks;
   c.stageBytes = coreStageBytesParam();
-  coreSetLineBytes(&c, 0);
+  coreSetLineBytes(&c);
   char note[512];
   if (coreBuildTable(NULL, &c.table, "dmaccl-info", nranks, note, sizeof(note)) != dmacclSuccess) {
     printf("\n# error: %s\n", dmacclCommGetLastError(NULL));
