@@ -424,6 +424,107 @@ static int lineCase(dmacclDataType_t t, dmacclRedOp_t op, size_t count, size_t m
   return rc;
 }
 
+/*
+ * stagell's movement form among three ranks on one GPU, one kernel each:
+ * rank r stores its block for each peer p as lines into p's line slot (at
+ * r's share), takes the lines of peer r-1 as its reduction of one source
+ * (a copy of bytes) and those of peer r+1 as a take (execReduceTake: the
+ * executor's merged launch). Block sizes random, unaligned, and one empty
+ * (0 -> 2: a token line, and rank 2 takes a token). Kernels launched in the
+ * order 2, 1, 0; eager or (graph) each captured and replayed twice. Every
+ * block must land, nothing past it, and every line slot must be 0 again.
+ */
+static int takeCase(int graph, void *dev[8], unsigned char *host[8], unsigned char *got,
+                    uint64_t seed) {
+  enum { N = 3, MAXB = 70000 };
+  const size_t share = 2 * (MAXB + 8) / 16 * 16 + 16;
+  char *S[N], *R[N], *L[N];
+  for (int r = 0; r < N; r++)
+    S[r] = (char *)dev[r], R[r] = (char *)dev[3 + r], L[r] = (char *)dev[6] + r * N * share;
+  size_t b[N][N];
+  uint64_t x = seed;
+  for (int f = 0; f < N; f++)
+    for (int t = 0; t < N; t++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      b[f][t] = f == t ? 0 : (x >> 33) % MAXB;
+    }
+  b[0][2] = 0;
+  cudaStream_t st[N];
+  execReduceWait w[N];
+  const void *src[N];
+  void *dst[N];
+  size_t cnt[N];
+  for (int r = 0; r < N; r++) {
+    CUDA_OK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
+    CUDA_OK(cudaMemset(L[r], 0, N * share));
+    memset(&w[r], 0, sizeof(w[r]));
+    for (int d = 1; d < N; d++) {
+      int p = (r + d) % N;
+      w[r].moves[w[r].nmoves++] =
+          (execReduceMove){S[r] + p * MAXB + 1, L[p] + r * share, b[r][p], 1};
+    }
+    int p1 = (r + N - 1) % N, p2 = (r + 1) % N;
+    src[r] = L[r] + p1 * share, dst[r] = R[r] + p1 * MAXB + 3, cnt[r] = b[p1][r];
+    w[r].lineSrcs = 1;
+    w[r].ntakes = 1;
+    w[r].takes[0] = (execReduceTake){L[r] + p2 * share, R[r] + p2 * MAXB + 3, b[p2][r]};
+  }
+  cudaGraphExec_t ge[N] = {NULL, NULL, NULL};
+  for (int r = 0; r < N && graph; r++) {
+    cudaGraph_t g = NULL;
+    CUDA_OK(cudaStreamBeginCapture(st[r], cudaStreamCaptureModeThreadLocal));
+    cudaError_t e =
+        execCudaReduceWait(dst[r], &src[r], 1, cnt[r], dmacclUint8, dmacclSum, 32, &w[r], st[r]);
+    CUDA_OK(cudaStreamEndCapture(st[r], &g));
+    CUDA_OK(e);
+    CUDA_OK(cudaGraphInstantiate(&ge[r], g, 0));
+    cudaGraphDestroy(g);
+  }
+  int rc = 0;
+  for (int rep = 0; rep < (graph ? 2 : 1) && !rc; rep++) {
+    for (int r = 0; r < N; r++) {
+      dataFillRandom(host[r], N * MAXB + 16, seed + 10u * (uint64_t)rep + (uint64_t)r);
+      CUDA_OK(cudaMemcpy(S[r], host[r], N * MAXB + 16, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemset(R[r], 0xEE, N * MAXB + 16));
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int r = N - 1; r >= 0; r--) {
+      if (graph)
+        CUDA_OK(cudaGraphLaunch(ge[r], st[r]));
+      else
+        CUDA_OK(execCudaReduceWait(dst[r], &src[r], 1, cnt[r], dmacclUint8, dmacclSum, 32, &w[r],
+                                   st[r]));
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int r = 0; r < N && !rc; r++) {
+      CUDA_OK(cudaMemcpy(got, R[r], N * MAXB + 16, cudaMemcpyDeviceToHost));
+      for (int p = 0; p < N && !rc; p++) {
+        if (p == r) continue;
+        const unsigned char *want = host[p] + r * MAXB + 1, *at = got + p * MAXB + 3;
+        long long d = testFirstDiff(at, want, b[p][r]);
+        if (d < 0 && at[b[p][r]] != 0xEE) d = (long long)b[p][r]; /* nothing past the block */
+        if (d >= 0) {
+          TEST_FAIL("takes graph %d replay %d: rank %d's block from %d (%zu bytes) wrong at %lld",
+                    graph, rep, r, p, b[p][r], d);
+          rc = 1;
+        }
+      }
+      CUDA_OK(cudaMemcpy(got, L[r], N * share, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < N * share && !rc; i++)
+        if (got[i]) {
+          TEST_FAIL("takes: rank %d's line slot byte %zu is %d after the kernels", r, i, got[i]);
+          rc = 1;
+        }
+    }
+  }
+  if (rc) cudaDeviceSynchronize();
+  for (int r = 0; r < N; r++) {
+    if (ge[r]) cudaGraphExecDestroy(ge[r]);
+    cudaStreamDestroy(st[r]);
+  }
+  return rc;
+}
+
 int main(void) {
   gpuCountOrSkip(1, "test_gpu_reduce");
   const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
@@ -506,6 +607,9 @@ int main(void) {
         }
     if (!rc) printf("  %d line kernel pairs (stagell): results, waits, slots cleared\n", lines);
   }
+  for (int v = 0; v < 4 && !rc; v++) /* eager, graph; two seeds each */
+    rc = takeCase(v & 1, dev, host, got, 9000u + (uint64_t)v);
+  if (!rc) printf("  three line kernels with a take each (one a token): blocks and slots\n");
   printf(rc ? "FAILED\n" : "all passed\n");
   return rc;
 }

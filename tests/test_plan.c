@@ -2825,7 +2825,9 @@ static int testTwoShotSequences(void) {
 /*
  * stagell's movement form in sequence (staged.c: the slot argument and its
  * token lines): random Broadcasts, Gathers, Scatters and AllGathers with
- * random roots and sizes, stagell, the ranks interleaved at random, each
+ * random roots and sizes, stagell or (one in three) stage, whose DATA
+ * exchange stands in for the lines between two line operations, the ranks
+ * interleaved at random, each
  * kernel's line stores and REDUCEs as steps of their own (a REDUCE waits
  * until its lines are all there). Checks: no line is stored where its
  * owner has not read the last one yet, every receive byte at completion,
@@ -2842,7 +2844,7 @@ static long ltTokens; /* token lines stored */
 /* 0 ok, 1 a failure (why says which). */
 static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
   static unsigned char send[LT_OPS][TS_N][TS_N * LT_CHUNK], recv[LT_OPS][TS_N][TS_N * LT_CHUNK];
-  static unsigned char lines[TS_N][2][TS_LINES];
+  static unsigned char lines[TS_N][2][TS_LINES], stage[TS_N][2][TS_N * LT_CHUNK];
   static planSchedule S[TS_N][LT_OPS];
   static planArgs A[LT_OPS];
   static sqFlags flag;
@@ -2858,6 +2860,7 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
     planColl c = colls[stageRand(&x) % 4];
     size_t count = stageRand(&x) % 4 == 0 ? stageRand(&x) % 9 : stageRand(&x) % LT_CHUNK;
     int root = (int)(stageRand(&x) % (uint32_t)n);
+    planAlgo al = stageRand(&x) % 3 ? PLAN_ALGO_STAGELL : PLAN_ALGO_STAGE;
     unsigned long long idx = count ? ++number : 0;
     gslot[k] = (int)(idx % 2);
     for (int r = 0; r < n && !rc; r++) {
@@ -2871,7 +2874,7 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
                     .stageIndex = idx,
                     .lineBytes = TS_LINES};
       if (r == 0) A[k] = a;
-      if (planBuild(&a, PLAN_ALGO_STAGELL, &S[r][k])) rc = snprintf(why, len, "planBuild") > 0;
+      if (planBuild(&a, al, &S[r][k])) rc = snprintf(why, len, "planBuild") > 0;
       planSchedule *sc = &S[r][k];
       int m = 0;
       for (int i = 0; i < sc->nsteps; i++) {
@@ -2933,13 +2936,16 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
   ((o).buf == PLAN_BUF_SEND    ? send[k][(o).rank] + (o).off                                       \
    : (o).buf == PLAN_BUF_RECV  ? recv[k][(o).rank] + (o).off                                       \
    : (o).buf == PLAN_BUF_LINES ? lines[(o).rank][gslot[k]] + (o).off                               \
+   : (o).buf == PLAN_BUF_STAGE ? stage[(o).rank][gslot[k]] + (o).off                               \
                                : NULL)
     unsigned char *from = LT_AT(src), *to = LT_AT(dst);
 #undef LT_AT
     size_t span = planLinesBytes(st->bytes);
     if (!from || !to ||
         ((src.buf == PLAN_BUF_LINES || dst.buf == PLAN_BUF_LINES) &&
-         (src.buf == PLAN_BUF_LINES ? src : dst).off + span > TS_LINES))
+         (src.buf == PLAN_BUF_LINES ? src : dst).off + span > TS_LINES) ||
+        ((src.buf == PLAN_BUF_STAGE || dst.buf == PLAN_BUF_STAGE) &&
+         (src.buf == PLAN_BUF_STAGE ? src : dst).off + st->bytes > sizeof(stage[0][0])))
       return snprintf(why, len, "a step outside the buffers") > 0;
     if (dst.buf == PLAN_BUF_LINES) {
       for (size_t i = 0; i < span; i++)
@@ -2981,7 +2987,8 @@ static int testLineTokenSequences(void) {
     TEST_FAIL("control (no token lines) was never caught");
     return 1;
   }
-  printf("  %d sequences of stagell Broadcast, Gather, Scatter and AllGather (%ld token lines)\n"
+  printf("  %d sequences of Broadcast, Gather, Scatter and AllGather, stagell or stage (%ld token "
+         "lines)\n"
          "  control, no token lines: %s\n",
          runs, ltTokens, caught);
   return 0;

@@ -35,8 +35,8 @@ static const struct {
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (each rank has 2 for eager calls and 2 for captured ones, and "
      "as many line slots, of the same size on 2 ranks and a quarter of it on more; a Send/Recv "
-     "channel 4 slots and no line slots): collectives up to this size may use the staged "
-     "algorithms; 0 turns them off"},
+     "channel is a 2-rank set: 4 slots and 4 line slots of this size): collectives up to this "
+     "size may use the staged algorithms; 0 turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
      "pulled into it in pieces (at least 2 KB per peer); ranks of several processes use the "

@@ -730,8 +730,10 @@ out:
  * bytes into the peers' slots (twoshot's second kernel: their receive
  * buffers) and then writes their words of the phase (graph: 1; eager: the
  * epoch), as issueSync's memops would; a kernel cannot record an event, so
- * a peer on this GPU is refused (the core runs stage there). Returns the
- * index after the REDUCE.
+ * a peer on this GPU is refused (the core runs stage there). The REDUCEs
+ * of one line source right after the REDUCE on its lane go into the same
+ * launch as takes (execReduceTake). Returns the index after the last step
+ * the launch took.
  */
 static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,
@@ -815,16 +817,33 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
     }
     w.lineSrcs |= 1u << k;
   }
+  /* The REDUCEs of one line source right after it on its lane (stagell's
+   * movement form: one per peer, staged.c) ride in the same launch as takes:
+   * one kernel per operation instead of one per peer. */
+  int k = j + 1;
+  for (; k < sch->nsteps && w.ntakes < EXEC_REDUCE_MAX_MOVES; k++) {
+    const planStep *q = &sch->steps[k];
+    if (q->kind != PLAN_STEP_REDUCE || q->lane != st->lane || q->nsrc != 1 || q->pieceBytes ||
+        q->inKernel || sch->srcs[q->src0].buf != PLAN_BUF_LINES)
+      break;
+    w.takes[w.ntakes++] =
+        (execReduceTake){execLocate(b, sch->srcs[q->src0]), execLocate(b, q->dst), q->bytes};
+  }
   const char *d = execLocate(b, red->dst);
   int overlap = 0;
   for (int m = 0; m < w.nmoves; m++) {
     const char *src = w.moves[m].src;
-    overlap |= src < d + red->bytes && d < src + w.moves[m].bytes &&
+    if (!w.moves[m].bytes) continue; /* a token reads nothing (its buffer may be NULL) */
+    overlap |= red->bytes && src < d + red->bytes && d < src + w.moves[m].bytes &&
                !(w.moves[m].lines && w.lineSrcs && src == d);
+    for (int t = 0; t < w.ntakes; t++) { /* a take writes what a move reads */
+      const char *td = w.takes[t].dst;
+      overlap |= w.takes[t].bytes && src < td + w.takes[t].bytes && td < src + w.moves[m].bytes;
+    }
   }
   if (w.nsignals || (w.nmoves && overlap)) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
   rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane, NULL);
-  j++;
+  j = k;
 out:
   *rcOut = rc;
   return j;

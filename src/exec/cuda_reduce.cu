@@ -507,6 +507,28 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
   }
 }
 
+/* The takes (execReduceTake), after the reduction: unit v of every take by
+ * the thread of that grid stride, each line waited for, read and cleared. */
+static __device__ void takeAll(const execReduceWait &w) {
+  size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+         stride = (size_t)gridDim.x * blockDim.x;
+  for (int t = 0; t < w.ntakes; t++) {
+    const execReduceTake &tk = w.takes[t];
+    size_t nl = tk.bytes ? (tk.bytes + 7) / 8 : 1;
+    bool aligned = ((uintptr_t)tk.dst & 7) == 0;
+    for (size_t v = tid; v < nl; v += stride) {
+      uint2 d = takeLine((uint4 *)tk.lines + v);
+      size_t k = tk.bytes <= v * 8 ? 0 : tk.bytes - v * 8 < 8 ? tk.bytes - v * 8 : 8;
+      if (aligned && k == 8) {
+        *((uint2 *)tk.dst + v) = d;
+      } else {
+        const char *b = (const char *)&d;
+        for (size_t i = 0; i < k; i++) ((char *)tk.dst)[v * 8 + i] = b[i];
+      }
+    }
+  }
+}
+
 template <int T, int OP>
 __global__ void __launch_bounds__(512)
     dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
@@ -525,13 +547,12 @@ __global__ void __launch_bounds__(512)
   if (w.lineSrcs && !count) { /* tokens (plan.h planLines): each line waited for and cleared */
     if (blockIdx.x == 0 && threadIdx.x < (unsigned)n && (w.lineSrcs >> threadIdx.x & 1))
       takeLine((uint4 *)s.p[threadIdx.x]);
-    return;
-  }
-  if (w.lineSrcs) {
+  } else if (w.lineSrcs) {
     reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
-    return;
+  } else {
+    reduceSpan<T, OP>(dst, s, n, 0, count, vec);
   }
-  reduceSpan<T, OP>(dst, s, n, 0, count, vec);
+  if (w.ntakes) takeAll(w);
 }
 
 /* The handle of one instantiation of the kernel, asked for once and kept in
@@ -566,6 +587,8 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
     size_t u = w.moves[m].lines ? (w.moves[m].bytes + 7) / 8 : (w.moves[m].bytes + 15) / 16;
     if (u > units) units = u;
   }
+  for (int t = 0; t < w.ntakes; t++)
+    if ((w.takes[t].bytes + 7) / 8 > units) units = (w.takes[t].bytes + 7) / 8;
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
@@ -635,17 +658,24 @@ extern "C" cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs
   execReduceWait w;
   memset(&w, 0, sizeof(w));
   if (wait && (wait->mask[0] | wait->mask[1] | wait->mask[2] | wait->mask[3] | wait->nmoves |
-               wait->nsignals | wait->lineSrcs | wait->pieces))
+               wait->nsignals | wait->lineSrcs | wait->pieces | wait->ntakes))
     w = *wait;
   if (w.pieces &&
       (w.pieces < 0 || !w.pieceFlags || w.pieceStride < 0 || !w.pieceCount || w.nmoves ||
-       w.nsignals || w.lineSrcs || (w.reset && ctas > 1 && !w.count) || w.npieceSignals < 0 ||
-       w.npieceSignals > EXEC_REDUCE_MAX_MOVES || (w.npieceSignals && !w.pieceCounts) ||
-       (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) || (size_t)w.pieces * w.pieceCount < count))
+       w.nsignals || w.lineSrcs || w.ntakes || (w.reset && ctas > 1 && !w.count) ||
+       w.npieceSignals < 0 || w.npieceSignals > EXEC_REDUCE_MAX_MOVES ||
+       (w.npieceSignals && !w.pieceCounts) || (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) ||
+       (size_t)w.pieces * w.pieceCount < count))
     return cudaErrorInvalidValue;
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
-  if (count == 0 && !w.flags && !w.nmoves && !w.nsignals && !w.lineSrcs) return cudaSuccess;
+  if (count == 0 && !w.flags && !w.nmoves && !w.nsignals && !w.lineSrcs && !w.ntakes)
+    return cudaSuccess;
+  if (w.ntakes < 0 || w.ntakes > EXEC_REDUCE_MAX_MOVES) return cudaErrorInvalidValue;
+  for (int t = 0; t < w.ntakes; t++)
+    if (!w.takes[t].lines || ((uintptr_t)w.takes[t].lines & 15) ||
+        (w.takes[t].bytes && !w.takes[t].dst))
+      return cudaErrorInvalidValue;
   if (w.lineSrcs && (nsrc > 32 || (nsrc < 32 && w.lineSrcs >> nsrc))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;
   if (w.nmoves < 0 || w.nmoves > EXEC_REDUCE_MAX_MOVES || w.nsignals < 0 ||

@@ -49,6 +49,16 @@ typedef struct {
   size_t bytes;
   int lines; /* dst is a line slot (plan.h PLAN_BUF_LINES): write bytes as lines */
 } execReduceMove;
+/* Takes (stagell's movement form: the REDUCEs of one line source after the
+ * kernel's own, staged.c): after its reduction the kernel also waits for the
+ * lines that carry each take's bytes at `lines`, reads them into dst and sets
+ * them to 0; of 0 bytes, one line (a token, plan.h planLines) read and
+ * cleared, nothing written. */
+typedef struct {
+  void *lines;
+  void *dst;
+  size_t bytes;
+} execReduceTake;
 typedef struct {
   uint32_t *flags;
   unsigned long long mask[4]; /* up to 256 ranks */
@@ -63,6 +73,8 @@ typedef struct {
   /* Bit k: source k is a line slot (stagell): the kernel waits for each of
    * its lines, reads it and sets it to 0 (sources 0..31 only). */
   uint32_t lineSrcs;
+  int ntakes;
+  execReduceTake takes[EXEC_REDUCE_MAX_MOVES];
   /* Pieces (plan.h pieceBytes; pull1): with pieces > 0 the kernel reduces
    * elements [k*pieceCount, (k+1)*pieceCount) of every source and the
    * destination once word pieceFlags[k*pieceStride] has reached `value`,
@@ -73,7 +85,7 @@ typedef struct {
    * them; a system fence after each block's stores) writes `signalValue`
    * into pieceSignals[m][k*pieceStride] for every m: the peers' PIECE+k
    * words (AllReduce: they pull the piece from here). No moves, signals,
-   * flags or lines with it. */
+   * flags, lines or takes with it. */
   int pieces;
   size_t pieceCount;
   uint32_t *pieceFlags;

@@ -323,7 +323,8 @@ typedef struct {
    * (staged.c). */
   int kernelWait;
   /* stagell only: bytes of one line slot of a rank (0: stagell runs as
-   * stagesm). The slots rotate as the staging slots do (stageIndex). */
+   * stagesm, a movement collective's as stage). The slots rotate as the
+   * staging slots do (stageIndex). */
   size_t lineBytes;
   /* AllGather and AllGatherV only: 1 to add a NOTIFY step per block of the
    * receive buffer where that block is complete (planAddArrivals). */

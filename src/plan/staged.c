@@ -73,8 +73,9 @@
  * kernel stores this rank's block for every peer as lines into the peer's
  * line slot (at this rank's share, lineBytes / n) and, out of place, its
  * own block into its receive buffer; then a REDUCE of one source per peer
- * (a copy of bytes) takes that peer's lines into its place, the first in
- * the same kernel, the others in one more each. The data moves on SMs, not
+ * (a copy of bytes) takes that peer's lines into its place (the CUDA
+ * executor runs them all in that one kernel: issueKernelRun's takes). The
+ * data moves on SMs, not
  * copy engines: this is the small-message form for CUDA graphs, where a
  * copy engine's copy after a kernel costs 11-14 us and NCCL's kernels
  * 6-7 us in all. Broadcast, Gather and Scatter (and so Send/Recv) take it
