@@ -802,8 +802,8 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
     goto out;
   }
   /* Every block's stores before any block reduces (moveCount): for the
-   * signals after them, and where a move reads what the REDUCE writes (in
-   * place). Lines are their own signals, and a line move that starts where
+   * signals after them, and where a move reads what the REDUCE or a take
+   * writes (in place). Lines are their own signals, and a line move that starts where
    * the REDUCE writes (an in-place AllReduce) needs no barrier either: the
    * thread that stores unit u's line is the one that reduces unit u, after
    * it (cuda_reduce.cu, storeLines and reduceLines). */

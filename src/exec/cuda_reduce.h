@@ -29,8 +29,8 @@ extern "C" {
  * stores are done (`*moveCount`, 0 between launches, counts the blocks that
  * are), one writes `signalValue` into each word of `signals` (the peers'
  * DATA words), and every block waits for the others' stores before it
- * reduces (signals need it; so do moves that read what the reduction
- * writes, in place). Then a peer's signal or this kernel's progress depends
+ * reduces (signals need it; so do moves that read what the reduction or a
+ * take writes, in place). Then a peer's signal or this kernel's progress depends
  * on every block: all blocks must be resident at once, so the caller
  * launches no more blocks than the GPU has SMs (one block per SM fits at
  * the kernel's register count). Moves as lines need no moveCount of their

@@ -74,7 +74,8 @@
  * line slot (at this rank's share, lineBytes / n) and, out of place, its
  * own block into its receive buffer; then a REDUCE of one source per peer
  * (a copy of bytes) takes that peer's lines into its place (the CUDA
- * executor runs them all in that one kernel: issueKernelRun's takes). The
+ * executor runs them all in that one kernel, issueKernelRun's takes, but
+ * where a NOTIFY follows a REDUCE: planAddArrivals). The
  * data moves on SMs, not
  * copy engines: this is the small-message form for CUDA graphs, where a
  * copy engine's copy after a kernel costs 11-14 us and NCCL's kernels
@@ -202,7 +203,9 @@ static int linesFitMove(const planArgs *a) {
  * peer as lines into the peer's line slot and (out of place) copies its own
  * block into place; then each peer's lines are taken into that peer's
  * place in the receive buffer by a REDUCE of that one source (a REDUCE of
- * one source copies bytes: plan.h), the first in the same kernel. No copy
+ * one source copies bytes: plan.h), all in the same kernel on the CUDA
+ * executor (issueKernelRun's takes; with arrival words each NOTIFY after a
+ * REDUCE ends the kernel there, so that it follows its own block). No copy
  * engine, no DATA word: a line is its own signal.
  *
  * Where a block is empty (a rooted collective's blocks between the root's
