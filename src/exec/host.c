@@ -150,15 +150,6 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
   return rc;
 }
 
-/* Whether a schedule writes or reads lines. */
-static int usesLines(const planSchedule *s) {
-  for (int i = 0; i < s->nsteps; i++)
-    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
-  for (int k = 0; k < s->nsrcs; k++)
-    if (s->srcs[k].buf == PLAN_BUF_LINES) return 1;
-  return 0;
-}
-
 /* Runs one job; returns -1 and the peer on timeout (-2 abandoned, -3 out of
  * memory). next[l] is lane l's next step, so a JOIN at index i may pass
  * once next[from] > i. */
@@ -247,7 +238,7 @@ static void *workerMain(void *arg) {
       coreSetAsyncError(comm, dmacclSystemError,
                         "operation %llu: rank %d: out of memory reading lines (host executor)",
                         (unsigned long long)j->seq, comm->rank);
-    if ((r == -1 || r == -3) && usesLines(&j->sched) &&
+    if ((r == -1 || r == -3) && planUsesLines(&j->sched) &&
         !atomic_load_explicit(&h->linesFailed, memory_order_relaxed)) {
       /* Its lines may lie in a slot, where a later operation would take
        * them for its own (plan.h LINES): nothing on this set may run. */

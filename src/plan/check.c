@@ -414,17 +414,9 @@ static int sendsLines(const planSchedule *s, int to) {
   return 0;
 }
 
-static int usesLines(const planSchedule *s) {
-  for (int i = 0; i < s->nsteps; i++)
-    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
-  for (int k = 0; k < s->nsrcs; k++)
-    if (s->srcs[k].buf == PLAN_BUF_LINES) return 1;
-  return 0;
-}
-
 static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
   for (int r = 0; r < n; r++)
-    for (int p = 0; p < n && usesLines(&s[r]); p++)
+    for (int p = 0; p < n && planUsesLines(&s[r]); p++)
       if (p != r && !sendsLines(&s[r], p))
         return fail(err, errlen,
                     "rank %d uses line slots but sends rank %d no lines: rank %d could not "

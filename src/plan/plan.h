@@ -401,6 +401,9 @@ size_t planStageNeed(const planArgs *a, planAlgo algo);
  * receive buffer. Slots are reused round robin (two are enough); with
  * stageEntry an ENTRY handshake comes first. */
 int planIsStaged(planAlgo a);
+/* Whether a schedule writes lines (a COPY into LINES) or reads them (a
+ * REDUCE source in LINES). */
+int planUsesLines(const planSchedule *s);
 
 /* Builds the schedule of args.rank with algorithm algo into s (s is reset;
  * planScheduleFree releases it). Returns 0, or -1 on allocation failure or

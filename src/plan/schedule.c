@@ -50,6 +50,14 @@ static void useLane(planSchedule *s, int lane) {
   if (lane + 1 > s->nlanes) s->nlanes = lane + 1;
 }
 
+int planUsesLines(const planSchedule *s) {
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
+  for (int k = 0; k < s->nsrcs; k++)
+    if (s->srcs[k].buf == PLAN_BUF_LINES) return 1;
+  return 0;
+}
+
 int planAddCopy(planSchedule *s, int lane, planLoc src, planLoc dst, size_t bytes, int batch) {
   planStep *st = push(s);
   if (!st) return -1;
