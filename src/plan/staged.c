@@ -75,9 +75,8 @@
  * own block into its receive buffer; then a REDUCE of one source per peer
  * (a copy of bytes) takes that peer's lines into its place (the CUDA
  * executor runs them all in that one kernel, issueKernelRun's takes, but
- * where a NOTIFY follows a REDUCE: planAddArrivals). The
- * data moves on SMs, not
- * copy engines: this is the small-message form for CUDA graphs, where a
+ * where a NOTIFY follows a REDUCE: planAddArrivals). The data moves on
+ * SMs, not copy engines: this is the small-message form for CUDA graphs, where a
  * copy engine's copy after a kernel costs 11-14 us and NCCL's kernels
  * 6-7 us in all. Broadcast, Gather and Scatter (and so Send/Recv) take it
  * too. The slot argument needs every rank to send lines to every peer:
