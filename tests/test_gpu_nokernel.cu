@@ -227,6 +227,12 @@ static int runColls(int n, const int *devs, int shared) {
        * these sizes (Gather on 3 ranks or more only in CUDA graphs) */
       int lines = !shared && !reduces && c != COLL_ALLTOALLV && (c != COLL_GATHER || n == 2);
       if (a >= CC_NALGOS && policy != dmacclCtaPolicyZero && lines) ASSERT_TRUE(nKernels >= 1);
+      /* a rank's Send and Recv of the ring are one group's two channel
+       * operations of lines: one kernel per rank, not one per channel
+       * (cuda.c, held launches) */
+      if (c == COLL_SENDRECV && lines &&
+          (a >= CC_NALGOS ? policy != dmacclCtaPolicyZero : !strcmp(algo, "stagell")))
+        ASSERT_EQ_INT(nKernels, n);
       if (reduces) {
         ASSERT_TRUE(nReduceKernels >= 1);
       } else if (!strcmp(algo, "stagell") || (a >= CC_NALGOS && policy != dmacclCtaPolicyZero)) {

@@ -451,6 +451,13 @@ void coreMemReleaseAll(dmacclComm_t comm);
 
 /* Groups (group.c). */
 int coreGroupActive(void);
+/* This thread is posting its group's calls (the outermost dmacclGroupEnd):
+ * an executor may hold their launches until execOps.flush. */
+int coreGroupPosting(void);
+/* Before the posting thread waits for a peer or the device (a peer's call,
+ * a board slot, a channel's making): what the executor holds is issued, so
+ * that nothing a peer may wait for stays held while this thread waits. */
+void coreGroupFlush(dmacclComm_t comm);
 /* This thread's open group holds calls on comm. */
 int coreGroupHolds(dmacclComm_t comm);
 /* Records op; the group keeps its own copy of op->vec until it ends. */

@@ -4,7 +4,7 @@
  * (first call of every rank, then second, ...), so one thread can issue the
  * calls of every rank of a set without waiting on itself.
  */
-#include "core.h"
+#include "../exec/exec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +12,7 @@
 static _Thread_local int depth;
 static _Thread_local coreOp *ops;
 static _Thread_local int nops, capops;
+static _Thread_local int posting; /* inside the outermost dmacclGroupEnd's posts */
 
 /* Ranks this thread issued for outside a group, per set. */
 #define SOLO_SLOTS 16
@@ -23,6 +24,14 @@ static _Thread_local int nsolo;
 
 int coreGroupActive(void) {
   return depth > 0;
+}
+
+int coreGroupPosting(void) {
+  return posting;
+}
+
+void coreGroupFlush(dmacclComm_t comm) {
+  if (posting && comm->exec->flush) comm->exec->flush(0);
 }
 
 int coreGroupHolds(dmacclComm_t comm) {
@@ -116,16 +125,30 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
   /* A communicator destroyed (by another thread) since a call was recorded
-   * fails that call; the others go on. */
+   * fails that call; the others go on. While posting, an executor may hold
+   * the launches of the group's calls and merge them (execOps.flush). */
+  const execOps *used[4];
+  int nused = 0;
+  posting = 1;
   for (int i = 0; i < nops; i++) {
     dmacclResult_t rc = coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)");
     /* A Send/Recv joins its channel now (made in channel order). */
     if (rc == dmacclSuccess && ops[i].p2p && (rc = coreP2pBind(&ops[i])) != dmacclSuccess)
       coreLeave(ops[i].comm);
     if (rc == dmacclSuccess) {
+      const execOps *x = ops[i].comm->exec;
+      int k = 0;
+      while (k < nused && used[k] != x) k++;
+      if (k == nused && nused < (int)(sizeof(used) / sizeof(used[0]))) used[nused++] = x;
       rc = corePostNoAttach(&ops[i]);
       posted[i] = rc == dmacclSuccess ? 1 : -1; /* -1: entered, not posted */
     }
+    if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
+  }
+  posting = 0;
+  /* What an executor held is issued before any call joins its stream. */
+  for (int k = 0; k < nused; k++) {
+    dmacclResult_t rc = used[k]->flush ? used[k]->flush(1) : dmacclSuccess;
     if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
   }
   /* Calls join their streams once every call of the group is in. */

@@ -369,12 +369,13 @@ static dmacclResult_t spPost(coreOp *op) {
   coreBoardSlot *slot = &c->slots[op->seq % CORE_BOARD_DEPTH];
   /* The slot may still hold an operation CORE_BOARD_DEPTH older. */
   double since = coreNowSec();
-  while (slot->nposted > 0 && slot->seq != op->seq) {
+  for (int round = 0; slot->nposted > 0 && slot->seq != op->seq; round++) {
     dmacclResult_t stop = spStop(comm, slot->seq, since);
     if (stop != dmacclSuccess) {
       pthread_mutex_unlock(&c->lock);
       return stop;
     }
+    if (round == 0) coreGroupFlush(comm);
     spWait(c);
   }
   dmacclResult_t rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;

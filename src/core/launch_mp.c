@@ -294,12 +294,15 @@ dmacclResult_t coreMpPost(coreOp *op) {
   dmacclResult_t rc = atOnce(op->algo) ? dmacclSuccess : coreMpExportOp(op, op->call);
   if (rc != dmacclSuccess) return rc;
 
+  /* A direct operation waits for its peers' calls below. */
+  if (!atOnce(op->algo)) coreGroupFlush(comm);
   pthread_mutex_lock(&c->lock);
   uint64_t seq = comm->posted + 1;
   for (int round = 0; !slotFree(c, seq);) {
     coreMpCheckStaged(c);
     if (slotFree(c, seq)) break;
     pthread_mutex_unlock(&c->lock);
+    if (round == 0) coreGroupFlush(comm);
     rc = stopReason(comm);
     if (rc != dmacclSuccess) return rc;
     backoff(&round);

@@ -17,6 +17,12 @@
  * board (coreBoardMail), the other waits for them, and both join the two
  * 2-rank sets (coreInitRankWith) on the parent's device.
  *
+ * Launch. In a group, a rank's sends and receives that move lines
+ * (stagell) go out as one kernel on the caller's stream, not one per
+ * channel (the CUDA executor's held launches, cuda.c): a Send and a Recv
+ * with a peer cost one launch. The group issues what is held before it
+ * waits for a peer, e.g. to make a channel (coreGroupFlush).
+ *
  * Order. Channels of one GPU share its queues, so every rank must issue
  * their work in one order (docs/architecture.md, rule 5): a group posts its
  * Send/Recv calls after its collectives, ordered by channel (sender, then
@@ -166,9 +172,11 @@ static dmacclResult_t channel(dmacclComm_t comm, int src, int dst, int capture, 
                    "CUDA graph; make one outside the capture first (a warm-up, as before any "
                    "capture), which sets up their channel",
                    call, src, dst);
-  else if (!comm->p2p || !comm->p2p[slot])
+  else if (!comm->p2p || !comm->p2p[slot]) {
+    coreGroupFlush(comm); /* making a channel meets the peer and allocates */
     rc = c->mp ? makeRemote(comm, comm->rank == src ? dst : src, call)
                : makeLocal(comm, src, dst, call);
+  }
   *out = rc == dmacclSuccess ? comm->p2p[slot] : NULL;
   pthread_mutex_unlock(&c->p2pLock);
   return rc;

@@ -691,29 +691,74 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
   return i + n;
 }
 
+/* A REDUCE step's reduction as the kernel takes it. */
+typedef struct {
+  void *dst;
+  const void *srcs[EXEC_REDUCE_MAX_SRCS];
+  int nsrc;
+  size_t count, bytes;
+  dmacclDataType_t dtype;
+  dmacclRedOp_t op;
+} kernelReduce;
+
+static void reduceOf(const planSchedule *sch, const planStep *st, const execBuffers *b,
+                     kernelReduce *r) {
+  for (int k = 0; k < st->nsrc; k++) r->srcs[k] = execLocate(b, sch->srcs[st->src0 + k]);
+  r->nsrc = st->nsrc;
+  r->dst = execLocate(b, st->dst);
+  r->bytes = st->bytes;
+  /* one source: a copy of bytes (plan.h), e.g. stagell's movement form */
+  int bytes = st->nsrc == 1;
+  r->count = bytes ? st->bytes : st->bytes / sch->elemSize;
+  r->dtype = bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype;
+  r->op = bytes ? dmacclSum : (dmacclRedOp_t)sch->redop;
+}
+
+/* The blocks of a kernel of s's GPU doing w. */
+static int kernelCtas(const cudaState *s, const execReduceWait *w) {
+  int ctas = s->reduceCtas;
+  /* Lines double the bytes each thread stores and the kernel polls each:
+   * more blocks (the probe's 512 KB line AllReduce: 6.9 us with 32, 12.0
+   * with 8; docs/latency-notes.md). */
+  if (w && (w->lineSrcs || w->ntakes) && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
+  if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
+  return ctas;
+}
+
 /* The launch of a REDUCE step (with w: waiting for w's flags first). */
 static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, const planStep *st,
                                    const execBuffers *b, const execReduceWait *w, cudaStream_t lane,
                                    cudaEvent_t launched) {
   dmacclResult_t rc = dmacclSuccess;
-  cudaState *s = stateOf(comm);
-  const void *src[EXEC_REDUCE_MAX_SRCS];
-  for (int k = 0; k < st->nsrc; k++) src[k] = execLocate(b, sch->srcs[st->src0 + k]);
-  int ctas = s->reduceCtas;
-  /* Lines double the bytes each thread stores and the kernel polls each:
-   * more blocks (the probe's 512 KB line AllReduce: 6.9 us with 32, 12.0
-   * with 8; docs/latency-notes.md). */
-  if (w && w->lineSrcs && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
-  if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
-  /* one source: a copy of bytes (plan.h), e.g. stagell's movement form */
-  int bytes = st->nsrc == 1;
-  CUDA_TRY(comm, execCudaReduceLaunched(execLocate(b, st->dst), src, st->nsrc,
-                                        bytes ? st->bytes : st->bytes / sch->elemSize,
-                                        bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype,
-                                        bytes ? dmacclSum : (dmacclRedOp_t)sch->redop, ctas, w,
-                                        lane, launched));
+  kernelReduce r;
+  reduceOf(sch, st, b, &r);
+  CUDA_TRY(comm, execCudaReduceLaunched(r.dst, r.srcs, r.nsrc, r.count, r.dtype, r.op,
+                                        kernelCtas(stateOf(comm), w), w, lane, launched));
 out:
   return rc;
+}
+
+/* Whether every block's stores must be done before any block reduces or
+ * takes (moveCount): a move reads what the reduction (r) or a take writes.
+ * The first `own` moves are the reduction's own operation's: a line move of
+ * those that starts where it writes (an in-place AllReduce) needs no
+ * barrier, since the thread that stores unit u's line is the one that
+ * reduces unit u, after it (cuda_reduce.cu, storeLines and reduceLines). */
+static int movesNeedBarrier(const execReduceWait *w, const kernelReduce *r, int own) {
+  const char *d = r->dst;
+  for (int m = 0; m < w->nmoves; m++) {
+    const char *src = w->moves[m].src;
+    size_t mb = w->moves[m].bytes;
+    if (!mb) continue; /* a token reads nothing (its buffer may be NULL) */
+    if (r->bytes && src < d + r->bytes && d < src + mb &&
+        !(m < own && w->moves[m].lines && w->lineSrcs && src == d))
+      return 1;
+    for (int t = 0; t < w->ntakes; t++) { /* a take writes what a move reads */
+      const char *td = w->takes[t].dst;
+      if (w->takes[t].bytes && src < td + w->takes[t].bytes && td < src + mb) return 1;
+    }
+  }
+  return 0;
 }
 
 /*
@@ -735,9 +780,9 @@ out:
  * launch as takes (execReduceTake). Returns the index after the last step
  * the launch took.
  */
-static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+static int buildKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                           cudaStream_t lane, uint32_t epoch, int graph, int gslot,
-                          dmacclResult_t *rcOut) {
+                          execReduceWait *wOut, int *redAt, dmacclResult_t *rcOut) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
   int n = comm->nranks, me = comm->rank, j = i;
@@ -803,10 +848,7 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
   }
   /* Every block's stores before any block reduces (moveCount): for the
    * signals after them, and where a move reads what the REDUCE or a take
-   * writes (in place). Lines are their own signals, and a line move that starts where
-   * the REDUCE writes (an in-place AllReduce) needs no barrier either: the
-   * thread that stores unit u's line is the one that reduces unit u, after
-   * it (cuda_reduce.cu, storeLines and reduceLines). */
+   * writes (in place; movesNeedBarrier). Lines are their own signals. */
   const planStep *red = &sch->steps[j];
   for (int k = 0; k < red->nsrc; k++) {
     if (sch->srcs[red->src0 + k].buf != PLAN_BUF_LINES) continue;
@@ -829,23 +871,26 @@ static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
     w.takes[w.ntakes++] =
         (execReduceTake){execLocate(b, sch->srcs[q->src0]), execLocate(b, q->dst), q->bytes};
   }
-  const char *d = execLocate(b, red->dst);
-  int overlap = 0;
-  for (int m = 0; m < w.nmoves; m++) {
-    const char *src = w.moves[m].src;
-    if (!w.moves[m].bytes) continue; /* a token reads nothing (its buffer may be NULL) */
-    overlap |= red->bytes && src < d + red->bytes && d < src + w.moves[m].bytes &&
-               !(w.moves[m].lines && w.lineSrcs && src == d);
-    for (int t = 0; t < w.ntakes; t++) { /* a take writes what a move reads */
-      const char *td = w.takes[t].dst;
-      overlap |= w.takes[t].bytes && src < td + w.takes[t].bytes && td < src + w.moves[m].bytes;
-    }
-  }
-  if (w.nsignals || (w.nmoves && overlap)) w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
-  rc = launchReduce(comm, sch, &sch->steps[j], b, &w, lane, NULL);
+  kernelReduce r;
+  reduceOf(sch, red, b, &r);
+  if (w.nsignals || (w.nmoves && movesNeedBarrier(&w, &r, w.nmoves)))
+    w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
+  *redAt = j;
   j = k;
 out:
+  *wOut = w;
   *rcOut = rc;
+  return j;
+}
+
+static int issueKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
+                          cudaStream_t lane, uint32_t epoch, int graph, int gslot,
+                          dmacclResult_t *rcOut) {
+  execReduceWait w;
+  int red = -1;
+  int j = buildKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &w, &red, rcOut);
+  if (*rcOut == dmacclSuccess)
+    *rcOut = launchReduce(comm, sch, &sch->steps[red], b, &w, lane, NULL);
   return j;
 }
 
@@ -1068,6 +1113,162 @@ out:
   return rc;
 }
 
+/*
+ * Held launches. While a thread posts a group (coreGroupPosting), an
+ * operation of that group whose whole schedule is one kernel of lines
+ * (stagell: stores into the peers' line slots, a REDUCE that reads lines,
+ * its takes; no flag, no other lane) on a stream of the caller's is not
+ * launched at once: its kernel is merged into the one kernel held for its
+ * device (if that is on the same stream), and its tail event is recorded
+ * after that kernel when it is issued: before anything else this thread
+ * queues or waits for (coreGroupFlush), or at the end of the group's posts
+ * (cudaFlush). A group's Send and Recv with a peer, two operations on two
+ * channels, so become one launch instead of two, on the caller's stream
+ * instead of lanes forked from it.
+ *
+ * The merged kernel stores every operation's lines first, then waits for
+ * and reads each one's: the first operation's REDUCE is its reduction, the
+ * others' (one line source each: a copy of bytes) ride as takes. A kernel
+ * that waits for several operations so ends once the peers' kernels holding
+ * them have started (each stores its lines before it waits for anything).
+ * One kernel is held per device, and anything else this thread queues
+ * issues it first, so each GPU still runs its operations in their order
+ * (rule 5 of docs/architecture.md), a held kernel being a run of
+ * consecutive ones. No cycle of waits: a kernel that has started and not
+ * ended waits for a kernel holding one of its operations, o, that has not
+ * started; that one waits behind a kernel of its GPU that has started and
+ * holds only operations before o; and so on, the operation falling at each
+ * step, which cannot go on forever. Two operations of one communicator never
+ * share a kernel (the second's stores could reach a line slot whose reader
+ * is still on the operation two before it: staged.c's slot argument orders
+ * them through the first one's waits).
+ */
+#define HELD_KERNELS 8 /* devices */
+typedef struct {
+  int device;
+  cudaStream_t stream;
+  dmacclComm_t first; /* its count words and reduceCtas serve the kernel */
+  int nops;
+  dmacclComm_t comms[EXEC_REDUCE_MAX_MOVES + 1];
+  uint64_t seqs[EXEC_REDUCE_MAX_MOVES + 1];
+  cudaEvent_t tails[EXEC_REDUCE_MAX_MOVES + 1];
+  int own; /* w.moves[0, own) are the first operation's */
+  execReduceWait w;
+  kernelReduce r;
+} heldKernel;
+static _Thread_local heldKernel held[HELD_KERNELS];
+static _Thread_local int nheld;
+static _Thread_local dmacclResult_t heldError; /* the first failed flush's, for cudaFlush */
+
+/* Whether op's whole schedule is one kernel of lines, as buildKernelRun
+ * takes it from step 0 (no step of another lane, no flag, takes that fit). */
+static int linesOnly(const coreOp *op, const planSchedule *sch) {
+  if (op->stream == NULL || op->stream == cudaStreamLegacy || op->stream == cudaStreamPerThread)
+    return 0;
+  int i = 0, moves = 0;
+  for (; i < sch->nsteps && sch->steps[i].kind == PLAN_STEP_COPY && sch->steps[i].inKernel &&
+         sch->steps[i].lane == 0;
+       i++)
+    moves++;
+  const planStep *red = i < sch->nsteps ? &sch->steps[i] : NULL;
+  if (!red || moves > EXEC_REDUCE_MAX_MOVES || red->kind != PLAN_STEP_REDUCE || red->lane != 0 ||
+      red->inKernel || red->pieceBytes || red->nsrc > 32 || !readsLines(sch, red))
+    return 0;
+  int takes = 0;
+  for (i++; i < sch->nsteps; i++, takes++) {
+    const planStep *q = &sch->steps[i];
+    if (q->kind != PLAN_STEP_REDUCE || q->lane != 0 || q->nsrc != 1 || q->pieceBytes ||
+        q->inKernel || sch->srcs[q->src0].buf != PLAN_BUF_LINES)
+      return 0;
+  }
+  return takes <= EXEC_REDUCE_MAX_MOVES;
+}
+
+/* Launches what is held, then records each operation's tail after it. */
+static dmacclResult_t flushHeld(void) {
+  dmacclResult_t first = dmacclSuccess;
+  for (int h = 0; h < nheld; h++) {
+    heldKernel *k = &held[h];
+    cudaState *s = stateOf(k->first);
+    int n = k->first->nranks, prev = cudaEnterDevice(k->device);
+    if (k->w.nmoves && movesNeedBarrier(&k->w, &k->r, k->own))
+      k->w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
+    cudaError_t e = execCudaReduceLaunched(k->r.dst, k->r.srcs, k->r.nsrc, k->r.count, k->r.dtype,
+                                           k->r.op, kernelCtas(s, &k->w), &k->w, k->stream, NULL);
+    for (int o = 0; o < k->nops; o++) {
+      cudaError_t te = cudaEventRecord(k->tails[o], k->stream);
+      if (e == cudaSuccess) e = te;
+      stateOf(k->comms[o])->heldPending = 0;
+    }
+    if (e != cudaSuccess)
+      for (int o = 0; o < k->nops; o++) {
+        dmacclResult_t rc = cudaFail(k->comms[o], "a group's kernel of lines", e);
+        coreSetAsyncError(k->comms[o], rc, "operation %llu: launch failed: %s",
+                          (unsigned long long)k->seqs[o], coreLastError(k->comms[o]));
+        if (first == dmacclSuccess) first = rc;
+      }
+    cudaLeaveDevice(prev, k->device);
+  }
+  nheld = 0;
+  if (first != dmacclSuccess && heldError == dmacclSuccess) heldError = first;
+  return first;
+}
+
+static dmacclResult_t cudaFlush(int end) {
+  if (nheld) flushHeld();
+  dmacclResult_t rc = end ? heldError : dmacclSuccess;
+  if (end) heldError = dmacclSuccess;
+  return rc;
+}
+
+/* Holds op's kernel (linesOnly) on `stream`: merged into the one held for
+ * that device where it is on the same stream and fits, else after what is
+ * held is issued. */
+static dmacclResult_t holdKernel(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
+                                 const execBuffers *b, cudaStream_t stream, uint32_t epoch,
+                                 int gslot) {
+  cudaState *s = stateOf(comm);
+  execReduceWait w;
+  int red = -1;
+  dmacclResult_t rc = dmacclSuccess;
+  buildKernelRun(comm, sch, 0, b, stream, epoch, op->capture, gslot, &w, &red, &rc);
+  if (rc != dmacclSuccess) return rc;
+  const planStep *st = &sch->steps[red];
+  heldKernel *k = NULL;
+  for (int h = 0; h < nheld && !k; h++)
+    if (held[h].device == s->device) k = &held[h];
+  /* (one operation of a communicator held at a time) */
+  int fits = k && k->stream == stream && !s->heldPending && st->nsrc == 1 &&
+             k->w.nmoves + w.nmoves <= EXEC_REDUCE_MAX_MOVES &&
+             k->w.ntakes + 1 + w.ntakes <= EXEC_REDUCE_MAX_MOVES;
+  if (!fits && (k || nheld == HELD_KERNELS || s->heldPending)) {
+    flushHeld();
+    k = NULL;
+  }
+  if (!k) { /* a new held kernel: op's REDUCE is its reduction */
+    k = &held[nheld++];
+    k->device = s->device;
+    k->stream = stream;
+    k->first = comm;
+    k->nops = 0;
+    k->w = w;
+    k->w.moveCount = NULL; /* decided at the flush, over every operation's moves */
+    k->own = w.nmoves;
+    reduceOf(sch, st, b, &k->r);
+  } else { /* op's REDUCE (one line source) and takes ride as takes */
+    for (int m = 0; m < w.nmoves; m++) k->w.moves[k->w.nmoves++] = w.moves[m];
+    k->w.takes[k->w.ntakes++] =
+        (execReduceTake){execLocate(b, sch->srcs[st->src0]), execLocate(b, st->dst), st->bytes};
+    for (int t = 0; t < w.ntakes; t++) k->w.takes[k->w.ntakes++] = w.takes[t];
+  }
+  k->comms[k->nops] = comm;
+  k->seqs[k->nops] = op->seq;
+  k->tails[k->nops++] = tailOf(s, op);
+  s->heldSeq = op->seq;
+  s->heldPending = 1;
+  return dmacclSuccess;
+}
+
 static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
                                  const execBuffers *b, int from, int to) {
   dmacclResult_t rc = dmacclSuccess;
@@ -1077,7 +1278,13 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   int nl = sch->nlanes < 1 ? 1 : sch->nlanes;
   /* Not the legacy default stream as a lane: the batch copy API refuses it;
    * nor the per-thread stream, which names the launching thread's own. */
-  int atPost = forkAtPost(op);
+  /* a later round of an operation launched in a held kernel (one process
+   * issues round by round; the kernel took every step) */
+  int rest = from > 0 && s->heldSeq == op->seq;
+  int hold = from == 0 && coreGroupPosting() && coreGroupHolds(comm) && linesOnly(op, sch);
+  if (nheld && !rest && !hold) flushHeld(); /* issued in the order of the launches */
+  /* A held kernel runs on the caller's stream itself (linesOnly). */
+  int atPost = !hold && !rest && forkAtPost(op);
   int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !atPost;
   cudaStream_t L[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) L[l] = s->lanes[l];
@@ -1114,6 +1321,11 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   /* A kernel run (issueKernelRun) may take steps of later rounds with it:
    * they are not issued again. */
   if (from == 0) s->issuedTo = 0, s->launchedAt = -1;
+  if (hold) {
+    rc = holdKernel(comm, op, sch, &bb, L[0], epoch, gslot);
+    if (rc != dmacclSuccess) goto out;
+    s->issuedTo = sch->nsteps; /* every step is in the held kernel */
+  }
   for (int i = from < s->issuedTo ? s->issuedTo : from; i < to;) {
     i = issueRun(comm, sch, i, &bb, L, epoch, op->capture, gslot, &rc);
     s->issuedTo = i;
@@ -1122,7 +1334,10 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
 out:
   /* The end is issued even after a failure: the caller's stream is joined. */
   if (to == sch->nsteps) {
-    cudaError_t e = cudaEventRecord(tailOf(s, op), L[0]);
+    /* (still held: the flush records the tail after the kernel) */
+    int pending = s->heldPending && s->heldSeq == op->seq;
+    if (s->heldSeq == op->seq) s->heldSeq = 0;
+    cudaError_t e = pending ? cudaSuccess : cudaEventRecord(tailOf(s, op), L[0]);
     if (e == cudaSuccess && !onCaller && !atPost)
       e = cudaStreamWaitEvent(op->stream, tailOf(s, op), 0);
     if (e != cudaSuccess && rc == dmacclSuccess)
@@ -1173,6 +1388,7 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
                                   size_t bytes) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
+  if (nheld) flushHeld(); /* issued in the order of the calls */
   int prev = cudaEnterDevice(s->device);
   /* (the per-thread stream names a different stream on each thread) */
   int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;
@@ -1476,6 +1692,7 @@ const execOps execCudaOps = {
     .post = cudaPost,
     .attach = cudaAttach,
     .launch = cudaLaunch,
+    .flush = cudaFlush,
     .sync = cudaSync,
     .oneRank = cudaOneRank,
     .waitWord = cudaWaitWord,

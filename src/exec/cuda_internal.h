@@ -79,7 +79,12 @@ typedef struct {
   int device;
   int nlanes;
   cudaStream_t *lanes;
-  int issuedTo;        /* steps of the operation being launched issued so far (cudaLaunch) */
+  int issuedTo; /* steps of the operation being launched issued so far (cudaLaunch) */
+  /* An operation launched as part of a group's held kernel (cuda.c, "Held
+   * launches"): its sequence number until its last round is issued (0:
+   * none), and whether the kernel and its tail are still held. */
+  uint64_t heldSeq;
+  int heldPending;
   cudaStream_t aside;  /* abort and watchdog reads (a hardware queue it shares may be blocked) */
   uint32_t *asideHost; /* pinned: the watchdog's read of the eager slots */
   cudaEvent_t fork[CORE_BOARD_DEPTH]; /* legacy default stream: lane 0 starts after it */

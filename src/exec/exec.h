@@ -114,9 +114,19 @@ typedef struct execOps {
    * stream, to == s->nsteps joins it back; an empty schedule does both in
    * one call). The core calls it round by round, in sequence order, under
    * the set's lock, and nothing is queued on the caller's stream before
-   * the work it waits for. */
+   * the work it waits for. While this thread posts a group
+   * (coreGroupPosting), what it would queue for an operation of that group
+   * may be held until flush. */
   dmacclResult_t (*launch)(dmacclComm_t comm, const coreOp *op, const planSchedule *s,
                            const execBuffers *bufs, int from, int to);
+  /* Issues what launch held back on this thread (coreGroupPosting): before
+   * the thread waits for anything (coreGroupFlush), and at the end of the
+   * group's posts (end = 1), which also returns the first launch error since
+   * the last end (set on the operations' communicators too). CUDA: a
+   * group's operations that are each one kernel of lines go out as one
+   * kernel per stream (cuda.c, "Held launches"). NULL: launch holds
+   * nothing. */
+  dmacclResult_t (*flush)(int end);
   /* Waits for every launched operation of comm to complete; gives up with
    * the async error if one is recorded meanwhile. */
   dmacclResult_t (*sync)(dmacclComm_t comm, uint64_t seq);
