@@ -10,7 +10,12 @@
  *  - ranks as processes (dmacclCommInitRank): a pipeline outside groups and a
  *    two-way ring in groups, at staged and direct sizes, the ring as started
  *    requests; on GPUs also a ring
- *    captured into a CUDA graph and replayed with fresh data.
+ *    captured into a CUDA graph and replayed with fresh data (with 2 ranks,
+ *    where the channels move lines, the graph's kernels are counted: a
+ *    group's send and receive are one kernel); one group mixing a small
+ *    AllGather and AllReduce, small Send/Recv both ways around the ring and
+ *    a large Send/Recv (what the CUDA executor merges into one kernel and
+ *    what it cannot), eager and (GPU) as graph replays.
  * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
  */
 #include "harness.h"
