@@ -224,8 +224,8 @@ static int runColls(int n, const int *devs, int shared) {
       if (nKernels != nReduceKernels) printf("  another kernel: %s\n", otherKernel);
       ASSERT_EQ_INT(nKernels - nReduceKernels, 0);
       /* the control: stagell's kernel, which the built-in table takes for
-       * these sizes (Gather on 3 ranks or more only in CUDA graphs) */
-      int lines = !shared && !reduces && c != COLL_ALLTOALLV && (c != COLL_GATHER || n == 2);
+       * these sizes */
+      int lines = !shared && !reduces && c != COLL_ALLTOALLV;
       if (a >= CC_NALGOS && policy != dmacclCtaPolicyZero && lines) ASSERT_TRUE(nKernels >= 1);
       /* a rank's Send and Recv of the ring are one group's two channel
        * operations of lines: one kernel per rank, not one per channel

@@ -459,7 +459,7 @@ static int testSplitRows(void) {
  * Gather through 2 MB and Scatter through 4 MB, eager and in graphs; on 3
  * ranks or more Broadcast through 2 MB (a Send/Recv channel takes its
  * parent's Broadcast ranges and has a 2-rank line slot), Scatter through
- * 1 MB, Gather through 1 MB in graphs only; a channel's table keeps them. */
+ * 1 MB, Gather through 1 MB; a channel's table keeps them. */
 static int testLineRows(void) {
   const size_t M = (size_t)1 << 20;
   planTable t;
@@ -481,8 +481,7 @@ static int testLineRows(void) {
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_SCATTER, M, g, NULL), PLAN_ALGO_STAGELL);
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_SCATTER, M + 1, g, NULL), PLAN_ALGO_STAGE);
-      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M, g, NULL),
-                    g ? PLAN_ALGO_STAGELL : PLAN_ALGO_STAGE);
+      ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M, g, NULL), PLAN_ALGO_STAGELL);
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M + 1, g, NULL), PLAN_ALGO_STAGE);
     }
     planTableForChannel(&u);

@@ -145,12 +145,13 @@ const char planDefaultTune[] =
      * 6.3-16.8); eager Broadcast up to 256 KB 19.7-22.9 against 22.0-22.6
      * and Scatter up to 1 MB 18.4-19.4 against 22.4-22.9, but Gather 19-21
      * against stage's 17.4-18.0 at 4 KB-1 MB (pushb 13.5-15.6), so eager
-     * Gathers on 3 ranks or more keep stage. Those 4-rank numbers took a
+     * Gathers on 3 ranks or more kept stage. Those 4-rank numbers took a
      * kernel launch per peer; with one launch per operation since
      * (docs/results/line-takes-4xh200/, 4x H200) the line form takes 3.8-7.2
-     * us in graphs and 7.7-10.7 eager up to 256 KB; eager Gather with one
-     * launch is not measured yet. */
-    "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather@graph:0-1048577:stagell\n"
+     * us in graphs and 7.7-10.7 eager up to 256 KB, and eager Gather takes
+     * the line form too (4x H100, docs/results/gather-lines-4xh100/: 8.9-9.5
+     * us up to 1 MB against stage's 14.4-20.0 and NCCL's 10.2-12.2). */
+    "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather:0-1048577:stagell\n"
     "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
