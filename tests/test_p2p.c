@@ -12,10 +12,11 @@
  *    requests; on GPUs also a ring
  *    captured into a CUDA graph and replayed with fresh data (with 2 ranks,
  *    where the channels move lines, the graph's kernels are counted: a
- *    group's send and receive are one kernel); one group mixing a small
- *    AllGather and AllReduce, small Send/Recv both ways around the ring and
- *    a large Send/Recv (what the CUDA executor merges into one kernel and
- *    what it cannot), eager and (GPU) as graph replays.
+ *    group's send and receive are one kernel); one group mixing small
+ *    AllGathers on two communicators, a small AllReduce, small Send/Recv
+ *    both ways around the ring and a large Send/Recv (what the CUDA
+ *    executor merges into one kernel and what it cannot), eager and (GPU)
+ *    captured twice into one graph, replayed.
  * No argument: the host executor; "gpu": the CUDA executor (skips without a GPU).
  */
 #include "harness.h"
@@ -668,10 +669,33 @@ static int mpBodyFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
  * with 2 ranks, two sends on one channel; the AllReduce's own reduction
  * after the AllGather's): eager twice, then captured and replayed twice,
  * every byte of every receive buffer (guards included) checked. */
-enum { MIX_AG, MIX_AGR, MIX_AR, MIX_ARR, MIX_S1, MIX_S2, MIX_R1, MIX_R2, MIX_LS, MIX_LR, MIX_N };
-static const size_t mixBytes[MIX_N] = {700 * 4,          0 /* n * AG */,  513 * 4,  513 * 4,
-                                       3000 * 4,         3000 * 4,        3000 * 4, 3000 * 4,
-                                       (size_t)12 << 20, (size_t)12 << 20};
+enum {
+  MIX_AG,
+  MIX_AGR,
+  MIX_AG2,
+  MIX_AG2R,
+  MIX_AR,
+  MIX_ARR,
+  MIX_S1,
+  MIX_S2,
+  MIX_R1,
+  MIX_R2,
+  MIX_LS,
+  MIX_LR,
+  MIX_N
+};
+static const size_t mixBytes[MIX_N] = {
+    700 * 4,  0 /* n * AG */, 300 * 4,  0 /* n * AG2 */, 513 * 4,          513 * 4,
+    3000 * 4, 3000 * 4,       3000 * 4, 3000 * 4,        (size_t)12 << 20, (size_t)12 << 20};
+typedef struct {
+  int graph;
+  dmacclUniqueId id2; /* a second communicator's */
+} mixArg;
+
+/* Bytes of buffer k. */
+static size_t mixLen(int k, int n) {
+  return k == MIX_AGR ? n * mixBytes[MIX_AG] : k == MIX_AG2R ? n * mixBytes[MIX_AG2] : mixBytes[k];
+}
 
 /* Rank r's AllReduce input element i (small: the sum is exact). */
 static int32_t mixArIn(uint64_t seed, int r, size_t i) {
@@ -686,9 +710,10 @@ static int mixPrime(int rank, int n, unsigned char **b, uint64_t seed) {
   unsigned char *h = malloc(most + GUARD);
   RANK_CHECK(h);
   for (int k = 0; k < MIX_N; k++) {
-    size_t bytes = k == MIX_AGR ? n * mixBytes[MIX_AG] : mixBytes[k];
+    size_t bytes = mixLen(k, n);
     memset(h, POISON, bytes + GUARD);
     if (k == MIX_AG) payload(h, bytes, seed, rank, -1, 4);
+    if (k == MIX_AG2) payload(h, bytes, seed, rank, -1, 5);
     if (k == MIX_S1) payload(h, bytes, seed, rank, next, 1);
     if (k == MIX_S2) payload(h, bytes, seed, rank, prev, 2);
     if (k == MIX_LS) payload(h, bytes, seed, rank, next, 3);
@@ -706,12 +731,16 @@ static int mixCheck(int rank, int n, unsigned char **b, uint64_t seed, const cha
   unsigned char *got = malloc(most + GUARD), *want = malloc(most + GUARD);
   RANK_CHECK(got && want);
   for (int k = 0; k < MIX_N; k++) {
-    size_t bytes = k == MIX_AGR ? n * mixBytes[MIX_AG] : mixBytes[k];
-    if (k != MIX_AGR && k != MIX_ARR && k != MIX_R1 && k != MIX_R2 && k != MIX_LR) continue;
+    size_t bytes = mixLen(k, n);
+    if (k != MIX_AGR && k != MIX_AG2R && k != MIX_ARR && k != MIX_R1 && k != MIX_R2 && k != MIX_LR)
+      continue;
     memset(want, POISON, bytes + GUARD);
     if (k == MIX_AGR)
       for (int r = 0; r < n; r++)
         payload(want + r * mixBytes[MIX_AG], mixBytes[MIX_AG], seed, r, -1, 4);
+    if (k == MIX_AG2R)
+      for (int r = 0; r < n; r++)
+        payload(want + r * mixBytes[MIX_AG2], mixBytes[MIX_AG2], seed, r, -1, 5);
     if (k == MIX_ARR)
       for (size_t i = 0; i < bytes / 4; i++) {
         int32_t sum = 0;
@@ -735,10 +764,11 @@ static int mixCheck(int rank, int n, unsigned char **b, uint64_t seed, const cha
 }
 
 static dmacclResult_t mixIssue(int rank, int n, unsigned char **b, dmacclComm_t comm,
-                               cudaStream_t st) {
+                               dmacclComm_t comm2, cudaStream_t st) {
   int next = (rank + 1) % n, prev = (rank + n - 1) % n;
   dmacclResult_t r = dmacclGroupStart();
   if (!r) r = dmacclAllGather(b[MIX_AG], b[MIX_AGR], 700, dmacclFloat32, comm, st);
+  if (!r) r = dmacclAllGather(b[MIX_AG2], b[MIX_AG2R], 300, dmacclFloat32, comm2, st);
   if (!r) r = dmacclAllReduce(b[MIX_AR], b[MIX_ARR], 513, dmacclInt32, dmacclSum, comm, st);
   if (!r) r = dmacclSend(b[MIX_S1], 3000, dmacclFloat32, next, comm, st);
   if (!r) r = dmacclRecv(b[MIX_R1], 3000, dmacclFloat32, prev, comm, st);
@@ -752,7 +782,7 @@ static dmacclResult_t mixIssue(int rank, int n, unsigned char **b, dmacclComm_t 
 }
 
 static int mpMixFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
-  const int *graph = argp;
+  const mixArg *a = argp;
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
   cudaStream_t st = NULL;
@@ -764,32 +794,44 @@ static int mpMixFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
     RANK_CHECK(cudaSetDevice(dev) == cudaSuccess);
     RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
   }
-  dmacclComm_t comm;
+  dmacclComm_t comm, comm2;
   RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
-  unsigned char *b[MIX_N], *all = NULL;
-  size_t total = 0;
-  for (int k = 0; k < MIX_N; k++)
-    total += (k == MIX_AGR ? n * mixBytes[MIX_AG] : mixBytes[k]) + GUARD;
-  if (!gpu) RANK_CHECK(dmacclMemAlloc(comm, total, (void **)&all) == dmacclSuccess);
-  for (int k = 0, at = 0; k < MIX_N; k++) {
-    size_t span = (k == MIX_AGR ? n * mixBytes[MIX_AG] : mixBytes[k]) + GUARD;
-    b[k] = gpu ? bufAlloc(dev, span) : all + at;
+  RANK_CHECK(dmacclCommInitRank(&comm2, n, a->id2, rank, &cfg) == dmacclSuccess);
+  unsigned char *b[MIX_N], *all = NULL, *all2 = NULL;
+  size_t total = 0, ag2 = mixLen(MIX_AG2, n) + mixLen(MIX_AG2R, n) + 2 * GUARD;
+  for (int k = 0; k < MIX_N; k++) total += mixLen(k, n) + GUARD;
+  /* (host: comm2's buffers are comm2's memory) */
+  if (!gpu) RANK_CHECK(dmacclMemAlloc(comm, total - ag2, (void **)&all) == dmacclSuccess);
+  if (!gpu) RANK_CHECK(dmacclMemAlloc(comm2, ag2, (void **)&all2) == dmacclSuccess);
+  for (int k = 0, at = 0, at2 = 0; k < MIX_N; k++) {
+    size_t span = mixLen(k, n) + GUARD;
+    int two = k == MIX_AG2 || k == MIX_AG2R;
+    b[k] = gpu ? bufAlloc(dev, span) : two ? all2 + at2 : all + at;
     RANK_CHECK(b[k]);
-    at += (int)span;
+    if (two)
+      at2 += (int)span;
+    else
+      at += (int)span;
   }
   uint64_t seed = 7000;
   for (int it = 0; it < 2; it++, seed++) { /* eager (and the channels made) */
     RANK_CHECK(mixPrime(rank, n, b, seed) == 0);
-    RANK_CHECK(mixIssue(rank, n, b, comm, st) == dmacclSuccess);
-    if (gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+    RANK_CHECK(mixIssue(rank, n, b, comm, comm2, st) == dmacclSuccess);
+    /* (the library's own waits, not the stream's: they return once the
+     * operations' tails, recorded after a held kernel, have completed) */
     RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    RANK_CHECK(dmacclCommSynchronize(comm2) == dmacclSuccess);
     if (mixCheck(rank, n, b, seed, "eager")) return 1;
   }
-  if (*graph) {
+  if (a->graph) {
     cudaGraph_t g;
     cudaGraphExec_t exec;
     RANK_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-    dmacclResult_t r = mixIssue(rank, n, b, comm, st);
+    /* twice: the first staged operation of each communicator in a graph
+     * opens with an entry handshake and is not merged; the second group's
+     * are, and their results are the ones checked */
+    dmacclResult_t r = mixIssue(rank, n, b, comm, comm2, st);
+    if (!r) r = mixIssue(rank, n, b, comm, comm2, st);
     RANK_CHECK(cudaStreamEndCapture(st, &g) == cudaSuccess);
     RANK_CHECK(r == dmacclSuccess);
     RANK_CHECK(cudaGraphInstantiate(&exec, g, 0) == cudaSuccess);
@@ -804,15 +846,21 @@ static int mpMixFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
   }
   for (int k = 0; k < MIX_N && gpu; k++) bufFree(b[k]);
   if (!gpu) RANK_CHECK(dmacclMemFree(comm, all) == dmacclSuccess);
+  if (!gpu) RANK_CHECK(dmacclMemFree(comm2, all2) == dmacclSuccess);
   if (gpu) cudaStreamDestroy(st);
+  RANK_CHECK(dmacclCommDestroy(comm2) == dmacclSuccess);
   RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
   return 0;
 }
 
 static int testGroupMix(void) {
   for (int n = 2; n <= 3; n++) {
-    int graph = gpu;
-    int failed = mpRun(n, mpMixFn, &graph, 300, 0);
+    mixArg a = {.graph = gpu};
+    if (dmacclGetUniqueId(&a.id2) != dmacclSuccess) {
+      TEST_FAIL("dmacclGetUniqueId: %s", dmacclCommGetLastError(NULL));
+      return 1;
+    }
+    int failed = mpRun(n, mpMixFn, &a, 300, 0);
     if (failed) {
       TEST_FAIL("a mixed group on %d ranks: %d rank(s) failed", n, failed);
       return 1;

@@ -13,6 +13,9 @@ static _Thread_local int depth;
 static _Thread_local coreOp *ops;
 static _Thread_local int nops, capops;
 static _Thread_local int posting; /* inside the outermost dmacclGroupEnd's posts */
+/* ... and the executors of the calls posted so far (what coreGroupFlush flushes) */
+static _Thread_local const struct execOps *used[4];
+static _Thread_local int nused;
 
 /* Ranks this thread issued for outside a group, per set. */
 #define SOLO_SLOTS 16
@@ -31,7 +34,13 @@ int coreGroupPosting(void) {
 }
 
 void coreGroupFlush(dmacclComm_t comm) {
-  if (posting && comm->exec->flush) comm->exec->flush(0);
+  if (!posting) return;
+  int own = 0;
+  for (int k = 0; k < nused; k++) {
+    own |= used[k] == comm->exec;
+    if (used[k]->flush) used[k]->flush(0);
+  }
+  if (!own && comm->exec->flush) comm->exec->flush(0);
 }
 
 int coreGroupHolds(dmacclComm_t comm) {
@@ -127,8 +136,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   /* A communicator destroyed (by another thread) since a call was recorded
    * fails that call; the others go on. While posting, an executor may hold
    * the launches of the group's calls and merge them (execOps.flush). */
-  const execOps *used[4];
-  int nused = 0;
+  nused = 0;
   posting = 1;
   for (int i = 0; i < nops; i++) {
     dmacclResult_t rc = coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)");

@@ -20,7 +20,9 @@
  * Launch. In a group, a rank's sends and receives that move lines
  * (stagell) go out as one kernel on the caller's stream, not one per
  * channel (the CUDA executor's held launches, cuda.c): a Send and a Recv
- * with a peer cost one launch. The group issues what is held before it
+ * with a peer cost one launch. Not merged: two on one channel, a channel's
+ * first operation in a CUDA graph (its entry handshake), calls on the
+ * legacy or per-thread stream. The group issues what is held before it
  * waits for a peer, e.g. to make a channel (coreGroupFlush).
  *
  * Order. Channels of one GPU share its queues, so every rank must issue

@@ -1132,7 +1132,8 @@ out:
  * that waits for several operations so ends once the peers' kernels holding
  * them have started (each stores its lines before it waits for anything).
  * One kernel is held per device, and anything else this thread queues
- * issues it first, so each GPU still runs its operations in their order
+ * (another launch, a held operation's communicator's next one, a kernel on
+ * another stream) issues it first, so each GPU runs its operations in order
  * (rule 5 of docs/architecture.md), a held kernel being a run of
  * consecutive ones. No cycle of waits: a kernel that has started and not
  * ended waits for a kernel holding one of its operations, o, that has not
@@ -1182,6 +1183,19 @@ static int linesOnly(const coreOp *op, const planSchedule *sch) {
       return 0;
   }
   return takes <= EXEC_REDUCE_MAX_MOVES;
+}
+
+/* Whether this thread's group holds the calls of op's every rank on this
+ * process: ranks as processes, its own; one process, every rank's, since
+ * the thread that posts last launches them all (another thread could
+ * otherwise queue a later operation of the set on a stream ahead of what
+ * this one holds). */
+static int groupHoldsSet(dmacclComm_t comm) {
+  coreClique *c = comm->clique;
+  if (c->mp) return coreGroupHolds(comm);
+  for (int r = 0; r < c->nranks; r++)
+    if (!c->comms[r] || !coreGroupHolds(c->comms[r])) return 0;
+  return 1;
 }
 
 /* Launches what is held, then records each operation's tail after it. */
@@ -1281,8 +1295,11 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   /* a later round of an operation launched in a held kernel (one process
    * issues round by round; the kernel took every step) */
   int rest = from > 0 && s->heldSeq == op->seq;
-  int hold = from == 0 && coreGroupPosting() && coreGroupHolds(comm) && linesOnly(op, sch);
-  if (nheld && !rest && !hold) flushHeld(); /* issued in the order of the launches */
+  int hold = from == 0 && coreGroupPosting() && groupHoldsSet(comm) && linesOnly(op, sch);
+  /* Issued in the order of the launches; and before this operation's waits
+   * below for its communicator's last operation, whose tail a held kernel
+   * records only when issued. */
+  if (nheld && ((!rest && !hold) || (hold && s->heldPending))) flushHeld();
   /* A held kernel runs on the caller's stream itself (linesOnly). */
   int atPost = !hold && !rest && forkAtPost(op);
   int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !atPost;
