@@ -1132,8 +1132,8 @@ out:
  * that waits for several operations so ends once the peers' kernels holding
  * them have started (each stores its lines before it waits for anything).
  * One kernel is held per device, and anything else this thread queues
- * (another launch, a held operation's communicator's next one, a kernel on
- * another stream) issues it first, so each GPU runs its operations in order
+ * issues it first (another launch: every device's; an operation to hold
+ * that cannot join it: its device's), so each GPU runs its operations in order
  * (rule 5 of docs/architecture.md), a held kernel being a run of
  * consecutive ones. No cycle of waits: a kernel that has started and not
  * ended waits for a kernel holding one of its operations, o, that has not
@@ -1161,9 +1161,16 @@ static _Thread_local heldKernel held[HELD_KERNELS];
 static _Thread_local int nheld;
 static _Thread_local dmacclResult_t heldError; /* the first failed flush's, for cudaFlush */
 
+/* What a held kernel takes from one operation: its moves, its REDUCE's
+ * sources and its takes. */
+typedef struct {
+  int moves, nsrc, takes;
+} heldShape;
+
 /* Whether op's whole schedule is one kernel of lines, as buildKernelRun
- * takes it from step 0 (no step of another lane, no flag, takes that fit). */
-static int linesOnly(const coreOp *op, const planSchedule *sch) {
+ * takes it from step 0 (no step of another lane, no flag, takes that fit),
+ * on a stream of the caller's; *shape: what the kernel takes from it. */
+static int linesOnly(const coreOp *op, const planSchedule *sch, heldShape *shape) {
   if (op->stream == NULL || op->stream == cudaStreamLegacy || op->stream == cudaStreamPerThread)
     return 0;
   int i = 0, moves = 0;
@@ -1182,7 +1189,25 @@ static int linesOnly(const coreOp *op, const planSchedule *sch) {
         q->inKernel || sch->srcs[q->src0].buf != PLAN_BUF_LINES)
       return 0;
   }
+  *shape = (heldShape){moves, red->nsrc, takes};
   return takes <= EXEC_REDUCE_MAX_MOVES;
+}
+
+/* The kernel held for s's device that an operation of that shape on
+ * `stream` joins, or NULL where it starts one of its own: the held kernel
+ * is on another stream, holds an operation of s's communicator (one at a
+ * time), or has no room; or the operation's REDUCE is a reduction (a
+ * kernel has one). */
+static heldKernel *heldInto(const cudaState *s, cudaStream_t stream, const heldShape *shape) {
+  for (int h = 0; h < nheld; h++) {
+    heldKernel *k = &held[h];
+    if (k->device != s->device) continue;
+    int fits = k->stream == stream && !s->heldPending && shape->nsrc == 1 &&
+               k->w.nmoves + shape->moves <= EXEC_REDUCE_MAX_MOVES &&
+               k->w.ntakes + 1 + shape->takes <= EXEC_REDUCE_MAX_MOVES;
+    return fits ? k : NULL;
+  }
+  return NULL;
 }
 
 /* Whether this thread's group holds the calls of op's every rank on this
@@ -1198,11 +1223,18 @@ static int groupHoldsSet(dmacclComm_t comm) {
   return 1;
 }
 
-/* Launches what is held, then records each operation's tail after it. */
-static dmacclResult_t flushHeld(void) {
+/* Launches what is held for `device` (-1: every device), then records each
+ * operation's tail after it. */
+static dmacclResult_t flushHeld(int device) {
   dmacclResult_t first = dmacclSuccess;
+  int kept = 0;
   for (int h = 0; h < nheld; h++) {
     heldKernel *k = &held[h];
+    if (device >= 0 && k->device != device) {
+      if (kept != h) held[kept] = *k;
+      kept++;
+      continue;
+    }
     cudaState *s = stateOf(k->first);
     int n = k->first->nranks, prev = cudaEnterDevice(k->device);
     if (k->w.nmoves && movesNeedBarrier(&k->w, &k->r, k->own))
@@ -1223,24 +1255,24 @@ static dmacclResult_t flushHeld(void) {
       }
     cudaLeaveDevice(prev, k->device);
   }
-  nheld = 0;
+  nheld = kept;
   if (first != dmacclSuccess && heldError == dmacclSuccess) heldError = first;
   return first;
 }
 
 static dmacclResult_t cudaFlush(int end) {
-  if (nheld) flushHeld();
+  if (nheld) flushHeld(-1);
   dmacclResult_t rc = end ? heldError : dmacclSuccess;
   if (end) heldError = dmacclSuccess;
   return rc;
 }
 
-/* Holds op's kernel (linesOnly) on `stream`: merged into the one held for
- * that device where it is on the same stream and fits, else after what is
- * held is issued. */
+/* Holds op's kernel (linesOnly) on `stream`: merged into `into`
+ * (heldInto), or a held kernel of its own (nothing is held for its device
+ * then: the caller issued it). */
 static dmacclResult_t holdKernel(dmacclComm_t comm, const coreOp *op, const planSchedule *sch,
-                                 const execBuffers *b, cudaStream_t stream, uint32_t epoch,
-                                 int gslot) {
+                                 const execBuffers *b, heldKernel *into, cudaStream_t stream,
+                                 uint32_t epoch, int gslot) {
   cudaState *s = stateOf(comm);
   execReduceWait w;
   int red = -1;
@@ -1248,17 +1280,7 @@ static dmacclResult_t holdKernel(dmacclComm_t comm, const coreOp *op, const plan
   buildKernelRun(comm, sch, 0, b, stream, epoch, op->capture, gslot, &w, &red, &rc);
   if (rc != dmacclSuccess) return rc;
   const planStep *st = &sch->steps[red];
-  heldKernel *k = NULL;
-  for (int h = 0; h < nheld && !k; h++)
-    if (held[h].device == s->device) k = &held[h];
-  /* (one operation of a communicator held at a time) */
-  int fits = k && k->stream == stream && !s->heldPending && st->nsrc == 1 &&
-             k->w.nmoves + w.nmoves <= EXEC_REDUCE_MAX_MOVES &&
-             k->w.ntakes + 1 + w.ntakes <= EXEC_REDUCE_MAX_MOVES;
-  if (!fits && (k || nheld == HELD_KERNELS || s->heldPending)) {
-    flushHeld();
-    k = NULL;
-  }
+  heldKernel *k = into;
   if (!k) { /* a new held kernel: op's REDUCE is its reduction */
     k = &held[nheld++];
     k->device = s->device;
@@ -1295,11 +1317,16 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   /* a later round of an operation launched in a held kernel (one process
    * issues round by round; the kernel took every step) */
   int rest = from > 0 && s->heldSeq == op->seq;
-  int hold = from == 0 && coreGroupPosting() && groupHoldsSet(comm) && linesOnly(op, sch);
-  /* Issued in the order of the launches; and before this operation's waits
-   * below for its communicator's last operation, whose tail a held kernel
-   * records only when issued. */
-  if (nheld && ((!rest && !hold) || (hold && s->heldPending))) flushHeld();
+  heldShape shape;
+  int hold = from == 0 && coreGroupPosting() && groupHoldsSet(comm) && linesOnly(op, sch, &shape);
+  heldKernel *into = hold ? heldInto(s, op->stream, &shape) : NULL;
+  /* What is held is issued in the order of the launches, and before this
+   * operation's waits below (for its communicator's last operation, whose
+   * tail a held kernel records when issued) unless it joins it. */
+  if (nheld && !rest && !hold)
+    flushHeld(-1);
+  else if (nheld && hold && !into)
+    flushHeld(nheld == HELD_KERNELS ? -1 : s->device); /* (another GPU keeps its own) */
   /* A held kernel runs on the caller's stream itself (linesOnly). */
   int atPost = !hold && !rest && forkAtPost(op);
   int onCaller = op->stream != NULL && op->stream != cudaStreamLegacy && !atPost;
@@ -1339,7 +1366,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
    * they are not issued again. */
   if (from == 0) s->issuedTo = 0, s->launchedAt = -1;
   if (hold) {
-    rc = holdKernel(comm, op, sch, &bb, L[0], epoch, gslot);
+    rc = holdKernel(comm, op, sch, &bb, into, L[0], epoch, gslot);
     if (rc != dmacclSuccess) goto out;
     s->issuedTo = sch->nsteps; /* every step is in the held kernel */
   }
@@ -1405,7 +1432,7 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
                                   size_t bytes) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
-  if (nheld) flushHeld(); /* issued in the order of the calls */
+  if (nheld) flushHeld(-1); /* issued in the order of the calls */
   int prev = cudaEnterDevice(s->device);
   /* (the per-thread stream names a different stream on each thread) */
   int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;

@@ -116,7 +116,8 @@ typedef struct execOps {
    * the set's lock, and nothing is queued on the caller's stream before
    * the work it waits for. While this thread posts a group
    * (coreGroupPosting), what it would queue for an operation of that group
-   * may be held until flush (which issues it outside the set's lock). */
+   * may be held until flush or a later launch issues it (under whatever
+   * lock that caller holds). */
   dmacclResult_t (*launch)(dmacclComm_t comm, const coreOp *op, const planSchedule *s,
                            const execBuffers *bufs, int from, int to);
   /* Issues what launch held back on this thread (coreGroupPosting): before
