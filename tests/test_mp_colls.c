@@ -121,7 +121,11 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
     fprintf(stderr, "rank %d: %s: %s\n", rank, collTable[c].call, dmacclCommGetLastError(comm));
   RANK_CHECK(rc == dmacclSuccess);
   if (a->gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
-  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  rc = dmacclCommSynchronize(comm);
+  if (rc != dmacclSuccess)
+    fprintf(stderr, "rank %d: %s, seed %llu: dmacclCommSynchronize: %s\n", rank,
+            collTable[c].call, (unsigned long long)seed, dmacclCommGetLastError(comm));
+  RANK_CHECK(rc == dmacclSuccess);
   if (a->gpu)
     RANK_CHECK(cudaMemcpy(host, dev, span, cudaMemcpyDeviceToHost) == cudaSuccess);
   else
