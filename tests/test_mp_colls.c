@@ -123,8 +123,8 @@ static int oneCase(int rank, int n, dmacclComm_t comm, const mpArg *a, cudaStrea
   if (a->gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
   rc = dmacclCommSynchronize(comm);
   if (rc != dmacclSuccess)
-    fprintf(stderr, "rank %d: %s, seed %llu: dmacclCommSynchronize: %s\n", rank,
-            collTable[c].call, (unsigned long long)seed, dmacclCommGetLastError(comm));
+    fprintf(stderr, "rank %d: %s, seed %llu: dmacclCommSynchronize: %s\n", rank, collTable[c].call,
+            (unsigned long long)seed, dmacclCommGetLastError(comm));
   RANK_CHECK(rc == dmacclSuccess);
   if (a->gpu)
     RANK_CHECK(cudaMemcpy(host, dev, span, cudaMemcpyDeviceToHost) == cudaSuccess);
