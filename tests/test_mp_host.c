@@ -633,7 +633,8 @@ static int watchdogBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 /* Rank 1 never calls a stagell AllReduce and the host executor's own wait
  * gives up first (DMACCL_HOST_TIMEOUT, the watchdog off): rank 0's lines
  * may lie in rank 1's slot, where a later operation would take them, so
- * the set breaks instead of going on, and says to abort. */
+ * the set breaks instead of going on, and says to abort. The timeout's
+ * error names the step the job stood at and the first line missing. */
 static int hostTimeoutLinesBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
   setenv("DMACCL_TIMEOUT", "0", 1);
@@ -654,6 +655,13 @@ static int hostTimeoutLinesBody(int rank, int n, const dmacclUniqueId *id, void 
   }
   RANK_CHECK(dmacclAllReduce(send, recv, 256, dmacclUint8, dmacclSum, comm, 0) == dmacclSuccess);
   RANK_CHECK(awaitAsync(comm) == dmacclTimeout);
+  /* ... and the timeout says where the job stood: no line of rank 1's */
+  const char *stood = dmacclCommGetLastError(comm);
+  if (!strstr(stood, "for rank 1") ||
+      !strstr(stood, "REDUCE of 256 bytes, line source 1: line 0 of 32 not there")) {
+    fprintf(stderr, "rank 0: the timeout does not say where it stood: %s\n", stood);
+    return 1;
+  }
   dmacclAllReduce(send, recv, 256, dmacclUint8, dmacclSum, comm, 0);
   RANK_CHECK(dmacclCommSynchronize(comm) != dmacclSuccess);
   const char *why = dmacclCommGetLastError(comm);

@@ -150,10 +150,59 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
   return rc;
 }
 
+/* Where a timed-out job stands, for its error: each unfinished lane's
+ * next step and what it waits for (the flag's value, a line's words). */
+static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers *b,
+                          const int *next, char *why, size_t len) {
+  static const char *phases[] = {"ENTRY", "EXIT", "DATA"}; /* below PLAN_PHASE_PIECE */
+  const planSchedule *s = &j->sched;
+  size_t at = (size_t)snprintf(why, len,
+                               "%s, staged number %llu, epoch %u:", planAlgoName((planAlgo)s->algo),
+                               (unsigned long long)s->stageIndex, j->epoch);
+  for (int l = 0; l < s->nlanes && at < len; l++) {
+    if (next[l] >= s->nsteps) continue;
+    const planStep *st = &s->steps[next[l]];
+    int w = 0;
+    if (st->kind == PLAN_STEP_WAIT) {
+      uint32_t v = atomic_load_explicit(
+          &stateOf(comm)->peerFlags[comm->rank][st->phase * comm->nranks + st->peer],
+          memory_order_acquire);
+      char phase[24];
+      if (st->phase < PLAN_PHASE_PIECE)
+        snprintf(phase, sizeof(phase), "%s", phases[st->phase]);
+      else
+        snprintf(phase, sizeof(phase), "PIECE+%d", (int)st->phase - PLAN_PHASE_PIECE);
+      w = snprintf(why + at, len - at, " lane %d at step %d of %d, WAIT %s from rank %d (flag %u)",
+                   l, next[l], s->nsteps, phase, st->peer, v);
+    } else if (st->kind == PLAN_STEP_REDUCE) {
+      int k = 0;
+      size_t v = 0;
+      for (; k < st->nsrc; k++) {
+        planLoc sl = s->srcs[st->src0 + k];
+        if (sl.buf != PLAN_BUF_LINES) continue;
+        const uint32_t *line = execLocate(b, sl);
+        for (v = 0; v < planLines(st->bytes); v++)
+          if (__atomic_load_n(&line[4 * v + 1], __ATOMIC_ACQUIRE) != PLAN_LINE_FLAG ||
+              __atomic_load_n(&line[4 * v + 3], __ATOMIC_ACQUIRE) != PLAN_LINE_FLAG)
+            break;
+        if (v < planLines(st->bytes)) break;
+      }
+      w = snprintf(why + at, len - at,
+                   " lane %d at step %d of %d, REDUCE of %zu bytes, line source %d: line %zu of "
+                   "%zu not there",
+                   l, next[l], s->nsteps, st->bytes, k, v, planLines(st->bytes));
+    } else {
+      w = snprintf(why + at, len - at, " lane %d at step %d of %d (kind %d)", l, next[l], s->nsteps,
+                   (int)st->kind);
+    }
+    at += w > 0 ? (size_t)w : 0;
+  }
+}
+
 /* Runs one job; returns -1 and the peer on timeout (-2 abandoned, -3 out of
- * memory). next[l] is lane l's next step, so a JOIN at index i may pass
- * once next[from] > i. */
-static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
+ * memory), and then where it stands in why. next[l] is lane l's next step,
+ * so a JOIN at index i may pass once next[from] > i. */
+static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer, char *why, size_t whylen) {
   const planSchedule *s = &j->sched;
   const execBuffers b = {j->send,  j->recv,    j->stage,       stateOf(comm)->scratch,
                          j->lines, j->arrived, j->arrivedValue};
@@ -208,8 +257,10 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer) {
       atomic_store_explicit(&stateOf(comm)->waitingFor, *stuckPeer, memory_order_relaxed);
       if (start == 0)
         start = nowSec();
-      else if (nowSec() - start > stateOf(comm)->timeoutSec)
+      else if (nowSec() - start > stateOf(comm)->timeoutSec) {
+        describeStuck(comm, j, &b, next, why, whylen);
         return -1;
+      }
       sched_yield();
     } else {
       start = 0;
@@ -227,13 +278,14 @@ static void *workerMain(void *arg) {
     hostJob *j = &h->jobs[(h->done + 1) % CORE_BOARD_DEPTH];
     pthread_mutex_unlock(&h->mu);
     int peer = -1;
-    int r = runJob(comm, j, &peer);
+    char why[512] = "";
+    int r = runJob(comm, j, &peer, why, sizeof(why));
     atomic_store_explicit(&h->waitingFor, -1, memory_order_relaxed);
     if (r == -1)
       coreSetAsyncError(
           comm, dmacclTimeout,
-          "operation %llu: rank %d waited more than %.0f s for rank %d (host executor)",
-          (unsigned long long)j->seq, comm->rank, h->timeoutSec, peer);
+          "operation %llu: rank %d waited more than %.0f s for rank %d (host executor; %s)",
+          (unsigned long long)j->seq, comm->rank, h->timeoutSec, peer, why);
     else if (r == -3)
       coreSetAsyncError(comm, dmacclSystemError,
                         "operation %llu: rank %d: out of memory reading lines (host executor)",
