@@ -2,7 +2,7 @@
  * Host executor: every rank is a worker thread working on host memory, and
  * runs the same schedules as the CUDA executor. Lanes behave as streams: each
  * is an in-order queue, and a WAIT blocks only its own lane, so the worker
- * advances every lane as far as it can and spins while all are blocked. A
+ * advances every lane as far as it can and spins, then sleeps, while all are blocked. A
  * rank that waits longer than DMACCL_HOST_TIMEOUT seconds for a peer fails
  * the operation with an asynchronous error that names the peer (a schedule
  * that deadlocks is caught this way in tests).
@@ -199,6 +199,22 @@ static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers
   }
 }
 
+/* A blocked worker yields for the first HOST_SPIN_SEC of a wait (peers are
+ * usually microseconds away), then sleeps between checks. Never only yields:
+ * on the CI kind of VM (2 vCPUs, kernel 6.18) three workers yielding in a
+ * loop kept every other process of the machine off the CPUs for as long as
+ * they waited, the rank they waited for included, until they timed out
+ * (docs/results/host-hang/). */
+#define HOST_SPIN_SEC 200e-6
+static void idle(double waited) {
+  if (waited < HOST_SPIN_SEC) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* Runs one job; returns -1 and the peer on timeout (-2 abandoned, -3 out of
  * memory), and then where it stands in why. next[l] is lane l's next step,
  * so a JOIN at index i may pass once next[from] > i. */
@@ -255,13 +271,13 @@ static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer, char *why, size
     if (finished) return 0;
     if (!progressed) {
       atomic_store_explicit(&stateOf(comm)->waitingFor, *stuckPeer, memory_order_relaxed);
-      if (start == 0)
-        start = nowSec();
-      else if (nowSec() - start > stateOf(comm)->timeoutSec) {
+      double now = nowSec(), waited = start == 0 ? 0 : now - start;
+      if (start == 0) start = now;
+      if (waited > stateOf(comm)->timeoutSec) {
         describeStuck(comm, j, &b, next, why, whylen);
         return -1;
       }
-      sched_yield();
+      idle(waited);
     } else {
       start = 0;
     }
