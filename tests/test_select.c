@@ -242,8 +242,20 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_CHAIN);
+  /* Reduce: stage through 4 MB, then pull1; AlltoAllv on 4 ranks: pushn in
+   * graphs only */
+  for (int g = 0; g < 2; g++) {
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, (4 << 20) + 1, g, NULL), PLAN_ALGO_PULL1);
+  }
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHN);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 0, NULL), PLAN_ALGO_PUSHB);
+  planTableDefaults(&t, 3);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHB);
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHB);
 
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTableParse(&t,

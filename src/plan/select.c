@@ -58,10 +58,15 @@ const char planDefaultTune[] =
      * there. ReduceScatter up to 16 MB: at 8 MB in a graph 38.6 us
      * against pull1's 87.4 (NCCL 38.6); at 16 MB the one shot needs 12 MB
      * of a slot on 4 ranks and runs pull1 (129.6, NCCL 57.3). ReduceScatterV
-     * keeps 8 MB (not measured above). Reduce keeps stage until measured. */
+     * keeps 8 MB (not measured above). Reduce: stage up to 4 MB, then pull1
+     * (docs/results/select-4xh200/, 4x H200; it was stage below 1 MB): on
+     * 4 ranks 1 MB 17.0 us eager and 18.8 in a graph against pull1's 31.0
+     * and 41.3, 2 MB 24.2 and 26.3 against 48.2 and 63.8 (NCCL 12.9-18.8),
+     * 4 MB level (70.4 against 70.5); on 2 ranks 4 MB 22.2 and 19.2 against
+     * 46.2 and 47.0 (NCCL 22.6, 22.1); from 8 MB level where measured. */
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
-    "* reduce:0-1M:stage,1M-inf:pull1\n"
+    "* reduce:0-4194305:stage,4194305-inf:pull1\n"
     /* 2 ranks, up to 4 MB: stagell, with line slots as large as a staging
      * slot (a block of up to 2 MB fits). 2x H100, 2 MB (dmaccl-perf -p 2,
      * DMACCL_STAGE_BYTES=32M standing in for the larger slots): in graphs
@@ -152,7 +157,18 @@ const char planDefaultTune[] =
      * the line form too (4x H100, docs/results/gather-lines-4xh100/: 8.9-9.5
      * us up to 1 MB against stage's 14.4-20.0 and NCCL's 10.2-12.2). */
     "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather:0-1048577:stagell\n"
-    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
+    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n"
+    /* AlltoAllv on 4 ranks in graphs: pushn (its copies on lanes of their
+     * own), 4x H200 (docs/results/select-4xh200/): 30.6-31.6 us up to 1 MB
+     * against pushb's 37.7-41.1, 34.0 against 44.2 at 2 MB, uneven blocks
+     * alike (NCCL's grouped Send/Recv 6.4-13.7: AlltoAllv has no line form
+     * yet); eager pushb keeps it (pushn 0.9-1.4x its time in two runs). Not
+     * changed, though measured: a 4-rank Broadcast over 256 KB (its lines
+     * do not fit; stage) is 1.1-1.3x faster as pullb up to 4 MB (1 MB 20.5
+     * us eager and 24.2 in a graph against 27.7 and 31.9), but a Send/Recv
+     * channel takes its parent's Broadcast ranges (planTableForChannel) and
+     * its lines fit up to 2 MB. */
+    "4 alltoallv@graph:pushn\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
