@@ -232,7 +232,7 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
-  planTableDefaults(&t, 4); /* the graph ranges were measured on 2 ranks only */
+  planTableDefaults(&t, 4); /* AllGather's graph ranges were measured on 2 ranks only */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);

@@ -200,7 +200,8 @@ static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers
 }
 
 /* A blocked worker yields for the first HOST_SPIN_SEC of a wait (peers are
- * usually microseconds away), then sleeps between checks. Never only yields:
+ * usually microseconds away), then sleeps between checks (20 us asked; about
+ * 70 with Linux's default timer slack). Never only yields:
  * on the CI kind of VM (2 vCPUs, kernel 6.18) three workers yielding in a
  * loop kept every other process of the machine off the CPUs for as long as
  * they waited, the rank they waited for included, until they timed out

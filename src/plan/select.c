@@ -60,10 +60,12 @@ const char planDefaultTune[] =
      * of a slot on 4 ranks and runs pull1 (129.6, NCCL 57.3). ReduceScatterV
      * keeps 8 MB (not measured above). Reduce: stage up to 4 MB, then pull1
      * (docs/results/select-4xh200/, 4x H200; it was stage below 1 MB): on
-     * 4 ranks 1 MB 17.0 us eager and 18.8 in a graph against pull1's 31.0
-     * and 41.3, 2 MB 24.2 and 26.3 against 48.2 and 63.8 (NCCL 12.9-18.8),
-     * 4 MB level (70.4 against 70.5); on 2 ranks 4 MB 22.2 and 19.2 against
-     * 46.2 and 47.0 (NCCL 22.6, 22.1); from 8 MB level where measured. */
+     * 4 ranks 1 MB 16.6 us eager and 18.8 in a graph against pull1's 31.0
+     * and 41.3, 2 MB 24.1 and 26.5 against 48.2 and 63.8 (NCCL 12.9-18.8);
+     * on 2 ranks 4 MB 22.2 and 19.2 against 46.2 and 47.0 (NCCL 22.6, 22.1).
+     * Its root's slot holds every rank's buffer, so over 8 MB / n (2 MB on 4
+     * ranks) stage does not fit the default slot and runs pull1
+     * (coreChooseAlgo): the range's top serves 2 ranks. */
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-4194305:stage,4194305-inf:pull1\n"
@@ -110,8 +112,8 @@ const char planDefaultTune[] =
      * twoshot's range). ReduceScatter at 8 MB: stagesm's form 37.5 against
      * pull1's 59.0 (NCCL 32.9). At 16 MB nothing staged fits: pull1 (115-125
      * us, NCCL 80; 76-80, NCCL 54). Reduce (its non-roots reduce nothing:
-     * stagesm's form, level with stage) and other rank counts keep stage
-     * until measured. */
+     * stagesm's form, level with stage): the range above, for every rank
+     * count. */
     "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-inf:pull1;"
     "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
