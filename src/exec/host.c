@@ -95,14 +95,21 @@ static void putLines(char *dst, const char *src, size_t bytes) {
   }
 }
 
-static int linesReady(const char *lines, size_t bytes) {
-  for (size_t v = 0; v < planLines(bytes); v++) {
+/* The first line of a source that has not arrived (both flag words), or
+ * planLines(bytes) when all have. */
+static size_t firstMissingLine(const char *lines, size_t bytes) {
+  size_t v = 0;
+  for (; v < planLines(bytes); v++) {
     _Atomic uint32_t *line = (_Atomic uint32_t *)(void *)(lines + v * 16);
     if (atomic_load_explicit(&line[1], memory_order_acquire) != PLAN_LINE_FLAG ||
         atomic_load_explicit(&line[3], memory_order_acquire) != PLAN_LINE_FLAG)
-      return 0;
+      break;
   }
-  return 1;
+  return v;
+}
+
+static int linesReady(const char *lines, size_t bytes) {
+  return firstMissingLine(lines, bytes) == planLines(bytes);
 }
 
 /* Reads ready lines into dst and sets them back to 0. */
@@ -180,11 +187,7 @@ static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers
       for (; k < st->nsrc; k++) {
         planLoc sl = s->srcs[st->src0 + k];
         if (sl.buf != PLAN_BUF_LINES) continue;
-        const uint32_t *line = execLocate(b, sl);
-        for (v = 0; v < planLines(st->bytes); v++)
-          if (__atomic_load_n(&line[4 * v + 1], __ATOMIC_ACQUIRE) != PLAN_LINE_FLAG ||
-              __atomic_load_n(&line[4 * v + 3], __ATOMIC_ACQUIRE) != PLAN_LINE_FLAG)
-            break;
+        v = firstMissingLine(execLocate(b, sl), st->bytes);
         if (v < planLines(st->bytes)) break;
       }
       w = snprintf(why + at, len - at,
@@ -199,8 +202,9 @@ static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers
   }
 }
 
-/* A blocked worker yields for the first HOST_SPIN_SEC of a wait (peers are
- * usually microseconds away), then sleeps between checks (20 us asked; about
+/* How a blocked worker (and dmacclStreamWaitArrival's host wait) waits: it
+ * yields for the first HOST_SPIN_SEC of a wait (peers are usually
+ * microseconds away), then sleeps between checks (20 us asked; about
  * 70 with Linux's default timer slack). Never only yields:
  * on the CI kind of VM (2 vCPUs, kernel 6.18) three workers yielding in a
  * loop kept every other process of the machine off the CPUs for as long as
@@ -655,7 +659,8 @@ static dmacclResult_t hostWaitWord(dmacclComm_t comm, const uint32_t *word, uint
   (void)stream;
   coreClique *c = comm->clique;
   uint64_t upTo = __atomic_load_n(&comm->posted, __ATOMIC_ACQUIRE);
-  for (int round = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; round++) {
+  double start = nowSec();
+  while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
     if (__atomic_load_n(&c->aborting, __ATOMIC_ACQUIRE))
       return coreError(comm, dmacclInvalidUsage,
                        "dmacclStreamWaitArrival: the communicator was aborted while this waited");
@@ -676,12 +681,7 @@ static dmacclResult_t hostWaitWord(dmacclComm_t comm, const uint32_t *word, uint
                        "completed and none stored %u into the word (another call's words, or "
                        "another value?)",
                        value);
-    if (round < 1000) {
-      sched_yield();
-    } else {
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
-    }
+    idle(nowSec() - start);
   }
   return dmacclSuccess;
 }
