@@ -12,7 +12,7 @@ const char *ccCollName(collId coll) {
 
 const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
-                                        "relay", "chain", "twoshot", "split"};
+                                        "relay", "chain", "twoshot", "split",   "pairs"};
 
 int ccAlgoTakes(collId coll, const char *algo) {
   /* the row whose selection entry applies (collInfo.select): sendrecv
@@ -23,6 +23,7 @@ int ccAlgoTakes(collId coll, const char *algo) {
            strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 ||
            (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE);          /* AllReduce's own */
   if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "twoshot") == 0) return 0; /* the reductions' */
+  if (strcmp(algo, "pairs") == 0) return coll == COLL_ALLTOALLV;              /* AlltoAllv's own */
   if (strcmp(algo, "stagell") == 0) /* every movement collective's but AlltoAllv (never staged) */
     return coll != COLL_ALLTOALLV;
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)

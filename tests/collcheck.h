@@ -105,7 +105,7 @@ void ccAlgoTable(const char *algo, char *buf, size_t len);
 
 /* The algorithm names, as dmacclConfig_t.algorithm and DMACCL_ALGO know them. */
 extern const char *const ccAlgos[];
-#define CC_NALGOS 14
+#define CC_NALGOS 15
 
 /* A call that must fail with code and a message containing text, on comm and
  * on the calling thread (needs harness.h). */

@@ -305,9 +305,14 @@ static int testCountOverflow(void) {
 }
 
 /* AlltoAllv whose counts disagree: rank 0 sends 3 elements to rank 1, which
- * expects 2. Every call returns success; the launch finds the disagreement,
- * copies nothing, and each rank's synchronize reports it once. */
-static int testAlltoallvDisagree(void) {
+ * expects 2. Every call returns success. As the collective's own form
+ * (pushb), the launch finds the disagreement, copies nothing, and each
+ * rank's synchronize reports it once. As Send/Recv pairs (the default), the
+ * pair's channel refuses its operation at the launch and copies nothing;
+ * both ranks of the pair report it at their next synchronize (the host
+ * executor's calls return before the launch; the CUDA executor's group end
+ * would), naming both counts; the other pairs' blocks arrive. */
+static int alltoallvDisagree(dmacclComm_t *cs, int pairs) {
   poison();
   size_t sc[N][N], sd[N][N], rc[N][N], rd[N][N];
   for (int i = 0; i < N; i++)
@@ -318,16 +323,55 @@ static int testAlltoallvDisagree(void) {
   sc[0][1] = 3, sd[0][2] = 5, sd[0][3] = 7; /* rank 1's recvcounts[0] stays 2 */
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
   for (int r = 0; r < N; r++)
-    ASSERT_EQ_INT(dmacclAlltoAllv(sendb[r], sc[r], sd[r], recvb[r], rc[r], rd[r], dmacclFloat32,
-                                  comms[r], NULL),
-                  dmacclSuccess);
+    ASSERT_EQ_INT(
+        dmacclAlltoAllv(sendb[r], sc[r], sd[r], recvb[r], rc[r], rd[r], dmacclFloat32, cs[r], NULL),
+        dmacclSuccess);
+  if (!pairs) {
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+    for (int r = 0; r < N; r++) {
+      ASSERT_EQ_INT(dmacclCommSynchronize(cs[r]), dmacclInvalidUsage);
+      ASSERT_CONTAINS(dmacclCommGetLastError(cs[r]), "rank 0's sendcounts[1] is 3 but rank 1's "
+                                                     "recvcounts[0] is 2");
+    }
+    for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(cs[r]), dmacclSuccess);
+    return 0;
+  }
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   for (int r = 0; r < N; r++) {
-    ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclInvalidUsage);
-    ASSERT_CONTAINS(dmacclCommGetLastError(comms[r]), "rank 0's sendcounts[1] is 3 but rank 1's "
-                                                      "recvcounts[0] is 2");
+    if (r > 1) {
+      ASSERT_EQ_INT(dmacclCommSynchronize(cs[r]), dmacclSuccess);
+      continue;
+    }
+    ASSERT_EQ_INT(dmacclCommSynchronize(cs[r]), dmacclInvalidUsage);
+    ASSERT_CONTAINS(dmacclCommGetLastError(cs[r]), "Send/Recv from rank 0 to rank 1: operation ");
+    ASSERT_CONTAINS(dmacclCommGetLastError(cs[r]),
+                    "ranks disagree: rank 0 sends 3 of float to rank 1, which receives 2 of float; "
+                    "nothing was copied");
   }
-  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(cs[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int q = 0; q < N; q++) {
+      const unsigned char *got = recvb[r] + rd[r][q] * 4, *want = sendb[q] + sd[q][r] * 4;
+      if (q == 0 && r == 1) {
+        for (int i = 0; i < 8; i++) ASSERT_EQ_INT(got[i], CC_POISON);
+      } else if (memcmp(got, want, 8)) {
+        TEST_FAIL("rank %d's block from rank %d did not arrive", r, q);
+        return 1;
+      }
+    }
+  return 0;
+}
+
+static int testAlltoallvDisagree(void) {
+  ASSERT_EQ_INT(alltoallvDisagree(comms, 1), 0);
+  dmacclComm_t own[N];
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "alltoallv:pushb";
+  ASSERT_EQ_INT(dmacclCommInitAll(own, N, NULL, &cfg), dmacclSuccess);
+  int bad = alltoallvDisagree(own, 0);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommDestroy(own[r]), dmacclSuccess);
+  ASSERT_EQ_INT(bad, 0);
   return untouchedAndUsable();
 }
 

@@ -7,8 +7,8 @@
  * seed and checks its whole receive allocation (gaps and guard included)
  * against tools/common/colls.c's reference. Both the built-in selection and
  * the direct forms, one collective at a time, and the reductions as
- * stagesm and as stagell, AllReduce as twoshot, and Broadcast, Gather and
- * Scatter as split. The table's sendrecv
+ * stagesm and as stagell, AllReduce as twoshot, Broadcast, Gather and
+ * Scatter as split and AlltoAllv as pairs. The table's sendrecv
  * row (each rank sends to the next and receives from the previous, one group
  * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
  * (direct: pushb), and is skipped on one rank (a Send to oneself is refused).
@@ -42,14 +42,15 @@ static const char *stagell =
     "allreduce:stagell;reducescatter:stagell;reducescatterv:stagell;reduce:stagell";
 /* ... in two shots (the rest built in) */
 static const char *twoshot = "allreduce:twoshot";
-/* The rooted collectives pushed and pulled in halves (the rest built in) */
-static const char *split = "broadcast:split;gather:split;scatter:split";
+/* The rooted collectives pushed and pulled in halves, AlltoAllv as Send/Recv
+ * pairs on the channels (the rest built in) */
+static const char *split = "broadcast:split;gather:split;scatter:split;alltoallv:pairs";
 static const char *formName(const char *algo) {
   return !algo             ? "built-in selection"
          : algo == stagesm ? "stagesm"
          : algo == stagell ? "stagell"
          : algo == twoshot ? "twoshot"
-         : algo == split   ? "split"
+         : algo == split   ? "split, pairs"
                            : "direct forms";
 }
 

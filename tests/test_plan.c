@@ -666,6 +666,7 @@ static planArgs anyArgs(planColl coll, int r, int n, size_t count, int root, int
 static planAlgo anyAlgo(planColl coll, uint32_t x) {
   unsigned m = planCollOf(coll)->algos;
   int k = 0, pick;
+  m &= ~PLAN_ALGO_BIT(PLAN_ALGO_PAIRS); /* composed by the core: no schedule */
   for (int a = 0; a < PLAN_NUM_ALGOS; a++) k += (m >> a) & 1;
   pick = (int)(x % (uint32_t)k);
   for (int a = 0; a < PLAN_NUM_ALGOS; a++)
@@ -2012,6 +2013,15 @@ static int testEveryCollective(void) {
       for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && !rc; k++)
         for (int algo = 0; algo < PLAN_NUM_ALGOS && !rc; algo++) {
           if (!(planCollOf((planColl)c)->algos & PLAN_ALGO_BIT(algo))) continue;
+          if (planIsComposed((planAlgo)algo)) { /* no schedule of its own: refused */
+            vecStore v;
+            makeVec((planColl)c, n, counts[k], &rnd, &v);
+            planArgs pa = anyArgs((planColl)c, 0, n, counts[k], 0, 0, &v, (size_t)1 << 20);
+            planSchedule ps;
+            memset(&ps, 0, sizeof(ps));
+            ASSERT_TRUE(planBuild(&pa, (planAlgo)algo, &ps) != 0);
+            continue;
+          }
           for (int rep = 0; rep < 3 && !rc; rep++) {
             vecStore v;
             makeVec((planColl)c, n, counts[k], &rnd, &v);
@@ -2425,7 +2435,7 @@ static int testPullsAcross(void) {
             }
             unsigned mask = planCollOf((planColl)coll)->algos;
             for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
-              if (!(mask & PLAN_ALGO_BIT(a))) continue;
+              if (!(mask & PLAN_ALGO_BIT(a)) || planIsComposed((planAlgo)a)) continue;
               int w = -1, f = -1, w2 = -1, f2 = -1;
               int want = copiesAcross(args, n, (planAlgo)a, sep, &w, &f);
               int got = planPullsAcross(args, n, (planAlgo)a, sep, &s, &w2, &f2);

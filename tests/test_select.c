@@ -85,6 +85,12 @@ static int testMalformed(void) {
        "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell twoshot)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
+      /* pairs (the default) against another algorithm by size */
+      {"alltoallv:1M-inf:pushb",
+       "alltoallv: pairs must be its algorithm at every size or at none (pairs at 0 bytes, pushb "
+       "at 1M bytes)"},
+      {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: pairs must be its algorithm"},
+      {"alltoallv:pushb;alltoallv:64K-1M:pairs", "alltoallv: pairs must be its algorithm"},
       {"allgather:push2", "unknown algorithm 'push2'"},
       {"allgather:", "has no algorithm"},
       {"allgather:push1,", "empty algorithm"},
@@ -242,20 +248,31 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 64 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_CHAIN);
-  /* Reduce: stage through 4 MB, then pull1; AlltoAllv on 4 ranks: pushn in
-   * graphs only */
+  /* Reduce: stage through 4 MB, then pull1 */
   for (int g = 0; g < 2; g++) {
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, (4 << 20) + 1, g, NULL), PLAN_ALGO_PULL1);
   }
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHN);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 0, NULL), PLAN_ALGO_PUSHB);
-  planTableDefaults(&t, 3);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHB);
+  /* AlltoAllv: pairs at every size, eager and in graphs, on any rank count */
+  for (int nranks = 1; nranks <= 8; nranks++) {
+    planTableDefaults(&t, nranks);
+    for (int g = 0; g < 2; g++)
+      for (int e = 0; e <= 40; e++)
+        ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, ((size_t)1 << e) - 1, g, NULL),
+                      PLAN_ALGO_PAIRS);
+  }
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHB);
+  /* ... and a table may leave it at every size, for one mode or both */
+  char perr[256];
+  ASSERT_EQ_INT(planTableParse(&t, "alltoallv@graph:pushn", perr, sizeof(perr)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHN);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 0, NULL), PLAN_ALGO_PAIRS);
+  ASSERT_EQ_INT(planTableParse(&t, "alltoallv:0-1M:pushn,1M-inf:pushb", perr, sizeof(perr)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 2 << 20, 1, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planTableParse(&t, "alltoallv:pairs", perr, sizeof(perr)), 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 2 << 20, 1, NULL), PLAN_ALGO_PAIRS);
 
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planTableParse(&t,

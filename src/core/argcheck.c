@@ -91,6 +91,57 @@ static dmacclResult_t checkBuf(dmacclComm_t comm, const void *buf, size_t bytes,
 /* Fills op's sizes and in-place flag. op->vec, when the form has arrays,
  * points at the caller's arrays laid out as PLAN_VEC_* (the entry point
  * copied the pointers; NULL entries were caught there). */
+/* op's buffer sizes on its rank (checked arguments). */
+static void sizeBuffers(coreOp *op) {
+  dmacclComm_t comm = op->comm;
+  const planCollInfo *ci = planCollOf(op->coll);
+  const size_t *vecs[CORE_MAX_RANKS];
+  for (int r = 0; r < comm->nranks; r++) vecs[r] = op->vec;
+  planArgs a = coreOpArgs(op, comm->rank, comm->nranks, vecs, 0);
+  op->sendBytes = ci->sendBytes(&a, comm->rank);
+  op->recvBytes = ci->recvBytes(&a, comm->rank);
+  op->inPlace = 0;
+}
+
+/* Buffers that overlap: the collective's in-place form (op->inPlace), or an
+ * error. */
+static dmacclResult_t checkPlace(coreOp *op, const char *call) {
+  dmacclComm_t comm = op->comm;
+  const planCollInfo *ci = planCollOf(op->coll);
+  if (!overlaps(op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes)) return dmacclSuccess;
+  const size_t *vecs[CORE_MAX_RANKS];
+  for (int r = 0; r < comm->nranks; r++) vecs[r] = op->vec;
+  planArgs a = coreOpArgs(op, comm->rank, comm->nranks, vecs, 0);
+  long long delta = 0;
+  int has = ci->inPlace(&a, comm->rank, &delta);
+  long long got = (long long)((intptr_t)op->sendbuff - (intptr_t)op->recvbuff);
+  if (has && got == delta) {
+    op->inPlace = 1;
+    return dmacclSuccess;
+  }
+  if (has)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu) but is not the "
+                     "in-place form, which needs sendbuff == recvbuff %s %lld bytes (rank %d)",
+                     call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes,
+                     delta < 0 ? "-" : "+", delta < 0 ? -delta : delta, comm->rank);
+  return coreError(comm, dmacclInvalidArgument,
+                   "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu); %s does not run in "
+                   "place%s",
+                   call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes, ci->call,
+                   ci->rooted ? " on this rank" : "");
+}
+
+void coreP2pPiece(coreOp *piece, const coreOp *whole) {
+  piece->call = whole->call;
+  piece->stream = whole->stream;
+  piece->capture = whole->capture;
+  piece->captureId = whole->captureId;
+  piece->root = piece->p2p == 1 ? piece->comm->rank : piece->peer; /* as coreP2pCheck */
+  sizeBuffers(piece);
+  (void)checkPlace(piece, whole->call); /* a Send is in place, a Recv has no send buffer */
+}
+
 dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   dmacclComm_t comm = op->comm; /* live: the caller entered it (coreEnter) */
   const planCollInfo *ci = planCollOf(op->coll);
@@ -135,13 +186,7 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
                        "%s: %s %zu of %s (%zu bytes each) times %d ranks overflows the buffer size",
                        call, ci->countArg, op->count, coreTypeName(op->datatype), tsize, n);
   }
-  const size_t *vecs[CORE_MAX_RANKS];
-  for (int r = 0; r < n; r++) vecs[r] = op->vec;
-  planArgs a = coreOpArgs(op, comm->rank, n, vecs, 0);
-  op->sendBytes = ci->sendBytes(&a, comm->rank);
-  op->recvBytes = ci->recvBytes(&a, comm->rank);
-  op->inPlace = 0;
-
+  sizeBuffers(op);
   rc = comm->exec->checkStream(comm, op->stream, call, &op->capture, &op->captureId);
   if (rc != dmacclSuccess) return rc;
   /* In place at the same address (AllReduce, Broadcast, ...): the range the
@@ -149,29 +194,9 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   int covered = op->recvbuff == op->sendbuff && op->recvBytes <= op->sendBytes;
   if ((rc = checkBuf(comm, op->sendbuff, op->sendBytes, call, "sendbuff")) != dmacclSuccess ||
       (!covered &&
-       (rc = checkBuf(comm, op->recvbuff, op->recvBytes, call, "recvbuff")) != dmacclSuccess))
+       (rc = checkBuf(comm, op->recvbuff, op->recvBytes, call, "recvbuff")) != dmacclSuccess) ||
+      (rc = checkPlace(op, call)) != dmacclSuccess)
     return rc;
-
-  if (overlaps(op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes)) {
-    long long delta = 0;
-    int has = ci->inPlace(&a, comm->rank, &delta);
-    long long got = (long long)((intptr_t)op->sendbuff - (intptr_t)op->recvbuff);
-    if (has && got == delta) {
-      op->inPlace = 1;
-    } else if (has) {
-      return coreError(comm, dmacclInvalidArgument,
-                       "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu) but is not the "
-                       "in-place form, which needs sendbuff == recvbuff %s %lld bytes (rank %d)",
-                       call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes,
-                       delta < 0 ? "-" : "+", delta < 0 ? -delta : delta, comm->rank);
-    } else {
-      return coreError(comm, dmacclInvalidArgument,
-                       "%s: sendbuff [%p, +%zu) overlaps recvbuff [%p, +%zu); %s does not run in "
-                       "place%s",
-                       call, op->sendbuff, op->sendBytes, op->recvbuff, op->recvBytes, ci->call,
-                       ci->rooted ? " on this rank" : "");
-    }
-  }
   if (op->notify) { /* nranks arrival words of the caller's, apart from the buffers */
     size_t ab = (size_t)n * sizeof(uint32_t);
     if (!op->arrived)

@@ -16,7 +16,10 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
   size_t packed[PLAN_VEC_ARRAYS * CORE_MAX_RANKS];
   rc = arrays ? corePackArrays(op, arrays, names, k, packed) : dmacclSuccess;
   if (rc == dmacclSuccess) rc = coreCheckCollArgs(op, call);
-  if (rc == dmacclSuccess && coreGroupActive())
+  if (rc == dmacclSuccess && coreUsesPairs(op)) {
+    if (coreGroupActive() || (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
+      rc = corePostPairs(op);
+  } else if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(op);
   else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
     rc = corePost(op);

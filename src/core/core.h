@@ -64,6 +64,10 @@ typedef struct coreOp {
    * the sender's rank; then comm is the channel's end and root 0. */
   int p2p, peer;
   int oneRank; /* a communicator of one rank: issued by exec->oneRank, not sequenced */
+  /* A rank's own block of an AlltoAllv run as Send/Recv pairs (pairs.c):
+   * count bytes from sendbuff to recvbuff, issued by exec->oneRank (oneRank
+   * is set when it is posted), not sequenced. */
+  int self;
   /* A group's call that shares its stream with a call of another
    * communicator or channel of the same group: it runs beside them, forked
    * from the stream when posted and joined back at attach (group.c), instead
@@ -247,6 +251,9 @@ struct dmacclComm {
    * and buffer descriptors are resolved through the parent (mem.c). */
   dmacclComm_t parent;
   int parentRank[2];
+  /* An AlltoAllv outside a graph capture ran as Send/Recv pairs (pairs.c):
+   * its channels with every peer exist, so a captured one may run so too. */
+  int pairsReady;
 };
 
 /* Errors (errors.c). coreError records a sentence on comm (may be NULL) and on
@@ -314,13 +321,17 @@ void coreTeardown(dmacclComm_t comm, int abort);
 /* Send/Recv channels of a communicator (p2p.c). */
 /* Waits for the channels' work; returns their first error (sentence on comm). */
 dmacclResult_t coreP2pSync(dmacclComm_t comm, const char *call);
+/* Waits for the work comm's rank posted so far, its own and its channels',
+ * whatever its outcome: an error stays for the next synchronize. */
+void coreDrainRank(dmacclComm_t comm);
 /* Their pending asynchronous error, if any (not cleared). */
 dmacclResult_t coreP2pAsyncError(dmacclComm_t comm);
 /* Destroys or aborts them (before comm itself). */
 void coreP2pTeardown(dmacclComm_t comm, int abort);
 /* Group order of a call: 0 for a collective, else 1 + its channel's key (the
  * pair of ranks, then the direction), so that every rank makes the channels
- * and posts a group's Send/Recv calls in one order (docs/architecture.md). */
+ * and posts a group's Send/Recv calls in one order (docs/architecture.md);
+ * a self op last, beside its Send/Recv calls rather than before them. */
 uint64_t coreP2pOrderKey(const coreOp *op);
 /* Makes op (a Send/Recv checked on its parent) an operation of its channel,
  * making the channel if needed; on success the channel's end is entered
@@ -333,6 +344,21 @@ coreOp coreP2pOp(int send, void *buf, size_t count, dmacclDataType_t datatype, i
 /* Checks it on the parent (entered): the peer, then as a collective
  * (a Broadcast whose root is the sender). */
 dmacclResult_t coreP2pCheck(coreOp *op, const char *call);
+/* AlltoAllv as Send/Recv pairs (pairs.c). Whether op (checked) runs so: the
+ * table's choice at every size, and outside a capture or once the channels
+ * exist (an earlier uncaptured one made them; every rank counts alike). */
+int coreUsesPairs(const coreOp *op);
+/* Issues it: in a group of its own (nested in the caller's, if one is open),
+ * a Send and a Recv with every peer, empty blocks too, and the rank's own
+ * block as a self op. op's comm entered; op->vec valid during the call. */
+dmacclResult_t corePostPairs(coreOp *op);
+/* Posts a self op (corePostNoAttach): the host executor, which has no stream
+ * order, first waits for the rank's earlier work, channels included
+ * (coreDrainRank). */
+dmacclResult_t corePostSelf(coreOp *op);
+/* A piece of a checked call (pairs.c's Send/Recv): coreP2pCheck's results
+ * without its queries (the call's checks covered its stream and buffers). */
+void coreP2pPiece(coreOp *piece, const coreOp *whole);
 /* Outside a group: binds op (checked, its parent entered) and posts it on
  * its channel; the parent is left on return, and errors are on it. */
 dmacclResult_t coreP2pPost(coreOp *op, const char *call);
@@ -462,6 +488,11 @@ void coreGroupFlush(dmacclComm_t comm);
 int coreGroupHolds(dmacclComm_t comm);
 /* Records op; the group keeps its own copy of op->vec until it ends. */
 dmacclResult_t coreGroupRecord(const coreOp *op);
+/* How many calls this thread's group holds; coreGroupDrop forgets those
+ * recorded after such a mark (a composed call that could not record all
+ * of its parts). */
+int coreGroupMark(void);
+void coreGroupDrop(int mark);
 /* A heap copy of op's vec for a recorded op (group, persistent request). */
 size_t *coreVecDup(const coreOp *op);
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call);

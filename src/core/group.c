@@ -69,6 +69,14 @@ dmacclResult_t coreGroupRecord(const coreOp *op) {
   return dmacclSuccess;
 }
 
+int coreGroupMark(void) {
+  return nops;
+}
+
+void coreGroupDrop(int mark) {
+  while (nops > mark) free((void *)ops[--nops].vec);
+}
+
 /* Drops the recorded calls and their arrays. */
 static void dropAll(void) {
   for (int i = 0; i < nops; i++) free((void *)ops[i].vec);

@@ -27,6 +27,9 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
   const planRange *range = NULL;
   planAlgo algo = planSelectIn(&c->table, args->coll, size, capture, &range);
   if (why) *why = range;
+  /* pairs is issued before anything is posted (pairs.c); a call that
+   * reaches here (captured before the channels exist) runs a direct form */
+  if (planIsComposed(algo)) algo = planFallbackAlgo(args->coll);
   /* Ranks on one GPU: in one process they signal each other with events,
    * which a kernel cannot record; across processes a polling kernel would
    * wait for a peer that runs only when the GPU switches to its context. */
@@ -432,6 +435,7 @@ static dmacclResult_t postOneRank(coreOp *op) {
 }
 
 dmacclResult_t corePostNoAttach(coreOp *op) {
+  if (op->self) return corePostSelf(op);
   if (op->comm->nranks == 1 && op->comm->exec->oneRank) return postOneRank(op);
   return op->comm->clique->mp ? coreMpPost(op) : spPost(op);
 }

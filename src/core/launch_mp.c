@@ -63,8 +63,13 @@ static int findDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
         snprintf(why, whylen, "rank %d or %d published an unknown collective", a, b);
         return b;
       }
-      /* coreOpDiffer names ranks by comm: fake them by rank numbers */
-      struct dmacclComm ca = {.rank = a}, cb = {.rank = b};
+      /* coreOpDiffer names ranks by comm: fake them by rank numbers (a
+       * channel's too: its parent's ranks) */
+      dmacclComm_t own = c->comms[c->localRank];
+      struct dmacclComm ca = {.rank = a, .parent = own ? own->parent : NULL},
+                        cb = {.rank = b, .parent = ca.parent};
+      if (own) memcpy(ca.parentRank, own->parentRank, sizeof(ca.parentRank));
+      memcpy(cb.parentRank, ca.parentRank, sizeof(cb.parentRank));
       A.comm = &ca;
       B.comm = &cb;
       if (coreOpDiffer(&A, va, &B, vb, n, why, whylen)) return b;

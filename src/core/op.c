@@ -60,6 +60,15 @@ int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const siz
                  int nranks, char *why, size_t whylen) {
   const planCollInfo *ci = planCollOf(a->coll);
   int ra = a->comm->rank, rb = b->comm->rank;
+  const dmacclComm_t ch = a->comm->parent ? a->comm : NULL; /* a Send/Recv channel's */
+  if (ch && a->coll == b->coll && (a->datatype != b->datatype || a->count != b->count)) {
+    /* rank 0 of a channel sends, rank 1 receives (p2p.c) */
+    const coreOp *s = ra == 0 ? a : b, *r = ra == 0 ? b : a;
+    snprintf(why, whylen, "rank %d sends %zu of %s to rank %d, which receives %zu of %s",
+             ch->parentRank[0], s->count, coreTypeName(s->datatype), ch->parentRank[1], r->count,
+             coreTypeName(r->datatype));
+    return 1;
+  }
   if (a->coll != b->coll || a->datatype != b->datatype || (!ci->vector && a->count != b->count)) {
     snprintf(why, whylen,
              "rank %d called %s with count %zu of %s, rank %d called %s with count %zu of %s", ra,

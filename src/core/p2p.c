@@ -304,6 +304,22 @@ dmacclResult_t coreP2pSync(dmacclComm_t comm, const char *call) {
   return first;
 }
 
+/* Waits for what comm's rank has posted so far, on comm and its channels,
+ * leaving any error for the rank's next synchronize. */
+static void drainOne(dmacclComm_t comm) {
+  uint64_t posted = comm->posted;
+  if (coreWaitLaunched(comm, posted) == dmacclSuccess) (void)comm->exec->sync(comm, posted);
+}
+
+void coreDrainRank(dmacclComm_t comm) {
+  drainOne(comm);
+  if (!comm->p2p) return;
+  dmacclComm_t *ch = malloc(2 * (size_t)comm->nranks * sizeof(*ch));
+  int k = ch ? channels(comm, ch) : 0;
+  for (int i = 0; i < k; i++) drainOne(ch[i]);
+  free(ch);
+}
+
 dmacclResult_t coreP2pAsyncError(dmacclComm_t comm) {
   if (!comm->p2p) return dmacclSuccess;
   dmacclResult_t e = dmacclSuccess;
@@ -331,6 +347,7 @@ void coreP2pTeardown(dmacclComm_t comm, int abort) {
 }
 
 uint64_t coreP2pOrderKey(const coreOp *op) {
+  if (op->self) return UINT64_MAX; /* after its Send/Recv calls (pairs.c) */
   if (!op->p2p) return 0;
   int me = op->comm->rank, src = op->p2p == 1 ? me : op->peer, dst = op->p2p == 1 ? op->peer : me;
   int lo = src < dst ? src : dst, hi = src ^ dst ^ lo;

@@ -205,7 +205,10 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
                      "%s: request %p's communicator %p was destroyed; free the request", call,
                      (void *)request, (void *)op.comm);
   rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture, &op.captureId);
-  if (rc == dmacclSuccess && coreGroupActive())
+  if (rc == dmacclSuccess && coreUsesPairs(&op)) {
+    if (coreGroupActive() || (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
+      rc = corePostPairs(&op);
+  } else if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(&op);
   else if (rc == dmacclSuccess && op.p2p)
     return coreP2pPost(&op, call); /* leaves the communicator */

@@ -1428,14 +1428,50 @@ static dmacclResult_t pollDone(dmacclComm_t comm, cudaStream_t st, cudaEvent_t e
  * neither waits for work outside it nor records the tail Synchronize reads. */
 #define ONE_RANK_KERNEL_MAX ((size_t)1 << 20)
 
+/* A group's self op (an AlltoAllv's own block as Send/Recv pairs, pairs.c)
+ * rides as a move in the kernel held for its device on its stream, posted
+ * just before it (its channels' lines), instead of a launch of its own: in
+ * the kernel's order on the stream, its tail recorded after the kernel. At
+ * any size: held, it costs no launch, and a copy within one GPU runs on SMs
+ * either way (ONE_RANK_KERNEL_MAX); beside the peers' blocks rather than
+ * after them (2x H200, AlltoAllv of 4 MB as pairs: a 2 MB self copy after
+ * the kernel added to the operation's time). Not under CTA policy zero, with
+ * an arrival word, or on a stream other than the last one-rank copy's (that
+ * copy's tail is waited for first). */
+static int holdOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
+                       size_t bytes, int moved) {
+  cudaState *s = stateOf(comm);
+  if (!op->self || !coreGroupPosting() || !bytes || src == dst || op->arrived ||
+      comm->clique->table.ctaPolicy == dmacclCtaPolicyZero || (!op->capture && s->oneSeen && moved))
+    return 0;
+  for (int h = 0; h < nheld; h++) {
+    heldKernel *k = &held[h];
+    if (k->device != s->device) continue;
+    if (k->stream != op->stream || k->w.nmoves >= EXEC_REDUCE_MAX_MOVES ||
+        (!op->capture && k->nops > EXEC_REDUCE_MAX_MOVES))
+      return 0;
+    k->w.moves[k->w.nmoves++] = (execReduceMove){src, dst, bytes, 0};
+    if (!op->capture) { /* recorded after the kernel at its flush */
+      k->comms[k->nops] = comm;
+      k->seqs[k->nops] = 0;
+      k->tails[k->nops++] = s->oneTail;
+      s->oneSeen = 1;
+      s->oneStream = op->stream;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                                   size_t bytes) {
   dmacclResult_t rc = dmacclSuccess;
   cudaState *s = stateOf(comm);
-  if (nheld) flushHeld(-1); /* issued in the order of the calls */
-  int prev = cudaEnterDevice(s->device);
   /* (the per-thread stream names a different stream on each thread) */
   int moved = s->oneStream != op->stream || op->stream == cudaStreamPerThread;
+  if (holdOneRank(comm, op, src, dst, bytes, moved)) return dmacclSuccess;
+  if (nheld) flushHeld(-1); /* issued in the order of the calls */
+  int prev = cudaEnterDevice(s->device);
   if (!op->capture && s->oneSeen && moved)
     CUDA_TRY(comm, cudaStreamWaitEvent(op->stream, s->oneTail, 0));
   /* Up to 1 MB the reduction kernel's byte copy (one source: plan.h), whose

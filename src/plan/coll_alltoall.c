@@ -7,8 +7,9 @@
  *
  * AlltoAllv's layout needs the peers' arrays, so it is never staged, and
  * its selection size (the bytes this rank sends) differs between ranks:
- * it accepts only the push forms, which run the same handshakes whatever
- * form each rank picks.
+ * it accepts the push forms, which run the same handshakes whatever form
+ * each rank picks, and pairs (Send/Recv pairs on the channels, composed by
+ * the core: plan.h), which no size may choose.
  */
 #include "plan_internal.h"
 
@@ -68,7 +69,7 @@ const planCollInfo planColl_alltoallv = {
     .vector = 1,
     .peerArrays = 1,
     .algos = PLAN_ALGO_BIT(PLAN_ALGO_PUSH1) | PLAN_ALGO_BIT(PLAN_ALGO_PUSHN) |
-             PLAN_ALGO_BIT(PLAN_ALGO_PUSHB),
+             PLAN_ALGO_BIT(PLAN_ALGO_PUSHB) | PLAN_ALGO_BIT(PLAN_ALGO_PAIRS),
     .sendBytes = a2avSend,
     .recvBytes = a2avRecv,
     .inPlace = noInPlace,

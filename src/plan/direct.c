@@ -210,7 +210,7 @@ int planBuildDirect(const planArgs *args, planAlgo algo, planSchedule *s) {
 int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
   if ((unsigned)args->coll >= PLAN_NUM_COLLS || (unsigned)algo >= PLAN_NUM_ALGOS ||
       args->nranks < 1 || args->rank < 0 || args->rank >= args->nranks ||
-      !(planCollOf(args->coll)->algos & PLAN_ALGO_BIT(algo)) ||
+      !(planCollOf(args->coll)->algos & PLAN_ALGO_BIT(algo)) || planIsComposed(algo) ||
       (planCollOf(args->coll)->vector && !args->vec) ||
       (planCollOf(args->coll)->rooted && (args->root < 0 || args->root >= args->nranks)))
     return -1;

@@ -123,7 +123,15 @@ typedef enum {
    * first half pushed by the sender, the rest pulled by the receiver
    * (direct.c): two GPUs' copy engines on one link direction */
   PLAN_ALGO_SPLIT = 13,
-  PLAN_NUM_ALGOS = 14
+  /* AlltoAllv: no schedule of its own. The core issues it as a group of
+   * Send/Recv pairs on the Send/Recv channels (one per direction between two
+   * ranks) and the rank's own block as a local copy (src/core/pairs.c). Each
+   * pair's channel chooses its algorithm by that pair's block, which both
+   * ends know, so ranks that send different amounts agree block by block;
+   * the choice between pairs and the collective's own forms cannot depend on
+   * the size (planTableParse refuses a pairs range that is not 0-inf). */
+  PLAN_ALGO_PAIRS = 14,
+  PLAN_NUM_ALGOS = 15
 } planAlgo;
 
 /* JOIN: the step's lane waits until lane `from` has completed every step
@@ -401,6 +409,11 @@ size_t planStageNeed(const planArgs *a, planAlgo algo);
  * receive buffer. Slots are reused round robin (two are enough); with
  * stageEntry an ENTRY handshake comes first. */
 int planIsStaged(planAlgo a);
+/* Whether a is composed of other operations by the core and has no schedule
+ * of its own (pairs): planBuild refuses it. */
+static inline int planIsComposed(planAlgo a) {
+  return a == PLAN_ALGO_PAIRS;
+}
 /* Whether a schedule writes lines (a COPY into LINES) or reads them (a
  * REDUCE source in LINES). */
 int planUsesLines(const planSchedule *s);

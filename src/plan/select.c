@@ -42,7 +42,16 @@ const char planDefaultTune[] =
      * measured on GPUs: the other movement collectives as AllGather. */
     "* broadcast:0-4M:stage,4M-inf:chain;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-2M:stagell,2M-8M:stage,8M-inf:pushb\n"
-    "* alltoallv:pushb\n"
+    /* AlltoAllv: Send/Recv pairs on the channels (pairs.c), at every size
+     * (none may choose it: ranks send different amounts). 2x H200
+     * (docs/results/pairs-2xh200/, call 2): in graphs 3.6-4.0 us up to
+     * 256 KB and 8.6 at 1 MB against pushb's 20.6-24.0 (NCCL's grouped
+     * Send/Recv 6.0-12.4); eager 15.2-15.6 against 22.6-24.4 (NCCL
+     * 11.4-13.9); 16-256 MB within 5% of pushb's time but 16 MB eager
+     * (1.18x); 4 MB, two 2 MB blocks of lines, 1.31-1.35x (NCCL 19-21 us). Earlier
+     * (4x H200, docs/results/select-4xh200/), before pairs: pushn in graphs
+     * 30.6-31.6 us up to 1 MB against pushb's 37.7-41.1, NCCL 6.4-13.7. */
+    "* alltoallv:pairs\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
      * dmaccl-perf -p 4): stagell (AllReduce below 1 MB, ReduceScatter
      * below 8 MB), eager and in graphs. AllReduce in a graph 3.8-5.6 us
@@ -157,24 +166,19 @@ const char planDefaultTune[] =
      * (docs/results/line-takes-4xh200/, 4x H200) the line form takes 3.8-7.2
      * us in graphs and 7.7-10.7 eager up to 256 KB, and eager Gather takes
      * the line form too (4x H100, docs/results/gather-lines-4xh100/: 8.9-9.5
-     * us up to 1 MB against stage's 14.4-20.0 and NCCL's 10.2-12.2). */
+     * us up to 1 MB against stage's 14.4-20.0 and NCCL's 10.2-12.2).
+     * Not changed, though measured (4x H200, docs/results/select-4xh200/):
+     * a 4-rank Broadcast over 256 KB (its lines do not fit; stage) is
+     * 1.1-1.3x faster as pullb up to 4 MB (1 MB 20.5 us eager and 24.2 in a
+     * graph against 27.7 and 31.9), but a Send/Recv channel takes its
+     * parent's Broadcast ranges (planTableForChannel) and its lines fit up
+     * to 2 MB. */
     "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather:0-1048577:stagell\n"
-    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n"
-    /* AlltoAllv on 4 ranks in graphs: pushn (its copies on lanes of their
-     * own), 4x H200 (docs/results/select-4xh200/): 30.6-31.6 us up to 1 MB
-     * against pushb's 37.7-41.1, 34.0 against 44.2 at 2 MB, uneven blocks
-     * alike (NCCL's grouped Send/Recv 6.4-13.7: AlltoAllv has no line form
-     * yet); eager pushb keeps it (pushn 0.9-1.4x its time in two runs). Not
-     * changed, though measured: a 4-rank Broadcast over 256 KB (its lines
-     * do not fit; stage) is 1.1-1.3x faster as pullb up to 4 MB (1 MB 20.5
-     * us eager and 24.2 in a graph against 27.7 and 31.9), but a Send/Recv
-     * channel takes its parent's Broadcast ranges (planTableForChannel) and
-     * its lines fit up to 2 MB. */
-    "4 alltoallv@graph:pushn\n";
+    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
-                                        "relay", "chain", "twoshot", "split"};
+                                        "relay", "chain", "twoshot", "split",   "pairs"};
 _Static_assert(sizeof(algoNames) / sizeof(algoNames[0]) == PLAN_NUM_ALGOS, "a name per algorithm");
 
 const char *planAlgoName(planAlgo a) {
@@ -348,6 +352,40 @@ static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
   return 0;
 }
 
+/* pairs (plan.h) against another algorithm by size: ranks that send
+ * different amounts would choose differently. Checks every size where the
+ * choice of coll (captured calls: graph) can change. */
+static int pairsSplit(const planTable *t, planColl c, int graph, char *err, size_t errlen) {
+  if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(PLAN_ALGO_PAIRS))) return 0;
+  int pairs = 0, other = 0;
+  size_t pairsAt = 0, otherAt = 0;
+  for (int list = 0; list < 2; list++) {
+    const planRange *r = list ? t->granges[c] : t->ranges[c];
+    int nr = list ? t->gnranges[c] : t->nranges[c];
+    for (int i = -1; i < nr; i++) {
+      size_t at = i < 0 ? 0 : r[i].lo;
+      for (int end = 0; end < 2 && !(i < 0 && end); end++) {
+        if (end) {
+          if (r[i].hi == SIZE_MAX) break;
+          at = r[i].hi;
+        }
+        planAlgo a = planSelectIn(t, c, at, graph, NULL);
+        if (a == PLAN_ALGO_PAIRS && !pairs++) pairsAt = at;
+        if (a != PLAN_ALGO_PAIRS && !other++) otherAt = at;
+      }
+    }
+  }
+  if (!pairs || !other) return 0;
+  char a[32], b[32];
+  snprintf(err, errlen,
+           "%s%s: pairs must be its algorithm at every size or at none (pairs at %s bytes, "
+           "%s at %s bytes): ranks send different amounts, so a size cannot choose pairs",
+           planCollName(c), graph ? "@graph" : "", planSizeString(pairsAt, a, sizeof(a)),
+           planAlgoName(planSelectIn(t, c, otherAt, graph, NULL)),
+           planSizeString(otherAt, b, sizeof(b)));
+  return -1;
+}
+
 #define PARSE_FAIL(...)                                                                            \
   do {                                                                                             \
     snprintf(err, errlen, __VA_ARGS__);                                                            \
@@ -446,6 +484,9 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
     }
     p = *end ? end + 1 : end;
   }
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    for (int graph = 0; graph < 2; graph++)
+      if (pairsSplit(&work, (planColl)c, graph, err, errlen)) return -1;
   *t = work;
   return 0;
 }

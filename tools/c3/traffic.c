@@ -112,6 +112,11 @@ int c3Traffic(const c3Scenario *s, int nranks, planAlgo algo, c3TrafficResult *t
     snprintf(err, errlen, "%s does not take %s", ci->name, planAlgoName(algo));
     return -1;
   }
+  if (planIsComposed(algo)) {
+    snprintf(err, errlen, "%s's %s is Send/Recv pairs on channels, no schedule of its own to count",
+             ci->name, planAlgoName(algo));
+    return -1;
+  }
   t->coll = a.coll;
   t->asked = algo;
   t->algo = runs(&a, algo);

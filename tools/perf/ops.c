@@ -313,9 +313,13 @@ int perfMeasure(bench *b, contender *c, int coll, size_t count, int inPlace, per
                 cudaGraphExec_t *graphs) {
   perfTrace(b, inPlace ? "measure in-place" : "measure", c, count);
   /* A Send/Recv channel is made at the first operation between two ranks,
-   * which cannot be captured: with -G, sendrecv warms up once even at -w 0. */
+   * which cannot be captured: with -G, sendrecv warms up once even at -w 0,
+   * and so does AlltoAllv, which may run as Send/Recv pairs (a captured one
+   * runs so only after an uncaptured one: src/core/pairs.c). */
   long warmup = b->args.warmup;
-  if (b->args.graphs && (collTable[coll].flags & COLL_P2P) && warmup < 1) warmup = 1;
+  if (b->args.graphs && ((collTable[coll].flags & COLL_P2P) || coll == COLL_ALLTOALLV) &&
+      warmup < 1)
+    warmup = 1;
   /* refOp: the time per operation before the timed loop (perfStalled) */
   double w0 = perfNowSec(), refOp = 0;
   if (runOps(b, c, coll, count, inPlace, warmup, NULL, NULL) || perfSyncAll(b, c)) return -1;
