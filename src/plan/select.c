@@ -44,12 +44,12 @@ const char planDefaultTune[] =
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-2M:stagell,2M-8M:stage,8M-inf:pushb\n"
     /* AlltoAllv: Send/Recv pairs on the channels (pairs.c), at every size
      * (none may choose it: ranks send different amounts). 2x H200
-     * (docs/results/pairs-2xh200/, call 2): in graphs 3.6-4.0 us up to
-     * 256 KB and 8.6 at 1 MB against pushb's 20.6-24.0 (NCCL's grouped
-     * Send/Recv 6.0-12.4); eager 15.2-15.6 against 22.6-24.4 (NCCL
-     * 11.4-13.9); 16-256 MB within 5% of pushb's time but 16 MB eager
-     * (1.18x); 4 MB, two 2 MB blocks of lines, 1.31-1.35x (NCCL 19-21 us). Earlier
-     * (4x H200, docs/results/select-4xh200/), before pairs: pushn in graphs
+     * (docs/results/pairs-2xh200/, at 8863b31): in graphs 3.5-4.0 us up to
+     * 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's grouped
+     * Send/Recv 6.1-12.3); eager 14.4-15.5 against 22.2-24.7 (NCCL
+     * 11.1-13.3); 16-256 MB 1.01-1.13x pushb's time; 4 MB, two 2 MB blocks
+     * of lines, 1.29-1.37x (NCCL 19-21 us). 4 ranks not measured; before
+     * pairs (4x H200, docs/results/select-4xh200/) pushn in graphs took
      * 30.6-31.6 us up to 1 MB against pushb's 37.7-41.1, NCCL 6.4-13.7. */
     "* alltoallv:pairs\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
