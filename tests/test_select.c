@@ -85,10 +85,10 @@ static int testMalformed(void) {
        "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell twoshot)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
-      /* pairs (the default) against another algorithm by size */
-      {"alltoallv:1M-inf:pushb",
-       "alltoallv: pairs must be its algorithm at every size or at none (pairs at 0 bytes, pushb "
-       "at 1M bytes)"},
+      /* pairs (the default in graphs) against another algorithm by size */
+      {"alltoallv:1M-inf:pushb", /* (an eager range cuts the graph ranges too) */
+       "alltoallv@graph: pairs must be its algorithm at every size or at none (pairs at 0 bytes, "
+       "pushb at 1M bytes)"},
       {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: pairs must be its algorithm"},
       {"alltoallv:pushb;alltoallv:64K-1M:pairs", "alltoallv: pairs must be its algorithm"},
       {"allgather:push2", "unknown algorithm 'push2'"},
@@ -253,13 +253,14 @@ static int testGraphRanges(void) {
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, (4 << 20) + 1, g, NULL), PLAN_ALGO_PULL1);
   }
-  /* AlltoAllv: pairs at every size, eager and in graphs, on any rank count */
+  /* AlltoAllv: pairs at every size in graphs, and eager on 2 ranks only
+   * (pushb on the others) */
   for (int nranks = 1; nranks <= 8; nranks++) {
     planTableDefaults(&t, nranks);
     for (int g = 0; g < 2; g++)
       for (int e = 0; e <= 40; e++)
         ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, ((size_t)1 << e) - 1, g, NULL),
-                      PLAN_ALGO_PAIRS);
+                      g || nranks == 2 ? PLAN_ALGO_PAIRS : PLAN_ALGO_PUSHB);
   }
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);

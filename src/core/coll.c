@@ -19,10 +19,12 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
   if (rc == dmacclSuccess && coreUsesPairs(op)) {
     if (coreGroupActive() || (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
       rc = corePostPairs(op);
-  } else if (rc == dmacclSuccess && coreGroupActive())
-    rc = coreGroupRecord(op);
-  else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
-    rc = corePost(op);
+  } else if (rc == dmacclSuccess && (rc = corePairsPrepare(op)) == dmacclSuccess) {
+    if (coreGroupActive())
+      rc = coreGroupRecord(op);
+    else if ((rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
+      rc = corePost(op);
+  }
   coreLeave(op->comm);
   return rc;
 }

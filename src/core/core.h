@@ -333,6 +333,9 @@ void coreP2pTeardown(dmacclComm_t comm, int abort);
  * and posts a group's Send/Recv calls in one order (docs/architecture.md);
  * a self op last, beside its Send/Recv calls rather than before them. */
 uint64_t coreP2pOrderKey(const coreOp *op);
+/* Makes both channels between comm's rank and peer if they do not exist
+ * (not under capture; between processes a rendezvous with peer). */
+dmacclResult_t coreP2pMake(dmacclComm_t comm, int peer, const char *call);
 /* Makes op (a Send/Recv checked on its parent) an operation of its channel,
  * making the channel if needed; on success the channel's end is entered
  * (coreEnter) and the parent left. */
@@ -348,6 +351,12 @@ dmacclResult_t coreP2pCheck(coreOp *op, const char *call);
  * table's choice at every size, and outside a capture or once the channels
  * exist (an earlier uncaptured one made them; every rank counts alike). */
 int coreUsesPairs(const coreOp *op);
+/* An uncaptured AlltoAllv that does not run as pairs, where captured ones
+ * would (the table's choice for graphs): makes the channels with every peer
+ * (peers in rank order: between processes each pair's rendezvous comes in
+ * one order on every rank), so that later captured ones can; every rank
+ * does so at the same call. Nothing otherwise. op checked, comm entered. */
+dmacclResult_t corePairsPrepare(coreOp *op);
 /* Issues it: in a group of its own (nested in the caller's, if one is open),
  * a Send and a Recv with every peer, empty blocks too, and the rank's own
  * block as a self op. op's comm entered; op->vec valid during the call. */

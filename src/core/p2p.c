@@ -184,6 +184,13 @@ static dmacclResult_t channel(dmacclComm_t comm, int src, int dst, int capture, 
   return rc;
 }
 
+dmacclResult_t coreP2pMake(dmacclComm_t comm, int peer, const char *call) {
+  dmacclComm_t ch;
+  dmacclResult_t rc = channel(comm, comm->rank, peer, 0, call, &ch);
+  if (rc == dmacclSuccess) rc = channel(comm, peer, comm->rank, 0, call, &ch);
+  return rc;
+}
+
 dmacclResult_t coreP2pBind(coreOp *op) {
   dmacclComm_t comm = op->comm, ch = NULL;
   int me = comm->rank, send = op->p2p == 1;

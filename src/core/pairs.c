@@ -13,9 +13,11 @@
  * table cannot choose pairs by size (planTableParse), so the choice is the
  * table's for the call's capture state, which every rank shares. A channel
  * is made at its first operation, which a graph capture must not contain:
- * a captured AlltoAllv runs as pairs only once an uncaptured one did
- * (comm->pairsReady), which happens at the same call on every rank, and
- * before that it runs the collective's own form (coreChooseAlgo). Empty
+ * a captured AlltoAllv runs as pairs only once an uncaptured one did, or
+ * made the channels where only captured calls run as pairs
+ * (corePairsPrepare; comm->pairsReady), which happens at the same call on
+ * every rank, and before that it runs the collective's own form
+ * (coreChooseAlgo). Empty
  * blocks are sent too, so that one call makes every channel and the
  * channels see counts that disagree.
  *
@@ -33,6 +35,20 @@ int coreUsesPairs(const coreOp *op) {
   if (planSelectIn(&comm->clique->table, op->coll, 0, op->capture, NULL) != PLAN_ALGO_PAIRS)
     return 0;
   return !op->capture || comm->pairsReady;
+}
+
+dmacclResult_t corePairsPrepare(coreOp *op) {
+  dmacclComm_t comm = op->comm;
+  if (op->coll != PLAN_COLL_ALLTOALLV || comm->nranks < 2 || comm->parent || op->capture ||
+      comm->pairsReady ||
+      planSelectIn(&comm->clique->table, op->coll, 0, 1, NULL) != PLAN_ALGO_PAIRS)
+    return dmacclSuccess;
+  for (int p = 0; p < comm->nranks; p++) {
+    dmacclResult_t rc = p == comm->rank ? dmacclSuccess : coreP2pMake(comm, p, op->call);
+    if (rc != dmacclSuccess) return rc;
+  }
+  comm->pairsReady = 1;
+  return dmacclSuccess;
 }
 
 dmacclResult_t corePostPairs(coreOp *op) {

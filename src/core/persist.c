@@ -208,12 +208,14 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
   if (rc == dmacclSuccess && coreUsesPairs(&op)) {
     if (coreGroupActive() || (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
       rc = corePostPairs(&op);
-  } else if (rc == dmacclSuccess && coreGroupActive())
-    rc = coreGroupRecord(&op);
-  else if (rc == dmacclSuccess && op.p2p)
-    return coreP2pPost(&op, call); /* leaves the communicator */
-  else if (rc == dmacclSuccess && (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
-    rc = corePost(&op);
+  } else if (rc == dmacclSuccess && (rc = corePairsPrepare(&op)) == dmacclSuccess) {
+    if (coreGroupActive())
+      rc = coreGroupRecord(&op);
+    else if (op.p2p)
+      return coreP2pPost(&op, call); /* leaves the communicator */
+    else if ((rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
+      rc = corePost(&op);
+  }
   coreLeave(op.comm);
   return rc;
 }

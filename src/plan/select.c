@@ -43,15 +43,20 @@ const char planDefaultTune[] =
     "* broadcast:0-4M:stage,4M-inf:chain;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-2M:stagell,2M-8M:stage,8M-inf:pushb\n"
     /* AlltoAllv: Send/Recv pairs on the channels (pairs.c), at every size
-     * (none may choose it: ranks send different amounts). 2x H200
-     * (docs/results/pairs-2xh200/, at 8863b31): in graphs 3.5-4.0 us up to
-     * 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's grouped
-     * Send/Recv 6.1-12.3); eager 14.4-15.5 against 22.2-24.7 (NCCL
+     * (none may choose it: ranks send different amounts), on 2 ranks, and
+     * in graphs on more; eager calls on 3 or more keep pushb, and the first
+     * one makes the channels for the captured ones (corePairsPrepare).
+     * 2x H200 (docs/results/pairs-2xh200/, at 8863b31): in graphs 3.5-4.0
+     * us up to 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's
+     * grouped Send/Recv 6.1-12.3); eager 14.4-15.5 against 22.2-24.7 (NCCL
      * 11.1-13.3); 16-256 MB 1.01-1.13x pushb's time; 4 MB, two 2 MB blocks
-     * of lines, 1.29-1.37x (NCCL 19-21 us). 4 ranks not measured; before
-     * pairs (4x H200, docs/results/select-4xh200/) pushn in graphs took
-     * 30.6-31.6 us up to 1 MB against pushb's 37.7-41.1, NCCL 6.4-13.7. */
-    "* alltoallv:pairs\n"
+     * of lines, 1.29-1.37x (NCCL 19-21 us). 4x H200
+     * (docs/results/x4-h200/pairs-8863b31/): in graphs 7.4-7.7 us up to
+     * 256 KB and 12.5 at 1 MB against pushn's 31-32 and pushb's 38-42 (NCCL
+     * 6.4-13.7); eager 20-28 us against pushb's 29-33 (NCCL 11-16), but
+     * from 16 MB 1.9x pushb's time eager (256 MB 1093 us against 564) and
+     * 1.4-1.8x in graphs: eager, as prefill runs, keeps pushb there. */
+    "* alltoallv:pushb;alltoallv@graph:pairs\n2 alltoallv:pairs\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
      * dmaccl-perf -p 4): stagell (AllReduce below 1 MB, ReduceScatter
      * below 8 MB), eager and in graphs. AllReduce in a graph 3.8-5.6 us
