@@ -520,9 +520,14 @@ dmacclResult_t dmacclReduceScatterV(const void *sendbuff, void *recvbuff, const 
  * from sendbuff + sdispls[j]*size to rank j, and receives recvcounts[j]
  * elements from rank j at recvbuff + rdispls[j]*size. sendcounts[j] on rank
  * i must equal recvcounts[i] on rank j (checked when the operation is
- * launched: a mismatch copies nothing and dmacclCommSynchronize reports it).
- * The receive blocks must not overlap; send blocks may (one block sent to
- * several ranks). Not in place.
+ * launched: a mismatch is reported by dmacclCommSynchronize; as the
+ * collective's own form nothing is copied, as Send/Recv pairs, the default
+ * in CUDA graphs and on 2 ranks, that pair copies nothing and the others'
+ * blocks arrive; docs/failures.md), and sendcounts[rank] must equal
+ * recvcounts[rank] (checked at the call). The receive blocks must not
+ * overlap; send blocks may (one block sent to several ranks). Not in place.
+ * Inside a group that holds other calls of its set it runs its collective
+ * form.
  */
 dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
                                const size_t sdispls[], void *recvbuff, const size_t recvcounts[],

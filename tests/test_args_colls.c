@@ -83,6 +83,13 @@ static int testNullArrays(void) {
              dmacclInvalidArgument, c, "recvcounts is NULL");
   EXPECT_ERR(dmacclAlltoAllv(s, counts, displs, d, counts, NULL, dmacclFloat32, c, NULL),
              dmacclInvalidArgument, c, "rdispls is NULL");
+  /* the rank's block to itself with two counts (rank 1: sendcounts[1] 5,
+   * recvcounts[1] 4): it would write past the receive block */
+  size_t more[N];
+  memcpy(more, counts, sizeof(more));
+  more[1] = 5;
+  EXPECT_ERR(dmacclAlltoAllv(s, more, displs, d, counts, displs, dmacclFloat32, c, NULL),
+             dmacclInvalidArgument, c, "sendcounts[1] is 5 but recvcounts[1] is 4");
   /* NULL arrays are wrong even when nothing would move */
   EXPECT_ERR(dmacclAllGatherV(NULL, NULL, NULL, zeros, dmacclFloat32, c, NULL),
              dmacclInvalidArgument, c, "counts is NULL");

@@ -387,6 +387,92 @@ static int pairsCase(int n, const char *algorithm, int wantChannels) {
   return bad;
 }
 
+/* Order around an AlltoAllv run as pairs, no synchronize between calls:
+ * an AllReduce into its send buffer before it (separate groups), an
+ * AllReduce of its receive buffer after it, and both in one group with it
+ * (then it runs as a collective in its place: expandPairs). Rank r's
+ * AlltoAllv sends nothing to itself; every element is an exact sum. */
+static int pairsOrderCase(int n, int oneGroup) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cfg.algorithm = "alltoallv:pairs";
+  spSet s;
+  int ngpu = 1;
+  if (gpu) ASSERT_TRUE(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+  s.n = n;
+  for (int r = 0; r < n; r++) s.dev[r] = r % ngpu, s.st[r] = NULL;
+  ASSERT_EQ_INT(dmacclCommInitAll(s.comm, n, gpu ? s.dev : NULL, &cfg), dmacclSuccess);
+  for (int r = 0; r < n && gpu; r++) {
+    ASSERT_TRUE(cudaSetDevice(s.dev[r]) == cudaSuccess);
+    ASSERT_TRUE(cudaStreamCreateWithFlags(&s.st[r], cudaStreamNonBlocking) == cudaSuccess);
+  }
+  enum { C = 1 << 16 }; /* elements per block: the host workers take a while */
+  size_t cnt[MAXN], dsp[MAXN];
+  for (int q = 0; q < n; q++) cnt[q] = C, dsp[q] = (size_t)q * C;
+  size_t bytes = (size_t)n * C * sizeof(float);
+  static float host[MAXN * C], want[MAXN * C];
+  void *x[MAXN], *y[MAXN], *z[MAXN], *w[MAXN];
+  for (int r = 0; r < n; r++) {
+    x[r] = bufAlloc(s.dev[r], bytes), y[r] = bufAlloc(s.dev[r], bytes);
+    z[r] = bufAlloc(s.dev[r], bytes), w[r] = bufAlloc(s.dev[r], bytes);
+    ASSERT_TRUE(x[r] && y[r] && z[r] && w[r]);
+    for (size_t i = 0; i < (size_t)n * C; i++) host[i] = (float)((r + 1) * (int)(i % 97));
+    ASSERT_EQ_INT(bufPut(x[r], host, bytes), 0);
+    for (size_t i = 0; i < (size_t)n * C; i++) host[i] = -1.0f;
+    ASSERT_EQ_INT(bufPut(y[r], host, bytes), 0);
+    ASSERT_EQ_INT(bufPut(z[r], host, bytes), 0);
+    ASSERT_EQ_INT(bufPut(w[r], host, bytes), 0);
+  }
+  /* y = sum of x; z = AlltoAllv of y; w = sum of z */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < n; r++)
+    ASSERT_EQ_INT(
+        dmacclAllReduce(x[r], y[r], (size_t)n * C, dmacclFloat32, dmacclSum, s.comm[r], s.st[r]),
+        dmacclSuccess);
+  if (!oneGroup) ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  if (!oneGroup) ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < n; r++)
+    ASSERT_EQ_INT(
+        dmacclAlltoAllv(y[r], cnt, dsp, z[r], cnt, dsp, dmacclFloat32, s.comm[r], s.st[r]),
+        dmacclSuccess);
+  if (!oneGroup) ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  if (!oneGroup) ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < n; r++)
+    ASSERT_EQ_INT(
+        dmacclAllReduce(z[r], w[r], (size_t)n * C, dmacclFloat32, dmacclSum, s.comm[r], s.st[r]),
+        dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < n; r++) ASSERT_EQ_INT(dmacclCommSynchronize(s.comm[r]), dmacclSuccess);
+  /* y[i] = T * (i % 97) on every rank, T = n(n+1)/2; rank p's z has y's
+   * block p at every block; so w, the same on every rank, holds at block
+   * q's element i T * the sum over p of ((p * C + i) % 97) */
+  float t = (float)(n * (n + 1) / 2);
+  for (int q = 0; q < n; q++)
+    for (size_t i = 0; i < C; i++) {
+      size_t sum = 0;
+      for (int p = 0; p < n; p++) sum += ((size_t)p * C + i) % 97;
+      want[(size_t)q * C + i] = t * (float)sum;
+    }
+  int bad = 0;
+  for (int r = 0; r < n && !bad; r++) {
+    ASSERT_EQ_INT(bufGet(host, w[r], bytes), 0);
+    if (memcmp(host, want, bytes)) {
+      TEST_FAIL("%d ranks, %s: rank %d's AllReduce of the AlltoAllv's result", n,
+                oneGroup ? "one group" : "three groups", r);
+      bad = 1;
+    }
+  }
+  for (int r = 0; r < n; r++) bufFree(x[r]), bufFree(y[r]), bufFree(z[r]), bufFree(w[r]);
+  spFini(&s);
+  return bad;
+}
+
+static int testPairsOrder(void) {
+  for (int n = 2; n <= MAXN; n++)
+    for (int g = 0; g < 2; g++) ASSERT_EQ_INT(pairsOrderCase(n, g), 0);
+  return 0;
+}
+
 static int testPairs(void) {
   for (int n = 2; n <= MAXN; n++) {
     ASSERT_EQ_INT(pairsCase(n, NULL, 1), 0); /* built-in: pairs on 2 ranks, in graphs on more */
@@ -984,5 +1070,6 @@ int main(int argc, char **argv) {
   RUN_IF(testArgs);
   RUN_IF(testSplitChoice);
   RUN_IF(testPairs);
+  RUN_IF(testPairsOrder);
   TEST_EXIT();
 }

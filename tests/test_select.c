@@ -85,12 +85,6 @@ static int testMalformed(void) {
        "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell twoshot)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
-      /* pairs (the default in graphs) against another algorithm by size */
-      {"alltoallv:1M-inf:pushb", /* (an eager range cuts the graph ranges too) */
-       "alltoallv@graph: pairs must be its algorithm at every size or at none (pairs at 0 bytes, "
-       "pushb at 1M bytes)"},
-      {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: pairs must be its algorithm"},
-      {"alltoallv:pushb;alltoallv:64K-1M:pairs", "alltoallv: pairs must be its algorithm"},
       {"allgather:push2", "unknown algorithm 'push2'"},
       {"allgather:", "has no algorithm"},
       {"allgather:push1,", "empty algorithm"},
@@ -113,6 +107,55 @@ static int testMalformed(void) {
     ASSERT_CONTAINS(err, bad[i].msg);
     ASSERT_TRUE(tableEqual(&t, &before));
   }
+  return 0;
+}
+
+/* pairs (the default in graphs) against another algorithm by size: a
+ * finished table is refused (planTableCheckPairs), a table on its way
+ * there is not, and a tuning file that ends so keeps the collective's
+ * table and applies the rest. */
+static int testPairsSplit(void) {
+  const struct {
+    const char *in, *msg;
+  } bad[] = {
+      {"alltoallv:1M-inf:pushb", /* (an eager range cuts the graph ranges too) */
+       "alltoallv@graph: pairs must be its algorithm at every size or at none (pairs at 0 bytes, "
+       "pushb at 1M bytes)"},
+      {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: pairs must be its algorithm"},
+      {"alltoallv:pushb;alltoallv:64K-1M:pairs", "alltoallv: pairs must be its algorithm"},
+  };
+  char err[256];
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    planTable t;
+    planTableDefaults(&t, 4);
+    ASSERT_EQ_INT(planTableCheckPairs(&t, err, sizeof(err)), 0);
+    ASSERT_EQ_INT(planTableParse(&t, bad[i].in, err, sizeof(err)), 0);
+    ASSERT_EQ_INT(planTableCheckPairs(&t, err, sizeof(err)), -1);
+    ASSERT_CONTAINS(err, bad[i].msg);
+  }
+  /* two lines of a file that end whole */
+  planTable t, before;
+  planTableDefaults(&t, 4);
+  ASSERT_EQ_INT(
+      planTuneParse(&t, 4, "* alltoallv:0-1M:pushn\n* alltoallv:1M-inf:pushb\n", err, sizeof(err)),
+      0);
+  ASSERT_EQ_INT(err[0], 0);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHN);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 2 << 20, 1, NULL), PLAN_ALGO_PUSHB);
+  /* a file that ends split: AlltoAllv keeps the table before it, the rest applies */
+  planTableDefaults(&t, 4);
+  before = t;
+  ASSERT_EQ_INT(planTuneParse(&t, 4, "4 alltoallv:0-4M:pairs,4M-inf:pushb;allgather:pull1\n", err,
+                              sizeof(err)),
+                0);
+  ASSERT_CONTAINS(err, "alltoallv: pairs must be its algorithm");
+  ASSERT_CONTAINS(err, "its alltoallv ranges are not applied");
+  for (int g = 0; g < 2; g++)
+    for (int e = 0; e <= 40; e++)
+      ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, (size_t)1 << e, g, NULL),
+                    planSelectIn(&before, PLAN_COLL_ALLTOALLV, (size_t)1 << e, g, NULL));
+  ASSERT_EQ_INT(planSelect(&t, PLAN_COLL_ALLGATHER, 1024, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planTableCheckPairs(&t, err, sizeof(err)), 0);
   return 0;
 }
 
@@ -529,6 +572,7 @@ int main(void) {
   RUN(testRanges);
   RUN(testMalformed);
   RUN(testTooManyRanges);
+  RUN(testPairsSplit);
   RUN(testTuneText);
   RUN(testTuneErrors);
   RUN(testNames);

@@ -70,6 +70,13 @@ static dmacclResult_t checkArrays(coreOp *op, const char *call, size_t tsize) {
     if (rc == dmacclSuccess)
       rc = checkArray(comm, call, v + 2 * (size_t)n, v + 3 * (size_t)n, "recvcounts", "rdispls",
                       tsize, 1);
+    /* the rank's own block: what it sends itself is what it receives */
+    int me = comm->rank;
+    if (rc == dmacclSuccess && v[me] != v[2 * (size_t)n + (size_t)me])
+      rc = coreError(comm, dmacclInvalidArgument,
+                     "%s: sendcounts[%d] is %zu but recvcounts[%d] is %zu: this rank's block to "
+                     "itself must have one count",
+                     call, me, v[me], me, v[2 * (size_t)n + (size_t)me]);
     return rc;
   }
   return checkArray(comm, call, v, v + n, "counts", "displs", tsize, 1);
@@ -88,10 +95,8 @@ static dmacclResult_t checkBuf(dmacclComm_t comm, const void *buf, size_t bytes,
   return rc;
 }
 
-/* Fills op's sizes and in-place flag. op->vec, when the form has arrays,
- * points at the caller's arrays laid out as PLAN_VEC_* (the entry point
- * copied the pointers; NULL entries were caught there). */
-/* op's buffer sizes on its rank (checked arguments). */
+/* op's buffer sizes on its rank (checked arguments). op->vec, when the form
+ * has arrays, points at the caller's arrays laid out as PLAN_VEC_*. */
 static void sizeBuffers(coreOp *op) {
   dmacclComm_t comm = op->comm;
   const planCollInfo *ci = planCollOf(op->coll);

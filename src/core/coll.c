@@ -17,7 +17,10 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
   rc = arrays ? corePackArrays(op, arrays, names, k, packed) : dmacclSuccess;
   if (rc == dmacclSuccess) rc = coreCheckCollArgs(op, call);
   if (rc == dmacclSuccess && coreUsesPairs(op)) {
-    if (coreGroupActive() || (rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
+    op->pairs = 1;
+    if (coreGroupActive())
+      rc = coreGroupRecord(op);
+    else if ((rc = coreCheckSoloUse(op->comm, call)) == dmacclSuccess)
       rc = corePostPairs(op);
   } else if (rc == dmacclSuccess && (rc = corePairsPrepare(op)) == dmacclSuccess) {
     if (coreGroupActive())

@@ -114,7 +114,9 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
     char *text = readSmallFile(file, err, sizeof(err));
     t->origin = PLAN_FROM_TUNE_FILE;
     if (text && planTuneParse(t, nranks, text, err, sizeof(err)) == 0) {
-      snprintf(note, notelen, "DMACCL_TUNE_FILE %s applied for %d ranks", file, nranks);
+      snprintf(note, notelen, "DMACCL_TUNE_FILE %s applied for %d ranks%s%s", file, nranks,
+               err[0] ? ": " : "", err);
+      if (err[0]) coreLog(CORE_LOG_WARN, "%s: %s", call, note);
     } else {
       snprintf(note, notelen, "DMACCL_TUNE_FILE %s: %s; the built-in table is used", file, err);
       coreLog(CORE_LOG_WARN, "%s: %s", call, note);
@@ -134,11 +136,12 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
   }
   t->origin = PLAN_FROM_ENV;
   const char *env = coreParamString("DMACCL_ALGO");
-  if (planTableParse(t, env, err, sizeof(err)))
+  if (planTableParse(t, env, err, sizeof(err)) || planTableCheckPairs(t, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_ALGO: %s", call, err);
   t->origin = PLAN_FROM_CONFIG;
   if (CONFIG_HAS(config, algorithm) && config->algorithm &&
-      planTableParse(t, config->algorithm, err, sizeof(err)))
+      (planTableParse(t, config->algorithm, err, sizeof(err)) ||
+       planTableCheckPairs(t, err, sizeof(err))))
     return coreError(NULL, dmacclInvalidArgument, "%s: config->algorithm: %s", call, err);
   return dmacclSuccess;
 }

@@ -68,6 +68,10 @@ typedef struct coreOp {
    * count bytes from sendbuff to recvbuff, issued by exec->oneRank (oneRank
    * is set when it is posted), not sequenced. */
   int self;
+  /* An AlltoAllv recorded in a group to run as Send/Recv pairs (pairs.c):
+   * the group's end issues its pieces instead, or runs it as a collective
+   * where the group holds other calls of the set. */
+  int pairs;
   /* A group's call that shares its stream with a call of another
    * communicator or channel of the same group: it runs beside them, forked
    * from the stream when posted and joined back at attach (group.c), instead
@@ -357,13 +361,16 @@ int coreUsesPairs(const coreOp *op);
  * one order on every rank), so that later captured ones can; every rank
  * does so at the same call. Nothing otherwise. op checked, comm entered. */
 dmacclResult_t corePairsPrepare(coreOp *op);
-/* Issues it: in a group of its own (nested in the caller's, if one is open),
- * a Send and a Recv with every peer, empty blocks too, and the rank's own
- * block as a self op. op's comm entered; op->vec valid during the call. */
+/* Issues it outside a group: recorded (op->pairs) in a group of its own,
+ * whose end issues its pieces. op's comm entered; op->vec valid during the
+ * call. */
 dmacclResult_t corePostPairs(coreOp *op);
-/* Posts a self op (corePostNoAttach): the host executor, which has no stream
- * order, first waits for the rank's earlier work, channels included
- * (coreDrainRank). */
+/* Its pieces (at most 2 * nranks - 1): a Send and a Recv with every peer,
+ * empty blocks too, and the rank's own block as a self op (none if empty);
+ * returns how many. Marks the channels ready (comm->pairsReady) for an
+ * uncaptured call. */
+int corePairsPieces(const coreOp *op, coreOp *pieces);
+/* Posts a self op (corePostNoAttach). */
 dmacclResult_t corePostSelf(coreOp *op);
 /* A piece of a checked call (pairs.c's Send/Recv): coreP2pCheck's results
  * without its queries (the call's checks covered its stream and buffers). */
@@ -497,11 +504,7 @@ void coreGroupFlush(dmacclComm_t comm);
 int coreGroupHolds(dmacclComm_t comm);
 /* Records op; the group keeps its own copy of op->vec until it ends. */
 dmacclResult_t coreGroupRecord(const coreOp *op);
-/* How many calls this thread's group holds; coreGroupDrop forgets those
- * recorded after such a mark (a composed call that could not record all
- * of its parts). */
-int coreGroupMark(void);
-void coreGroupDrop(int mark);
+
 /* A heap copy of op's vec for a recorded op (group, persistent request). */
 size_t *coreVecDup(const coreOp *op);
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call);

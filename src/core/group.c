@@ -69,14 +69,6 @@ dmacclResult_t coreGroupRecord(const coreOp *op) {
   return dmacclSuccess;
 }
 
-int coreGroupMark(void) {
-  return nops;
-}
-
-void coreGroupDrop(int mark) {
-  while (nops > mark) free((void *)ops[--nops].vec);
-}
-
 /* Drops the recorded calls and their arrays. */
 static void dropAll(void) {
   for (int i = 0; i < nops; i++) free((void *)ops[i].vec);
@@ -102,11 +94,97 @@ static void markDetached(void) {
         ops[i].detach = 1;
 }
 
+/* Whether comm is a communicator of set c (pointers only: comm may have
+ * been destroyed since it was recorded). */
+static int ofSet(const coreClique *c, dmacclComm_t comm) {
+  for (int r = 0; r < c->nranks; r++)
+    if (c->comms[r] && c->comms[r] == comm) return 1;
+  return 0;
+}
+
+/* AlltoAllv calls recorded to run as Send/Recv pairs (pairs.c). A set whose
+ * calls in the group are all such calls, one per communicator, has each
+ * replaced by its pieces; any other call of the set in the group would run
+ * beside them, though it must follow (or precede) the AlltoAllv on its
+ * communicator, so then they run as collectives in their places. Every
+ * call of a set gets the same verdict. Host-executor communicators whose
+ * pieces are issued go to drain[] (*ndrain): waited for before the posts
+ * and after them. */
+static dmacclResult_t expandPairs(dmacclComm_t *drain, int *ndrain) {
+  *ndrain = 0;
+  int any = 0, extra = 0;
+  for (int i = 0; i < nops; i++) any |= ops[i].pairs;
+  if (!any) return dmacclSuccess;
+  unsigned char *take = calloc((size_t)nops, 1);
+  if (!take) return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  for (int i = 0; i < nops; i++) {
+    if (!ops[i].pairs || take[i]) continue;
+    if (coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)") != dmacclSuccess) {
+      ops[i].pairs = 0; /* destroyed: its post fails */
+      continue;
+    }
+    const coreClique *c = ops[i].comm->clique;
+    int alone = 1;
+    for (int j = 0; j < nops && alone; j++)
+      for (int k = 0; k < j && alone && ofSet(c, ops[j].comm); k++)
+        alone = !(ops[k].comm == ops[j].comm && ofSet(c, ops[k].comm));
+    for (int j = 0; j < nops && alone; j++) alone = !ofSet(c, ops[j].comm) || ops[j].pairs;
+    for (int j = 0; j < nops; j++)
+      if (ofSet(c, ops[j].comm)) {
+        if (alone)
+          take[j] = 1, extra += 2 * c->nranks - 2;
+        else
+          ops[j].pairs = 0;
+      }
+    coreLeave(ops[i].comm);
+  }
+  coreOp *out = extra ? malloc((size_t)(nops + extra) * sizeof(*out)) : NULL;
+  if (extra && !out) {
+    free(take);
+    return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
+  }
+  int m = 0;
+  for (int i = 0; i < nops && extra; i++) {
+    if (!take[i]) {
+      out[m++] = ops[i];
+      continue;
+    }
+    m += corePairsPieces(&ops[i], out + m);
+    if (!ops[i].comm->exec->launchBeforeReturn && *ndrain < CORE_MAX_RANKS)
+      drain[(*ndrain)++] = ops[i].comm;
+    free((void *)ops[i].vec);
+  }
+  free(take);
+  if (extra) {
+    free(ops);
+    ops = out;
+    nops = capops = m;
+  }
+  return dmacclSuccess;
+}
+
+/* The host executor's order around issued pieces (expandPairs). */
+static void drainAll(dmacclComm_t *drain, int n) {
+  for (int i = 0; i < n; i++)
+    if (coreEnter(drain[i], "dmacclGroupEnd") == dmacclSuccess) {
+      coreDrainRank(drain[i]);
+      coreLeave(drain[i]);
+    }
+}
+
 dmacclResult_t dmacclGroupEnd(void) {
   if (depth == 0)
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
+  dmacclComm_t drain[CORE_MAX_RANKS];
+  int ndrain = 0;
+  dmacclResult_t expanded = expandPairs(drain, &ndrain);
+  if (expanded != dmacclSuccess) {
+    dropAll();
+    return expanded;
+  }
+  drainAll(drain, ndrain);
   /* Order: collectives first, by position among the same communicator's
    * calls, then call order (one thread may post for every rank of a set
    * without waiting on itself); then Send/Recv, by channel, position and
@@ -174,6 +252,7 @@ dmacclResult_t dmacclGroupEnd(void) {
     if (posted[i]) coreLeave(ops[i].comm);
   }
   free(posted);
+  drainAll(drain, ndrain);
   /* The list lives only while a group is open: a thread that ends leaves nothing. */
   dropAll();
   return first;

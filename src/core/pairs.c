@@ -10,7 +10,7 @@
  * go out as one kernel (cuda.c, "Held launches").
  *
  * Agreement. Every rank must issue pairs or none for a given call. The
- * table cannot choose pairs by size (planTableParse), so the choice is the
+ * table cannot choose pairs by size (planTableCheckPairs), so the choice is the
  * table's for the call's capture state, which every rank shares. A channel
  * is made at its first operation, which a graph capture must not contain:
  * a captured AlltoAllv runs as pairs only once an uncaptured one did, or
@@ -21,10 +21,20 @@
  * blocks are sent too, so that one call makes every channel and the
  * channels see counts that disagree.
  *
- * Order. The group posts the Send/Recv calls by channel (group.c), the
- * order every rank's channels need, then the self copy (coreP2pOrderKey):
- * on the caller's stream while the channels' copies run on their lanes, or
- * in the kernel held for their lines (cuda.c), not before either.
+ * Groups. The call is recorded whole (op->pairs) and the outermost
+ * dmacclGroupEnd issues its pieces (group.c): a Send/Recv per peer and
+ * direction, by channel (the order every rank's channels need), then the
+ * self copy (coreP2pOrderKey): on the caller's stream while the channels'
+ * copies run on their lanes, or in the kernel held for their lines
+ * (cuda.c). The pieces run beside each other, so a group issues them only
+ * where it holds nothing else of the set: there a later call of the group
+ * on the same communicator, which must follow the AlltoAllv, would run
+ * beside its pieces. Otherwise the AlltoAllv runs its collective form
+ * (the direct fallback) in its place. Ranks decide alike where they group
+ * their calls alike. The host executor, which has no stream order across
+ * communicators, waits for the rank's earlier work before it issues the
+ * pieces and for the pieces before the group's end returns
+ * (coreDrainRank): an AlltoAllv there finishes within its call.
  */
 #include "../exec/exec.h"
 
@@ -51,56 +61,48 @@ dmacclResult_t corePairsPrepare(coreOp *op) {
   return dmacclSuccess;
 }
 
-dmacclResult_t corePostPairs(coreOp *op) {
+int corePairsPieces(const coreOp *op, coreOp *pieces) {
   dmacclComm_t comm = op->comm;
-  int n = comm->nranks, me = comm->rank;
+  int n = comm->nranks, me = comm->rank, k = 0;
   size_t es = coreTypeSize(op->datatype);
   const size_t *sc = op->vec + (size_t)PLAN_VEC_COUNTS * (size_t)n;
   const size_t *sd = op->vec + (size_t)PLAN_VEC_DISPLS * (size_t)n;
-  const size_t *rc_ = op->vec + (size_t)PLAN_VEC_RCOUNTS * (size_t)n;
+  const size_t *rc = op->vec + (size_t)PLAN_VEC_RCOUNTS * (size_t)n;
   const size_t *rd = op->vec + (size_t)PLAN_VEC_RDISPLS * (size_t)n;
   const char *send = op->sendbuff;
   char *recv = op->recvbuff;
-  int mark = coreGroupMark();
+  for (int j = 1; j < n; j++) {
+    int to = (me + j) % n, from = (me + n - j) % n;
+    pieces[k] = coreP2pOp(1, (void *)(send + sd[to] * es), sc[to], op->datatype, to, comm);
+    coreP2pPiece(&pieces[k++], op);
+    pieces[k] = coreP2pOp(0, recv + rd[from] * es, rc[from], op->datatype, from, comm);
+    coreP2pPiece(&pieces[k++], op);
+  }
+  if (sc[me])
+    pieces[k++] = (coreOp){.comm = comm,
+                           .coll = op->coll,
+                           .call = op->call,
+                           .sendbuff = send + sd[me] * es,
+                           .recvbuff = recv + rd[me] * es,
+                           .count = sc[me] * es,
+                           .datatype = dmacclUint8,
+                           .stream = op->stream,
+                           .capture = op->capture,
+                           .captureId = op->captureId,
+                           .self = 1};
+  if (!op->capture) comm->pairsReady = 1;
+  return k;
+}
+
+dmacclResult_t corePostPairs(coreOp *op) {
+  op->pairs = 1;
   dmacclGroupStart();
-  dmacclResult_t rc = dmacclSuccess;
-  if (sc[me]) {
-    coreOp self = {.comm = comm,
-                   .coll = op->coll,
-                   .call = op->call,
-                   .sendbuff = send + sd[me] * es,
-                   .recvbuff = recv + rd[me] * es,
-                   .count = sc[me] * es,
-                   .datatype = dmacclUint8,
-                   .stream = op->stream,
-                   .capture = op->capture,
-                   .captureId = op->captureId,
-                   .self = 1};
-    rc = coreGroupRecord(&self);
-  }
-  for (int k = 1; k < n && rc == dmacclSuccess; k++) {
-    int to = (me + k) % n, from = (me + n - k) % n;
-    coreOp s = coreP2pOp(1, (void *)(send + sd[to] * es), sc[to], op->datatype, to, comm);
-    coreOp r = coreP2pOp(0, recv + rd[from] * es, rc_[from], op->datatype, from, comm);
-    coreP2pPiece(&s, op);
-    coreP2pPiece(&r, op);
-    rc = coreGroupRecord(&s);
-    if (rc == dmacclSuccess) rc = coreGroupRecord(&r);
-  }
-  if (rc != dmacclSuccess) coreGroupDrop(mark); /* none of it, rather than a part */
+  dmacclResult_t rc = coreGroupRecord(op); /* the group's end issues its pieces */
   dmacclResult_t end = dmacclGroupEnd();
-  if (rc == dmacclSuccess) rc = end;
-  if (rc == dmacclSuccess && !op->capture) comm->pairsReady = 1;
-  return rc;
+  return rc == dmacclSuccess ? end : rc;
 }
 
 dmacclResult_t corePostSelf(coreOp *op) {
-  dmacclComm_t comm = op->comm;
   op->oneRank = 1; /* issued on the caller's thread: nothing to attach */
-  /* The host executor copies at once, on this thread: after the rank's
-   * earlier operations, whose peers may still read or write these buffers
-   * (a stream would order it after them), this call's Send/Recv calls
-   * among them. Their errors are theirs: the rank's own block is copied. */
-  if (!comm->exec->launchBeforeReturn) coreDrainRank(comm);
-  return comm->exec->oneRank(comm, op, op->sendbuff, op->recvbuff, op->count);
+  return op->comm->exec->oneRank(op->comm, op, op->sendbuff, op->recvbuff, op->count);
 }

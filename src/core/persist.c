@@ -16,6 +16,8 @@
  * Send/Recv does (inside a group: at the group's end, in channel order), so
  * the first start with a peer makes the channel and must not be captured.
  * Between processes the buffers are exported at each start (on the channel).
+ * An AlltoAllv that runs as Send/Recv pairs (pairs.c) exports at Init all
+ * the same, and its pieces export at each start, as Send/Recv starts do.
  */
 #include "../exec/exec.h"
 
@@ -206,7 +208,10 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
                      (void *)request, (void *)op.comm);
   rc = op.comm->exec->checkStream(op.comm, stream, call, &op.capture, &op.captureId);
   if (rc == dmacclSuccess && coreUsesPairs(&op)) {
-    if (coreGroupActive() || (rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
+    op.pairs = 1;
+    if (coreGroupActive())
+      rc = coreGroupRecord(&op);
+    else if ((rc = coreCheckSoloUse(op.comm, call)) == dmacclSuccess)
       rc = corePostPairs(&op);
   } else if (rc == dmacclSuccess && (rc = corePairsPrepare(&op)) == dmacclSuccess) {
     if (coreGroupActive())

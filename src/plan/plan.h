@@ -129,7 +129,8 @@ typedef enum {
    * pair's channel chooses its algorithm by that pair's block, which both
    * ends know, so ranks that send different amounts agree block by block;
    * the choice between pairs and the collective's own forms cannot depend on
-   * the size (planTableParse refuses a pairs range that is not 0-inf). */
+   * the size (a finished table may not have a pairs range that is not 0-inf:
+   * planTableCheckPairs). */
   PLAN_ALGO_PAIRS = 14,
   PLAN_NUM_ALGOS = 15
 } planAlgo;
@@ -536,6 +537,11 @@ const char *planSizeString(size_t v, char *buf, size_t len);
 /* Applies str on top of *t. On error returns -1, leaves *t unchanged, and
  * writes a sentence naming the offending text into err. */
 int planTableParse(planTable *t, const char *str, char *err, size_t errlen);
+/* 0 where every collective takes pairs (plan.h) at every size or at none,
+ * eager and captured; else -1 and a sentence in err. planTableParse does
+ * not check it (a table may pass through such a state between layers):
+ * whoever finishes a table does. */
+int planTableCheckPairs(const planTable *t, char *err, size_t errlen);
 
 /*
  * Tuning text (built-in defaults and DMACCL_TUNE_FILE): lines of
@@ -544,6 +550,9 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen);
  * above; '#' starts a comment. The '*' lines apply first, then the lines of
  * the given rank count, each in file order. Every line is checked, whatever
  * its rank count: on error returns -1, leaves *t unchanged and names the line.
+ * A file whose result splits pairs by size (planTableCheckPairs) leaves that
+ * collective's ranges as they were and applies the rest: 0, with err saying
+ * so (err is empty after a clean file).
  */
 int planTuneParse(planTable *t, int nranks, const char *text, char *err, size_t errlen);
 /* Built-in defaults, as tuning text (measured on H200s: select.c). */

@@ -489,10 +489,14 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
     }
     p = *end ? end + 1 : end;
   }
+  *t = work;
+  return 0;
+}
+
+int planTableCheckPairs(const planTable *t, char *err, size_t errlen) {
   for (int c = 0; c < PLAN_NUM_COLLS; c++)
     for (int graph = 0; graph < 2; graph++)
-      if (pairsSplit(&work, (planColl)c, graph, err, errlen)) return -1;
-  *t = work;
+      if (pairsSplit(t, (planColl)c, graph, err, errlen)) return -1;
   return 0;
 }
 
@@ -574,6 +578,21 @@ int planTuneParse(planTable *t, int nranks, const char *text, char *err, size_t 
       tunePass(&work, nranks, text, 0, err, errlen))
     return -1;
   work.line = 0;
+  /* A file that leaves pairs at some sizes only (dmaccl-perf --tune-out
+   * picks the fastest algorithm per size): that collective keeps the
+   * table it had, the rest of the file applies, and err says so. */
+  char why[256];
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    for (int graph = 0; graph < 2; graph++)
+      if (pairsSplit(&work, (planColl)c, graph, why, sizeof(why))) {
+        memcpy(work.ranges[c], t->ranges[c], sizeof(work.ranges[c]));
+        memcpy(work.granges[c], t->granges[c], sizeof(work.granges[c]));
+        work.nranges[c] = t->nranges[c];
+        work.gnranges[c] = t->gnranges[c];
+        if (errlen)
+          snprintf(err, errlen, "%s; its %s ranges are not applied", why,
+                   planCollName((planColl)c));
+      }
   *t = work;
   return 0;
 }
