@@ -390,8 +390,10 @@ static int pairsCase(int n, const char *algorithm, int wantChannels) {
 /* Order around an AlltoAllv run as pairs, no synchronize between calls:
  * an AllReduce into its send buffer before it (separate groups), an
  * AllReduce of its receive buffer after it, and both in one group with it
- * (then it runs as a collective in its place: expandPairs). Rank r's
- * AlltoAllv sends nothing to itself; every element is an exact sum. */
+ * (then it runs as a collective in its place: expandPairs, which the
+ * channels show: made by the three groups' AlltoAllv, not by the one
+ * group's). Every rank sends every rank, itself included, a block; every
+ * element is an exact sum. */
 static int pairsOrderCase(int n, int oneGroup) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
@@ -455,6 +457,13 @@ static int pairsOrderCase(int n, int oneGroup) {
     }
   int bad = 0;
   for (int r = 0; r < n && !bad; r++) {
+    int made = 0;
+    for (int i = 0; s.comm[r]->p2p && i < 2 * n; i++) made += s.comm[r]->p2p[i] != NULL;
+    if (made != (oneGroup ? 0 : 2 * (n - 1)) || s.comm[r]->pairsReady != !oneGroup) {
+      TEST_FAIL("%d ranks, %s: rank %d has %d channel ends, pairsReady %d", n,
+                oneGroup ? "one group" : "three groups", r, made, s.comm[r]->pairsReady);
+      bad = 1;
+    }
     ASSERT_EQ_INT(bufGet(host, w[r], bytes), 0);
     if (memcmp(host, want, bytes)) {
       TEST_FAIL("%d ranks, %s: rank %d's AllReduce of the AlltoAllv's result", n,

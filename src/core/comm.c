@@ -136,13 +136,16 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
   }
   t->origin = PLAN_FROM_ENV;
   const char *env = coreParamString("DMACCL_ALGO");
-  if (planTableParse(t, env, err, sizeof(err)) || planTableCheckPairs(t, err, sizeof(err)))
+  if (planTableParse(t, env, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: DMACCL_ALGO: %s", call, err);
   t->origin = PLAN_FROM_CONFIG;
-  if (CONFIG_HAS(config, algorithm) && config->algorithm &&
-      (planTableParse(t, config->algorithm, err, sizeof(err)) ||
-       planTableCheckPairs(t, err, sizeof(err))))
+  int own = CONFIG_HAS(config, algorithm) && config->algorithm;
+  if (own && planTableParse(t, config->algorithm, err, sizeof(err)))
     return coreError(NULL, dmacclInvalidArgument, "%s: config->algorithm: %s", call, err);
+  /* the finished table (a tuning file that split pairs kept its old ranges) */
+  if (planTableCheckPairs(t, err, sizeof(err)))
+    return coreError(NULL, dmacclInvalidArgument, "%s: %s: %s", call,
+                     own ? "DMACCL_ALGO and config->algorithm" : "DMACCL_ALGO", err);
   return dmacclSuccess;
 }
 

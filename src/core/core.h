@@ -367,8 +367,8 @@ dmacclResult_t corePairsPrepare(coreOp *op);
 dmacclResult_t corePostPairs(coreOp *op);
 /* Its pieces (at most 2 * nranks - 1): a Send and a Recv with every peer,
  * empty blocks too, and the rank's own block as a self op (none if empty);
- * returns how many. Marks the channels ready (comm->pairsReady) for an
- * uncaptured call. */
+ * returns how many. The group's end marks the channels ready
+ * (comm->pairsReady) once an uncaptured call's pieces have posted. */
 int corePairsPieces(const coreOp *op, coreOp *pieces);
 /* Posts a self op (corePostNoAttach). */
 dmacclResult_t corePostSelf(coreOp *op);

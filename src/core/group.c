@@ -107,11 +107,14 @@ static int ofSet(const coreClique *c, dmacclComm_t comm) {
  * replaced by its pieces; any other call of the set in the group would run
  * beside them, though it must follow (or precede) the AlltoAllv on its
  * communicator, so then they run as collectives in their places. Every
- * call of a set gets the same verdict. Host-executor communicators whose
- * pieces are issued go to drain[] (*ndrain): waited for before the posts
- * and after them. */
-static dmacclResult_t expandPairs(dmacclComm_t *drain, int *ndrain) {
-  *ndrain = 0;
+ * call of a set gets the same verdict. The communicators whose pieces are
+ * issued go to done[] (*ndone; nops entries), each flagged in host[] when
+ * its executor has no stream order (waited for before the posts and after
+ * them) and in uncaptured[] (its channels are ready once the posts
+ * succeed). */
+static dmacclResult_t expandPairs(dmacclComm_t *done, unsigned char *host,
+                                  unsigned char *uncaptured, int *ndone) {
+  *ndone = 0;
   int any = 0, extra = 0;
   for (int i = 0; i < nops; i++) any |= ops[i].pairs;
   if (!any) return dmacclSuccess;
@@ -145,13 +148,18 @@ static dmacclResult_t expandPairs(dmacclComm_t *drain, int *ndrain) {
   }
   int m = 0;
   for (int i = 0; i < nops && extra; i++) {
+    /* entered while its pieces are made (another thread may destroy it) */
+    if (take[i] && coreEnter(ops[i].comm, "dmacclGroupEnd (a recorded call)") != dmacclSuccess)
+      take[i] = 0, ops[i].pairs = 0; /* posted whole: its post fails */
     if (!take[i]) {
       out[m++] = ops[i];
       continue;
     }
     m += corePairsPieces(&ops[i], out + m);
-    if (!ops[i].comm->exec->launchBeforeReturn && *ndrain < CORE_MAX_RANKS)
-      drain[(*ndrain)++] = ops[i].comm;
+    done[*ndone] = ops[i].comm;
+    host[*ndone] = !ops[i].comm->exec->launchBeforeReturn;
+    uncaptured[(*ndone)++] = !ops[i].capture;
+    coreLeave(ops[i].comm);
     free((void *)ops[i].vec);
   }
   free(take);
@@ -164,11 +172,11 @@ static dmacclResult_t expandPairs(dmacclComm_t *drain, int *ndrain) {
 }
 
 /* The host executor's order around issued pieces (expandPairs). */
-static void drainAll(dmacclComm_t *drain, int n) {
+static void drainHost(dmacclComm_t *done, const unsigned char *host, int n) {
   for (int i = 0; i < n; i++)
-    if (coreEnter(drain[i], "dmacclGroupEnd") == dmacclSuccess) {
-      coreDrainRank(drain[i]);
-      coreLeave(drain[i]);
+    if (host[i] && coreEnter(done[i], "dmacclGroupEnd") == dmacclSuccess) {
+      coreDrainRank(done[i]);
+      coreLeave(done[i]);
     }
 }
 
@@ -177,20 +185,26 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
-  dmacclComm_t drain[CORE_MAX_RANKS];
-  int ndrain = 0;
-  dmacclResult_t expanded = expandPairs(drain, &ndrain);
+  /* nops grows with expansion, but only AlltoAllv calls (one each) are listed */
+  dmacclComm_t *done = calloc((size_t)nops + 1, sizeof(*done));
+  unsigned char *host = calloc(2 * ((size_t)nops + 1), 1), *uncaptured = host + nops + 1;
+  int ndone = 0;
+  dmacclResult_t expanded =
+      done && host ? expandPairs(done, host, uncaptured, &ndone)
+                   : coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   if (expanded != dmacclSuccess) {
+    free(done), free(host);
     dropAll();
     return expanded;
   }
-  drainAll(drain, ndrain);
+  drainHost(done, host, ndone);
   /* Order: collectives first, by position among the same communicator's
    * calls, then call order (one thread may post for every rank of a set
    * without waiting on itself); then Send/Recv, by channel, position and
    * call order, so that every rank posts them in one order (p2p.c). */
   uint64_t *key = calloc(2 * (size_t)nops + 1, sizeof(uint64_t));
   if (!key) {
+    free(done), free(host);
     dropAll(); /* the group is dropped, not left for the next one */
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
@@ -216,6 +230,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   dmacclResult_t first = dmacclSuccess;
   int *posted = calloc((size_t)nops + 1, sizeof(int));
   if (!posted) {
+    free(done), free(host);
     dropAll();
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
@@ -252,7 +267,17 @@ dmacclResult_t dmacclGroupEnd(void) {
     if (posted[i]) coreLeave(ops[i].comm);
   }
   free(posted);
-  drainAll(drain, ndrain);
+  /* After a failed post a peer's matching piece may never launch: no wait
+   * then, and the channels are not taken as ready. */
+  if (first == dmacclSuccess) {
+    drainHost(done, host, ndone);
+    for (int i = 0; i < ndone; i++)
+      if (uncaptured[i] && coreEnter(done[i], "dmacclGroupEnd") == dmacclSuccess) {
+        done[i]->pairsReady = 1;
+        coreLeave(done[i]);
+      }
+  }
+  free(done), free(host);
   /* The list lives only while a group is open: a thread that ends leaves nothing. */
   dropAll();
   return first;

@@ -34,7 +34,8 @@
  * their calls alike. The host executor, which has no stream order across
  * communicators, waits for the rank's earlier work before it issues the
  * pieces and for the pieces before the group's end returns
- * (coreDrainRank): an AlltoAllv there finishes within its call.
+ * (coreDrainRank): an AlltoAllv run as pairs there finishes within its
+ * call (its collective form, as every host collective, does not).
  */
 #include "../exec/exec.h"
 
@@ -90,7 +91,6 @@ int corePairsPieces(const coreOp *op, coreOp *pieces) {
                            .capture = op->capture,
                            .captureId = op->captureId,
                            .self = 1};
-  if (!op->capture) comm->pairsReady = 1;
   return k;
 }
 

@@ -78,7 +78,8 @@ int c3AutoAlgo(const c3Scenario *s, int nranks, const c3ContenderSpec *cs, planA
     if (p == PLAN_CTA_ZERO) planTableNoSmMoves(&t);
   }
   t.origin = PLAN_FROM_ENV;
-  if (cs && !strcmp(cs->envVar, "DMACCL_ALGO") && planTableParse(&t, cs->envVal, err, errlen))
+  if (cs && !strcmp(cs->envVar, "DMACCL_ALGO") &&
+      (planTableParse(&t, cs->envVal, err, errlen) || planTableCheckPairs(&t, err, errlen)))
     return -1;
   *out = planSelect(&t, a.coll, planCollOf(a.coll)->size(&a), NULL);
   return 0;
