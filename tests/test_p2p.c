@@ -146,9 +146,11 @@ typedef struct {
   cudaStream_t st[MAXN];
 } spSet;
 
-static int spInit(spSet *s, int n) {
+/* A set of n ranks (algorithm: the config's table, NULL for none). */
+static int spInitAlgo(spSet *s, int n, const char *algorithm) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
   cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cfg.algorithm = algorithm;
   int ngpu = 1;
   if (gpu) ASSERT_TRUE(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
   s->n = n;
@@ -162,6 +164,10 @@ static int spInit(spSet *s, int n) {
     }
   }
   return 0;
+}
+
+static int spInit(spSet *s, int n) {
+  return spInitAlgo(s, n, NULL);
 }
 
 static void spFini(spSet *s) {
@@ -327,15 +333,8 @@ static int testPersistent(void) {
  * can run so; with pairs in neither it makes none. Every byte of every
  * rank's result checked, the gaps between blocks still poisoned. */
 static int pairsCase(int n, const char *algorithm, int wantChannels) {
-  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
-  cfg.algorithm = algorithm;
   spSet s;
-  int ngpu = 1;
-  if (gpu) ASSERT_TRUE(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
-  s.n = n;
-  for (int r = 0; r < n; r++) s.dev[r] = r % ngpu, s.st[r] = NULL;
-  ASSERT_EQ_INT(dmacclCommInitAll(s.comm, n, gpu ? s.dev : NULL, &cfg), dmacclSuccess);
+  if (spInitAlgo(&s, n, algorithm)) return 1;
   enum { E = 4 }; /* elements of 4 bytes; rank r sends r + q elements to q, 0 to itself */
   size_t sc[MAXN][MAXN], sd[MAXN][MAXN], rc[MAXN][MAXN], rd[MAXN][MAXN], span = 0;
   for (int r = 0; r < n; r++)
@@ -395,19 +394,8 @@ static int pairsCase(int n, const char *algorithm, int wantChannels) {
  * group's). Every rank sends every rank, itself included, a block; every
  * element is an exact sum. */
 static int pairsOrderCase(int n, int oneGroup) {
-  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-  cfg.executor = gpu ? dmacclExecutorCuda : dmacclExecutorHost;
-  cfg.algorithm = "alltoallv:pairs";
   spSet s;
-  int ngpu = 1;
-  if (gpu) ASSERT_TRUE(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
-  s.n = n;
-  for (int r = 0; r < n; r++) s.dev[r] = r % ngpu, s.st[r] = NULL;
-  ASSERT_EQ_INT(dmacclCommInitAll(s.comm, n, gpu ? s.dev : NULL, &cfg), dmacclSuccess);
-  for (int r = 0; r < n && gpu; r++) {
-    ASSERT_TRUE(cudaSetDevice(s.dev[r]) == cudaSuccess);
-    ASSERT_TRUE(cudaStreamCreateWithFlags(&s.st[r], cudaStreamNonBlocking) == cudaSuccess);
-  }
+  if (spInitAlgo(&s, n, "alltoallv:pairs")) return 1;
   enum { C = 1 << 16 }; /* elements per block: the host workers take a while */
   size_t cnt[MAXN], dsp[MAXN];
   for (int q = 0; q < n; q++) cnt[q] = C, dsp[q] = (size_t)q * C;
