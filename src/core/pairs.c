@@ -10,16 +10,15 @@
  * go out as one kernel (cuda.c, "Held launches").
  *
  * Agreement. Every rank must issue pairs or none for a given call. The
- * table cannot choose pairs by size (planTableCheckPairs), so the choice is the
- * table's for the call's capture state, which every rank shares. A channel
- * is made at its first operation, which a graph capture must not contain:
- * a captured AlltoAllv runs as pairs only once an uncaptured one did, or
- * made the channels where only captured calls run as pairs
+ * table cannot choose pairs by size (planTableCheckPairs), so the choice is
+ * the table's for the call's capture state, which every rank shares. A
+ * channel is made at its first operation, which a graph capture must not
+ * contain: a captured AlltoAllv runs as pairs only once an uncaptured one
+ * did, or made the channels where only captured calls run as pairs
  * (corePairsPrepare; comm->pairsReady), which happens at the same call on
- * every rank, and before that it runs the collective's own form
- * (coreChooseAlgo). Empty
- * blocks are sent too, so that one call makes every channel and the
- * channels see counts that disagree.
+ * every rank; before that it runs the collective's own form
+ * (coreChooseAlgo). Empty blocks are sent too, so that one call makes
+ * every channel and the channels see counts that disagree.
  *
  * Groups. The call is recorded whole (op->pairs) and the outermost
  * dmacclGroupEnd issues its pieces (group.c): a Send/Recv per peer and
