@@ -38,21 +38,21 @@
  */
 #include "../exec/exec.h"
 
-int coreUsesPairs(const coreOp *op) {
+/* Whether the table gives op pairs for captured (graph 1) or uncaptured
+ * calls: at any size, since it gives pairs at every size or at none. */
+static int tablePairs(const coreOp *op, int graph) {
   dmacclComm_t comm = op->comm;
-  if (op->coll != PLAN_COLL_ALLTOALLV || comm->nranks < 2 || comm->parent) return 0;
-  /* any size: the table gives pairs at every size or at none */
-  if (planSelectIn(&comm->clique->table, op->coll, 0, op->capture, NULL) != PLAN_ALGO_PAIRS)
-    return 0;
-  return !op->capture || comm->pairsReady;
+  return op->coll == PLAN_COLL_ALLTOALLV && comm->nranks > 1 && !comm->parent &&
+         planSelectIn(&comm->clique->table, op->coll, 0, graph, NULL) == PLAN_ALGO_PAIRS;
+}
+
+int coreUsesPairs(const coreOp *op) {
+  return tablePairs(op, op->capture) && (!op->capture || op->comm->pairsReady);
 }
 
 dmacclResult_t corePairsPrepare(coreOp *op) {
   dmacclComm_t comm = op->comm;
-  if (op->coll != PLAN_COLL_ALLTOALLV || comm->nranks < 2 || comm->parent || op->capture ||
-      comm->pairsReady ||
-      planSelectIn(&comm->clique->table, op->coll, 0, 1, NULL) != PLAN_ALGO_PAIRS)
-    return dmacclSuccess;
+  if (op->capture || comm->pairsReady || !tablePairs(op, 1)) return dmacclSuccess;
   for (int p = 0; p < comm->nranks; p++) {
     dmacclResult_t rc = p == comm->rank ? dmacclSuccess : coreP2pMake(comm, p, op->call);
     if (rc != dmacclSuccess) return rc;
