@@ -232,11 +232,12 @@ dmacclResult_t dmacclCommInitAll(dmacclComm_t *comms, int ndev, const int *devli
         return coreError(NULL, dmacclInvalidArgument, "%s: devlist[%d] = %d is negative", call, i,
                          devlist[i]);
   }
-  return coreMakeSet(comms, ndev, devlist, executor, &table, call);
+  return coreMakeSet(comms, ndev, devlist, executor, &table, 0, call);
 }
 
 dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
-                           dmacclExecutor_t executor, const planTable *table, const char *call) {
+                           dmacclExecutor_t executor, const planTable *table, int channel,
+                           const char *call) {
   dmacclResult_t rc;
   coreClique *c = calloc(1, sizeof(*c));
   dmacclComm_t *made = calloc((size_t)ndev, sizeof(*made));
@@ -248,7 +249,7 @@ dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
   c->table = *table;
   c->stageBytes = coreStageBytesParam();
   coreSetLineBytes(c);
-  c->scratchBytes = coreScratchBytesParam();
+  c->scratchBytes = channel ? 0 : coreScratchBytesParam();
   c->kernelWait = coreKernelWaitParam(c->table.ctaPolicy);
   for (int i = 0; i < ndev && executor == dmacclExecutorCuda; i++)
     for (int j = i + 1; j < ndev; j++)

@@ -70,12 +70,12 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   planTable table;
   dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
-  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, call);
+  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, 0, call);
 }
 
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                 dmacclExecutor_t executor, const planTable *table, int device,
-                                const char *call) {
+                                int channel, const char *call) {
   char err[512];
   dmacclResult_t rc;
   const execOps *ops = executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
@@ -86,7 +86,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   if ((rc = ops->identify(&device, mine.name, sizeof(mine.name))) != dmacclSuccess) return rc;
   mine.device = device;
   mine.stageBytes = coreStageBytesParam();
-  mine.scratchBytes = coreScratchBytesParam();
+  mine.scratchBytes = channel ? 0 : coreScratchBytesParam();
   mine.ctaPolicy = table->ctaPolicy;
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 

@@ -163,7 +163,8 @@ typedef struct coreClique {
   planTable table;     /* algorithm selection, one for all ranks */
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
   size_t lineBytes;    /* bytes of one line slot (stagell; coreLineBytes) */
-  size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions) */
+  size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions; 0 in a channel's
+                          set, which only broadcasts) */
   int kernelWait;      /* DMACCL_KERNEL_WAIT (the host executor runs those schedules too) */
   int gpuShared;       /* two ranks of the set on one GPU (CUDA executor): stagesm runs as
                           stage (launch.c) */
@@ -312,13 +313,16 @@ dmacclResult_t coreBuildTable(const dmacclConfig_t *config, planTable *t, const 
                               int nranks, char *note, size_t notelen);
 dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t executor);
 /* The set of one process behind dmacclCommInitAll, with a given executor and
- * selection table (p2p.c makes its channels with it). */
+ * selection table (p2p.c makes its channels with it: `channel` 1, a set that
+ * only runs Broadcasts, so no rank gets a scratch buffer). */
 dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
-                           dmacclExecutor_t executor, const planTable *table, const char *call);
-/* dmacclCommInitRank's body: device -1 is the calling thread's current one. */
+                           dmacclExecutor_t executor, const planTable *table, int channel,
+                           const char *call);
+/* dmacclCommInitRank's body: device -1 is the calling thread's current one;
+ * `channel` as for coreMakeSet. */
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                 dmacclExecutor_t executor, const planTable *table, int device,
-                                const char *call);
+                                int channel, const char *call);
 /* Destroy (abort 0) or abort a communicator that has left the registry (comm.c). */
 void coreTeardown(dmacclComm_t comm, int abort);
 

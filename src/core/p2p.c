@@ -78,8 +78,8 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
   dmacclComm_t made[2];
   planTable t = c->table;
   planTableForChannel(&t);
-  dmacclResult_t rc =
-      coreMakeSet(made, 2, a->executor == dmacclExecutorCuda ? devs : NULL, a->executor, &t, call);
+  dmacclResult_t rc = coreMakeSet(made, 2, a->executor == dmacclExecutorCuda ? devs : NULL,
+                                  a->executor, &t, 1, call);
   if (rc != dmacclSuccess) {
     char why[sizeof(comm->lastError)];
     snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));
@@ -143,8 +143,8 @@ static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) 
   for (int k = 0; k < 2; k++) { /* lo -> hi, then hi -> lo */
     int src = k ? hi : lo, dst = k ? lo : hi;
     dmacclComm_t ch = NULL;
-    rc =
-        coreInitRankWith(&ch, 2, &id[k], me == src ? 0 : 1, comm->executor, &t, comm->device, call);
+    rc = coreInitRankWith(&ch, 2, &id[k], me == src ? 0 : 1, comm->executor, &t, comm->device, 1,
+                          call);
     if (rc != dmacclSuccess) {
       char why[sizeof(comm->lastError)];
       snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));

@@ -201,8 +201,10 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
    * every rank's init is through. */
   if (stageBytes) CUDA_TRY(NULL, cudaMemset(s->stage, 0, stageBytes));
   /* Scratch of the reductions: rank-local, allocated here so that a
-   * reduction captured into a graph never allocates. */
-  if (n > 1) CUDA_TRY(NULL, cudaMalloc((void **)&s->scratch, comm->clique->scratchBytes));
+   * reduction captured into a graph never allocates (none in a channel's
+   * set, which only broadcasts). */
+  if (n > 1 && comm->clique->scratchBytes)
+    CUDA_TRY(NULL, cudaMalloc((void **)&s->scratch, comm->clique->scratchBytes));
   uint32_t one = 1;
   CUDA_TRY(NULL, cudaMemcpy(s->flags + FLAG_ONE(n, s->nlanes), &one, sizeof(one),
                             cudaMemcpyHostToDevice));

@@ -377,9 +377,10 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   size_t stageBytes = execAreaBytes(comm->clique, 0);
   if (withFlags && stageBytes) h->stage = calloc(1, stageBytes); /* line slots start at 0 */
   /* malloc: pages are touched only by the reductions that use them */
-  h->scratch = malloc(comm->clique->scratchBytes);
+  size_t scratchBytes = comm->clique->scratchBytes; /* 0: a channel's set */
+  if (scratchBytes) h->scratch = malloc(scratchBytes);
   int bad = !h->peerFlags || !h->peerStage || (withFlags && !h->flags) ||
-            (withFlags && stageBytes && !h->stage) || !h->scratch;
+            (withFlags && stageBytes && !h->stage) || (scratchBytes && !h->scratch);
   for (int k = 0; k < CORE_BOARD_DEPTH && !bad; k++) {
     h->jobs[k].send = calloc((size_t)n, sizeof(void *));
     h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
