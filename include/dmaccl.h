@@ -558,9 +558,10 @@ dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
  * Each direction between two ranks gets a channel at its first use: a
  * 2-rank set of its own (flags, lanes and staging slots on the CUDA
  * executor; between processes a rendezvous of the two ranks and, for
- * messages up to the staged sizes, 8 x DMACCL_STAGE_BYTES of device memory on
+ * messages up to the staged sizes, 6 x DMACCL_STAGE_BYTES of device memory on
  * each side: two eager staging slots, two graph slots and as many line slots
- * for the small messages' kernel, stagell). Channels are destroyed
+ * of half that size for the small messages' kernel, stagell; no scratch
+ * buffer, as a channel never reduces). Channels are destroyed
  * with comm; dmacclCommSynchronize, dmacclCommGetAsyncError and dmacclCommAbort cover them.
  */
 dmacclResult_t dmacclSend(const void *sendbuff, size_t count, dmacclDataType_t datatype, int peer,

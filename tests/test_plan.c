@@ -1408,20 +1408,20 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         rc = 1;
       }
   /* stagell takes the line form where every rank reduces something and
-   * each rank's n positions of lines fit its slot; a movement collective
-   * where the lines of every block to a peer fit that peer's share of the
-   * slot, lineBytes / n rounded down to 16 (an empty block is a token line:
-   * staged.c) */
+   * each rank's n - 1 places of lines (one per peer) fit its slot; a
+   * movement collective where the lines of every block to a peer fit that
+   * peer's share of the slot, lineBytes / (n - 1) rounded down to 16 (an
+   * empty block is a token line: staged.c) */
   int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && ci->size(&a[0]) > 0;
   for (int t = 0; t < n && expectLines && ci->reduces; t++) {
     size_t b = ci->target(&a[t], t, 1).bytes;
-    expectLines = b && (size_t)n * planLinesBytes(b) <= a[t].lineBytes;
+    expectLines = b && (size_t)(n - 1) * planLinesBytes(b) <= a[t].lineBytes;
   }
   if (!ci->reduces && n > PLAN_SM_MAX_PEERS) expectLines = 0;
   for (int f = 0; f < n && expectLines && !ci->reduces; f++)
     for (int t = 0; t < n && expectLines; t++) {
       size_t b = ci->block(&a[f], f, t).bytes;
-      expectLines = f == t || planLinesBytes(b) <= a[f].lineBytes / (size_t)n / 16 * 16;
+      expectLines = f == t || planLinesBytes(b) <= a[f].lineBytes / (size_t)(n - 1) / 16 * 16;
     }
   if (!rc && linesUsed != expectLines) {
     TEST_FAIL("%s stagell n=%d count=%zu lineBytes %zu: lines %s", ci->name, n, count,
@@ -1897,7 +1897,8 @@ static int testStageLl(void) {
     for (int n = 2; n <= 4; n++)
       for (int v = 0; v < 8; v++) { /* in place, stageEntry, slot size */
         int inPlace = v & 1, entry = (v >> 1) & 1;
-        size_t lb = v & 4 ? 128 * (size_t)n - 16 : (size_t)1 << 20;
+        /* v & 4: 16 bytes short of the n - 1 places of 128 bytes of lines */
+        size_t lb = v & 4 ? 128 * (size_t)(n - 1) - 16 : (size_t)1 << 20;
         int lines = colls[c] != PLAN_COLL_REDUCE && !(v & 4);
         planSchedule *ops[4];
         for (int r = 0; r < n; r++) {
@@ -1949,7 +1950,17 @@ static int testStageLl(void) {
         ASSERT_CONTAINS(why, "lines");
         *cp = keep;
         ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
-        controls += 3;
+        /* rank 0's slot holds n - 1 places of 128 bytes of lines, one per
+         * peer (its 1 MB holds them): a slot of exactly those passes, one
+         * 16 bytes short is caught */
+        size_t keepBytes = flat[0].lineBytes;
+        flat[0].lineBytes = 128 * (size_t)(n - 1) - 16;
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "pass the end of rank 0's line slot");
+        flat[0].lineBytes = 128 * (size_t)(n - 1);
+        ASSERT_EQ_INT(planCheck(flat, n, why, sizeof(why)), 0);
+        flat[0].lineBytes = keepBytes;
+        controls += 4;
         /* Rank 1 sends rank 0 no lines (its copy and rank 0's source move
          * to the staging slot), but still reads rank 0's: only the flow
          * rule objects (every rank that uses lines sends every peer

@@ -419,17 +419,21 @@ static inline size_t coreGraphStageBytes(const coreClique *c) {
   return c->stageBytes;
 }
 /* Bytes of one line slot (stagell, eager and graph alike), set when the
- * set is made (coreSetLineBytes; c->nranks set), a multiple of 16. On 2
- * ranks a staging slot's (8 MB by default: an AllReduce of up to 2 MB, a
- * ReduceScatter or AllGather of up to 4 MB; lines carry 8 data bytes in
- * 16): with a quarter of it the 2 MB AllGathers of a sequence-parallel
- * decode step at batch 256 ran push1 in graphs (2x H100, Llama-3-8B-shaped:
- * the step took 1.09x NCCL's time, 0.97x with lines). On 3 ranks or more a
- * quarter, as the table's ranges there were measured (larger slots would
- * turn, e.g., a 4-rank AllReduce of 512 KB-1 MB into lines: twice the
- * bytes on every link, not measured). A Send/Recv channel (2 ranks) has a
- * 2-rank set's: its operations are 2-rank Broadcasts, which take stagell
- * at the small sizes as a 2-rank communicator's do. */
+ * set is made (coreSetLineBytes; c->nranks set), a multiple of 16: n - 1
+ * shares, one per peer (planLineShareBytes; a rank never writes its own
+ * slot, so it has no share there: the slots were n shares until
+ * 2026-11-28, 16 MB more per rank on 2 ranks). A share holds 8 data bytes in
+ * 16. On 2 ranks a share is half a staging slot (4 MB by default: an
+ * AllReduce of up to 2 MB, a ReduceScatter or AllGather of up to 4 MB):
+ * with a quarter of that the 2 MB AllGathers of a sequence-parallel decode
+ * step at batch 256 ran push1 in graphs (2x H100, Llama-3-8B-shaped: the
+ * step took 1.09x NCCL's time, 0.97x with lines). On 3 ranks or more a
+ * quarter of a staging slot divided by n, as the table's ranges there were
+ * measured (larger shares would turn, e.g., a 4-rank AllReduce of 512 KB-1
+ * MB into lines: twice the bytes on every link, not measured). A Send/Recv
+ * channel (2 ranks) has a 2-rank set's: its operations are 2-rank
+ * Broadcasts, which take stagell at the small sizes as a 2-rank
+ * communicator's do. */
 static inline size_t coreLineBytes(const coreClique *c) {
   return c->lineBytes;
 }

@@ -34,9 +34,9 @@ static const struct {
      "PyTorch's default process-group timeout)"},
     {"DMACCL_STAGE_BYTES", "8M",
      "bytes of one staging slot (each rank has 2 for eager calls and 2 for captured ones, and "
-     "as many line slots, of the same size on 2 ranks and a quarter of it on more; a Send/Recv "
-     "channel is a 2-rank set: 4 slots and 4 line slots of this size): collectives up to this "
-     "size may use the staged algorithms; 0 turns them off"},
+     "as many line slots, of half this size on 2 ranks and (n-1)/(4n) of it on n > 2; a "
+     "Send/Recv channel is a 2-rank set: 4 slots of this size and 4 line slots of half): "
+     "collectives up to this size may use the staged algorithms; 0 turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
      "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
      "pulled into it in pieces (at least 2 KB per peer); ranks of several processes use the "

@@ -385,7 +385,8 @@ static int findSync(const planSchedule *s, planStepKind kind, int peer, int ph) 
 }
 
 /* Line slots (stagell, plan.h PLAN_BUF_LINES): a kernel's COPY writes lines
- * into a peer's slot, 16-byte aligned (of 0 bytes: a token, one line); each
+ * into a peer's slot, 16-byte aligned and inside the slot (its schedule's
+ * lineBytes; of 0 bytes: a token, one line); each
  * is read by exactly one REDUCE source of that peer at the same offset and
  * length, in a later round (the REDUCE waits for it: rule 1), and never
  * overlaps another source's lines; a rank whose schedule touches lines
@@ -466,6 +467,11 @@ static int checkLines(const planSchedule *s, int n, char *err, size_t errlen) {
                     "rank %d step %d: a COPY into lines must be a kernel's (inKernel), into a "
                     "peer's slot at a multiple of 16",
                     r, i);
+      if (st->dst.off + planLinesBytes(st->bytes) > s[p].lineBytes)
+        return fail(err, errlen,
+                    "rank %d step %d: its lines at %zu-%zu pass the end of rank %d's line slot "
+                    "(%zu bytes)",
+                    r, i, st->dst.off, st->dst.off + planLinesBytes(st->bytes), p, s[p].lineBytes);
       if (lineSource(&s[p], p, st->dst.off, &red) != 1 || red->bytes != st->bytes ||
           red->round <= st->round)
         return fail(err, errlen,

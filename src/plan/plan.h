@@ -183,11 +183,22 @@ typedef enum {
   PLAN_BUF_LINES = 4
 } planBuf;
 #define PLAN_LINE_FLAG 1u
-/* Bytes of a line slot for nranks with staging slots of stageBytes: the
- * staging slot's on 2 ranks, a quarter of it on more (core.h,
- * coreSetLineBytes, says why), a multiple of 16. */
+/* A line slot holds a share for each peer, which only that peer writes (the
+ * slot's own rank writes none): n - 1 shares. Bytes of a share for nranks
+ * with staging slots of stageBytes: half a staging slot on 2 ranks, a
+ * quarter of it divided by n on more (core.h, coreSetLineBytes, says why),
+ * a multiple of 16. */
+static inline size_t planLineShareBytes(int nranks, size_t stageBytes) {
+  return nranks < 2 ? 0 : (nranks == 2 ? stageBytes : stageBytes / 4) / (size_t)nranks / 16 * 16;
+}
+/* ... and of a line slot. */
 static inline size_t planLineSlotBytes(int nranks, size_t stageBytes) {
-  return (nranks == 2 ? stageBytes : stageBytes / 4) / 16 * 16;
+  return nranks < 2 ? 0 : (size_t)(nranks - 1) * planLineShareBytes(nranks, stageBytes);
+}
+/* The place, in shares, of writer w's lines in rank `to`'s line slot:
+ * 0 .. n-2, from the next rank after `to` on. */
+static inline size_t planLinePlace(int w, int to, int nranks) {
+  return (size_t)((w - to - 1 + nranks) % nranks);
 }
 /* Lines that carry `bytes` data bytes: one per 8, and one for none (a
  * token: a line with no data, which a rank that sends a peer nothing in
@@ -269,6 +280,7 @@ typedef struct {
   int round;                     /* builders: the round of the steps added next */
   unsigned long long stageIndex; /* staged algorithms: slot = stageIndex % stageSlots */
   int stageSlots;
+  size_t lineBytes; /* stagell: planArgs.lineBytes (planCheck keeps every line inside a slot) */
   int dtype, redop; /* REDUCE steps: dmacclDataType_t and dmacclRedOp_t numbers */
   size_t elemSize;
   int listOrder; /* planArgs.listOrder: issued in list order, never in a graph (rule 2) */

@@ -21,6 +21,7 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo) {
   s->round = 0;
   s->stageIndex = args->stageIndex;
   s->stageSlots = args->stageSlots;
+  s->lineBytes = args->lineBytes;
   s->dtype = args->dtype;
   s->redop = args->redop;
   s->elemSize = args->elemSize;

@@ -71,7 +71,7 @@
  *
  * stagell also serves AllGather(V) and AlltoAll (addLinesMove): the
  * kernel stores this rank's block for every peer as lines into the peer's
- * line slot (at this rank's share, lineBytes / n) and, out of place, its
+ * line slot (at this rank's share, lineBytes / (n - 1)) and, out of place, its
  * own block into its receive buffer; then a REDUCE of one source per peer
  * (a copy of bytes) takes that peer's lines into its place (the CUDA
  * executor runs them all in that one kernel, issueKernelRun's takes, but
@@ -164,23 +164,24 @@ size_t planStagePosition(const planArgs *a, planAlgo algo, int t) {
 }
 
 /* stagell's line form: every rank reduces something (so every rank's kernel
- * sends lines to, and reads lines from, every peer) and each rank's n
- * positions of lines fit a line slot. The same verdict on every rank. */
+ * sends lines to, and reads lines from, every peer) and each peer's lines
+ * fit its share of a line slot. The same verdict on every rank. */
 static int linesFit(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks;
   if (!ci->reduces || n < 2 || n - 1 > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int t = 0; t < n; t++) {
     size_t b = ci->target(a, t, 1).bytes;
-    if (!b || b > a->lineBytes || planLinesBytes(b) > a->lineBytes / (size_t)n) return 0;
+    if (!b || planLinesBytes(b) > a->lineBytes / (size_t)(n - 1)) return 0;
   }
   return 1;
 }
 
 /* stagell for a movement collective: each rank's share of a peer's line
- * slot (lineBytes / n, a multiple of 16), at offset rank * share. */
+ * slot (lineBytes / (n - 1), a multiple of 16), at its place
+ * (planLinePlace). */
 static size_t lineShare(const planArgs *a) {
-  return a->lineBytes / (size_t)a->nranks / 16 * 16;
+  return a->nranks < 2 ? 0 : a->lineBytes / (size_t)(a->nranks - 1) / 16 * 16;
 }
 
 /* ... and whether its lines fit: every block to a peer, or the token
@@ -223,7 +224,7 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
     int p = (r + d) % n;
     planBlock b = ci->block(a, r, p);
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.bytes ? b.srcOff : 0},
-                     (planLoc){p, PLAN_BUF_LINES, (size_t)r * share}, b.bytes, 0);
+                     (planLoc){p, PLAN_BUF_LINES, planLinePlace(r, p, n) * share}, b.bytes, 0);
     if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
   }
   planBlock self = ci->block(a, r, r);
@@ -238,7 +239,7 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
       int p = (r + n - d) % n; /* the peer whose lines were stored first */
       planBlock b = ci->block(a, p, r);
       if ((b.bytes == 0) != tokens) continue;
-      planLoc src = {r, PLAN_BUF_LINES, (size_t)p * share};
+      planLoc src = {r, PLAN_BUF_LINES, planLinePlace(p, r, n) * share};
       rc = planAddReduce(s, 0, &src, 1, (planLoc){r, PLAN_BUF_RECV, b.bytes ? b.dstOff : 0},
                          b.bytes);
       if (!rc) s->steps[s->nsteps - 1].peer = p; /* whose lines (plan.h) */
@@ -313,9 +314,10 @@ static int addOutReduce(planSchedule *s, const planArgs *a, int lane, int lines,
   planLoc *src = malloc((size_t)n * sizeof(*src));
   if (!src) return -1;
   for (int i = 0; i < n; i++)
-    src[i] = i == r  ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
-             : lines ? (planLoc){r, PLAN_BUF_LINES, (size_t)i * planLinesBytes(t.bytes)}
-                     : (planLoc){r, PLAN_BUF_STAGE, stagedBlock(a, i, r, two).dstOff};
+    src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, t.srcOff}
+             : lines
+                 ? (planLoc){r, PLAN_BUF_LINES, planLinePlace(i, r, n) * planLinesBytes(t.bytes)}
+                 : (planLoc){r, PLAN_BUF_STAGE, stagedBlock(a, i, r, two).dstOff};
   int rc = planAddReduce(s, lane, src, n, (planLoc){r, PLAN_BUF_RECV, t.dstOff}, t.bytes);
   free(src);
   return rc;
@@ -408,7 +410,7 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
     int p = inRankOrder ? i : (r + 1 + i) % n;
     planBlock b = stagedBlock(a, r, p, two);
     if (!b.bytes || ((ci->reduces || selfLate) && p == r)) continue;
-    planLoc to = ll ? (planLoc){p, PLAN_BUF_LINES, (size_t)r * planLinesBytes(b.bytes)}
+    planLoc to = ll ? (planLoc){p, PLAN_BUF_LINES, planLinePlace(r, p, n) * planLinesBytes(b.bytes)}
                     : (planLoc){p, PLAN_BUF_STAGE, b.dstOff};
     rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff}, to, b.bytes,
                      sm            ? 0
