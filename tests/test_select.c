@@ -480,9 +480,9 @@ static int testNoSmMoves(void) {
 
 /* split in the built-in table: 2-rank Broadcast and Scatter from 8 MB
  * (stage below), eager and captured; other rank counts and Gather never. A
- * Send/Recv channel's table (planTableForChannel) takes pushb for the
- * built-in's and a tuning file's split and nothing else; DMACCL_ALGO's
- * split stays. */
+ * Send/Recv channel's table (planTableForChannel) of a parent whose
+ * Broadcast ranges are not all built in takes pushb for a tuning file's
+ * split and nothing else; DMACCL_ALGO's split stays. */
 static int testSplitRows(void) {
   const size_t M = (size_t)1 << 20;
   planTable t;
@@ -503,28 +503,79 @@ static int testSplitRows(void) {
       for (int e = 0; e <= 40; e++)
         ASSERT_TRUE(planSelect(&u, (planColl)c, (size_t)1 << e, NULL) != PLAN_ALGO_SPLIT);
   }
-  planTable ch = t;
-  ASSERT_EQ_INT(planTableForChannel(&ch), 1);
-  for (int c = 0; c < PLAN_NUM_COLLS; c++)
-    for (int g = 0; g < 2; g++)
-      for (int e = 0; e <= 40; e++) {
-        size_t v = (size_t)1 << e;
-        planAlgo was = planSelectIn(&t, (planColl)c, v, g, NULL),
-                 now = planSelectIn(&ch, (planColl)c, v, g, NULL);
-        ASSERT_EQ_INT(now,
-                      c == PLAN_COLL_BROADCAST && was == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : was);
-      }
-  ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_SCATTER, 64 * M, NULL), PLAN_ALGO_SPLIT);
   char err[256];
   t.origin = PLAN_FROM_TUNE_FILE;
   ASSERT_EQ_INT(planTableParse(&t, "broadcast@graph:1M-2M:split", err, sizeof(err)), 0);
   t.origin = PLAN_FROM_ENV;
   ASSERT_EQ_INT(planTableParse(&t, "broadcast:0-1M:split", err, sizeof(err)), 0);
-  ch = t;
-  ASSERT_EQ_INT(planTableForChannel(&ch), 2);
+  planTable ch = t;
+  ASSERT_EQ_INT(planTableForChannel(&ch, 2), 0); /* not all built in: the parent's */
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    for (int g = 0; g < 2; g++)
+      for (int e = 0; e <= 40; e++) {
+        size_t v = (size_t)1 << e;
+        const planRange *why = NULL;
+        planAlgo was = planSelectIn(&t, (planColl)c, v, g, &why),
+                 now = planSelectIn(&ch, (planColl)c, v, g, NULL);
+        int library = why && why->origin != PLAN_FROM_ENV;
+        ASSERT_EQ_INT(now, c == PLAN_COLL_BROADCAST && was == PLAN_ALGO_SPLIT && library
+                               ? PLAN_ALGO_PUSHB
+                               : was);
+      }
   ASSERT_EQ_INT(planSelectIn(&ch, PLAN_COLL_BROADCAST, M, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_BROADCAST, 4096, NULL), PLAN_ALGO_SPLIT);
   ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_BROADCAST, 64 * M, NULL), PLAN_ALGO_PUSHB);
+  ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_SCATTER, 64 * M, NULL), PLAN_ALGO_SPLIT);
+  return 0;
+}
+
+/* A 2-rank communicator's Send/Recv channels take their own built-in
+ * Broadcast ranges (select.c, channelBroadcast): lines up to 1 MB, then
+ * pushb eager, stage in graphs below 8 MB and pushb from there; under CTA
+ * policy zero no lines; other collectives' ranges are the parent's. On 3
+ * ranks or more, or where a Broadcast range is not built in, the parent's
+ * Broadcast ranges (split as pushb). */
+static int testChannelRows(void) {
+  const size_t M = (size_t)1 << 20;
+  planTable t;
+  planTableDefaults(&t, 2);
+  planTable ch = t;
+  ASSERT_EQ_INT(planTableForChannel(&ch, 2), 1);
+  const size_t sizes[] = {0, 1024, M, M + 1, 2 * M, 8 * M - 1, 8 * M, 512 * M, SIZE_MAX - 1};
+  for (int g = 0; g < 2; g++)
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+      size_t v = sizes[i];
+      planAlgo want = v <= M           ? PLAN_ALGO_STAGELL
+                      : g && v < 8 * M ? PLAN_ALGO_STAGE
+                                       : PLAN_ALGO_PUSHB;
+      ASSERT_EQ_INT(planSelectIn(&ch, PLAN_COLL_BROADCAST, v, g, NULL), want);
+    }
+  for (int c = 0; c < PLAN_NUM_COLLS; c++)
+    for (int g = 0; g < 2 && c != PLAN_COLL_BROADCAST; g++)
+      for (int e = 0; e <= 40; e++)
+        ASSERT_EQ_INT(planSelectIn(&ch, (planColl)c, (size_t)1 << e, g, NULL),
+                      planSelectIn(&t, (planColl)c, (size_t)1 << e, g, NULL));
+  planTable z = t;
+  z.ctaPolicy = PLAN_CTA_ZERO;
+  planTableNoSmMoves(&z);
+  ASSERT_EQ_INT(planTableForChannel(&z, 2), 1);
+  for (int g = 0; g < 2; g++) {
+    ASSERT_EQ_INT(planSelectIn(&z, PLAN_COLL_BROADCAST, 1024, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&z, PLAN_COLL_BROADCAST, 2 * M, g, NULL),
+                  g ? PLAN_ALGO_STAGE : PLAN_ALGO_PUSHB);
+  }
+  for (int nranks = 3; nranks <= 8; nranks++) {
+    planTable u;
+    planTableDefaults(&u, nranks);
+    planTable uc = u;
+    ASSERT_EQ_INT(planTableForChannel(&uc, nranks), 0);
+    for (int g = 0; g < 2; g++)
+      for (int e = 0; e <= 40; e++) {
+        planAlgo was = planSelectIn(&u, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL);
+        ASSERT_EQ_INT(planSelectIn(&uc, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL),
+                      was == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : was);
+      }
+  }
   return 0;
 }
 
@@ -557,7 +608,7 @@ static int testLineRows(void) {
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M, g, NULL), PLAN_ALGO_STAGELL);
       ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_GATHER, M + 1, g, NULL), PLAN_ALGO_STAGE);
     }
-    planTableForChannel(&u);
+    planTableForChannel(&u, nranks);
     ASSERT_EQ_INT(planSelect(&u, PLAN_COLL_BROADCAST, 2 * M, NULL), PLAN_ALGO_STAGELL);
   }
   return 0;
@@ -566,6 +617,7 @@ static int testLineRows(void) {
 int main(void) {
   RUN(testDefaultsParse);
   RUN(testSplitRows);
+  RUN(testChannelRows);
   RUN(testLineRows);
   RUN(testNoSmMoves);
   RUN(testIssueExample);

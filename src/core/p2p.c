@@ -77,7 +77,7 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
   int devs[2] = {a->device, b->device};
   dmacclComm_t made[2];
   planTable t = c->table;
-  planTableForChannel(&t);
+  planTableForChannel(&t, c->nranks);
   dmacclResult_t rc = coreMakeSet(made, 2, a->executor == dmacclExecutorCuda ? devs : NULL,
                                   a->executor, &t, 1, call);
   if (rc != dmacclSuccess) {
@@ -139,7 +139,7 @@ static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) 
     comm->p2pSeen[lo] = gen;
   }
   planTable t = c->table;
-  planTableForChannel(&t);
+  planTableForChannel(&t, c->nranks);
   for (int k = 0; k < 2; k++) { /* lo -> hi, then hi -> lo */
     int src = k ? hi : lo, dst = k ? lo : hi;
     dmacclComm_t ch = NULL;

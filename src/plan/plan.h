@@ -582,14 +582,21 @@ void planTableDefaults(planTable *t, int nranks);
  * twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
  * Returns how many ranges changed. */
 int planTableNoSmMoves(planTable *t);
-/* A Send/Recv channel's table, from its parent's: every Broadcast range
- * from the built-in table or a tuning file that names split takes pushb
- * (ranges from DMACCL_ALGO or the config stay as named). A channel's
- * Broadcast moves one way while the channel the other way may run at the
- * same time, and split pulls on the link direction the peer pushes on:
- * dmaccl-perf's sendrecv took 1.6-2.0x pushb's time with split at 16-512 MB (2x H100,
- * docs/results/split-2xh100/). Returns how many ranges changed. */
-int planTableForChannel(planTable *t);
+/* A Send/Recv channel's table, from its parent's (t) of parentRanks ranks.
+ * On 2 ranks, where every Broadcast range is the built-in table's, the
+ * channel's own built-in Broadcast ranges replace them (select.c,
+ * channelBroadcast: lines up to 1 MB, then pushb eager and stage in graphs
+ * up to 8 MB; a channel's Broadcast usually runs beside the channel the
+ * other way, which the parent's Broadcast ranges were not measured with).
+ * Elsewhere, or where DMACCL_ALGO, the config or a tuning file set a
+ * Broadcast range, the channel takes the parent's, as measured there for
+ * them or as the user named them. Then every Broadcast range from the
+ * built-in table or a tuning file that names split takes pushb (ranges from
+ * DMACCL_ALGO or the config stay as named): split pulls on the link
+ * direction the peer pushes on, and dmaccl-perf's sendrecv took 1.6-2.0x
+ * pushb's time with split at 16-512 MB (2x H100, docs/results/split-2xh100/).
+ * Returns 1 where the channel's own ranges replaced the parent's. */
+int planTableForChannel(planTable *t, int parentRanks);
 /* CTA policies by dmacclCtaPolicy_t's numbers (planTable.ctaPolicy). */
 enum { PLAN_CTA_DEFAULT = 0, PLAN_CTA_EFFICIENCY = 1, PLAN_CTA_ZERO = 2 };
 /* "default", "efficiency", "zero" (as DMACCL_CTA_POLICY takes them), or

@@ -50,7 +50,8 @@ const char planDefaultTune[] =
      * us up to 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's
      * grouped Send/Recv 6.1-12.3); eager 14.4-15.5 against 22.2-24.7 (NCCL
      * 11.1-13.3); 16-256 MB 1.01-1.13x pushb's time; 4 MB, two 2 MB blocks
-     * of lines, 1.29-1.37x (NCCL 19-21 us). 4x H200
+     * of lines, 1.29-1.37x (NCCL 19-21 us), 1.06x in graphs and 1.13x
+     * eager since the channels' own ranges (channelBroadcast). 4x H200
      * (docs/results/x4-h200/pairs-8863b31/): in graphs 7.4-7.7 us up to
      * 256 KB and 12.5 at 1 MB against pushn's 31-32 and pushb's 38-42 (NCCL
      * 6.4-13.7); eager 20-28 us against pushb's 29-33 (NCCL 11-16), but
@@ -141,17 +142,20 @@ const char planDefaultTune[] =
      * level, 32-512 MB 1.03-1.09x pushb's speed and 1.02-1.09x NCCL's
      * (calls 1 and 3); in graphs (16-256 MB, call 2) the same order; 8 MB in
      * a graph not measured. Gather keeps pushb: split was level from 128 MB
-     * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels keep
-     * pushb (planTableForChannel), and so do ranks that share a GPU
-     * (coreChooseAlgo: this table's split only). */
+     * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels have
+     * their own Broadcast ranges on 2 ranks and never take split
+     * (planTableForChannel, channelBroadcast below), and ranks that share a
+     * GPU run pushb (coreChooseAlgo: this table's split only). */
     "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n"
     /* Broadcast, Gather and Scatter (and so Send/Recv, a channel's 2-rank
      * Broadcast) as lines: stagell's movement form, with a token line where
      * a block is empty (staged.c). Where the lines do not fit a rank's share
      * of the line slot it runs as stage, which the ranges below replace (a
      * 4-rank Broadcast over 256 KB, a Gather or Scatter over 1 MB; a
-     * channel has a 2-rank set's line slot, so the parent's Broadcast range
-     * serves its Send/Recv up to 2 MB). docs/results/rooted-lines/:
+     * channel has a 2-rank set's line slot, so on 3 ranks or more the
+     * parent's Broadcast range serves its Send/Recv up to 2 MB; a 2-rank
+     * communicator's channels have their own ranges, channelBroadcast).
+     * docs/results/rooted-lines/:
      * 2x H100, in graphs, up to 256 KB: Broadcast 2.3-4.0 us against stage's
      * 15-16 (NCCL 4.8-8.5), Gather 2.7-3.0 against 9.6-10.6 (NCCL 5.5-6.4),
      * Scatter 2.5-3.1 against 15-16 (NCCL 5.4-6.5), Send/Recv 4.9-7.6
@@ -175,9 +179,9 @@ const char planDefaultTune[] =
      * Not changed, though measured (4x H200, docs/results/select-4xh200/):
      * a 4-rank Broadcast over 256 KB (its lines do not fit; stage) is
      * 1.1-1.3x faster as pullb up to 4 MB (1 MB 20.5 us eager and 24.2 in a
-     * graph against 27.7 and 31.9), but a Send/Recv channel takes its
-     * parent's Broadcast ranges (planTableForChannel) and its lines fit up
-     * to 2 MB. */
+     * graph against 27.7 and 31.9), but a Send/Recv channel of a 4-rank
+     * communicator takes its parent's Broadcast ranges
+     * (planTableForChannel) and its lines fit up to 2 MB. */
     "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather:0-1048577:stagell\n"
     "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
 
@@ -650,9 +654,52 @@ static int noSplit(planRange *r, int n) {
   return changed;
 }
 
-int planTableForChannel(planTable *t) {
-  return noSplit(t->ranges[PLAN_COLL_BROADCAST], t->nranges[PLAN_COLL_BROADCAST]) +
-         noSplit(t->granges[PLAN_COLL_BROADCAST], t->gnranges[PLAN_COLL_BROADCAST]);
+/* The Broadcast ranges of a 2-rank communicator's Send/Recv channels
+ * (planTableForChannel). A channel's Broadcast is one direction of an
+ * exchange whose other direction usually runs at the same time (a group's
+ * Send and Recv, AlltoAllv's pairs), where a 2-rank Broadcast moves one
+ * way: its lines cost more there. 2x H200 (docs/results/channel-rows-2xh200/),
+ * dmaccl-perf's sendrecv (both directions at once) and AlltoAllv as pairs
+ * (blocks of half the size), us, with the parent's ranges (stagell up to
+ * 2 MB, stage to 8 MB, then pushb): at 2 MB a pair in a graph took 26.9
+ * with lines, 25.4 stage, 23.6 pushb (NCCL 19.3), an AlltoAllv of 2 MB
+ * blocks 28.0 with lines, 20.8 stage, 22.6 pushb (NCCL 19.3); eager a pair
+ * 28.2 with lines, 36.0 stage, 23.2 pushb (NCCL 19.9), AlltoAllv 29.6, 45.0,
+ * 26.9 (NCCL 20.1), and at 4 MB blocks AlltoAllv 45.2 stage, 27.6 pushb
+ * (NCCL 29.7). At 1 MB lines still win (a pair 14.3 in a graph and 15.6
+ * eager against pushb's 21.2 and 22.3; NCCL 14.7 and 15.3). With these
+ * ranges, before and after alternated on one machine, time against NCCL's:
+ * AlltoAllv 4 MB 1.45x -> 1.06x in graphs and 1.48x -> 1.13x eager, 8 MB
+ * eager 1.11x -> 0.99x; a pair of 2 MB 1.38x -> 1.19x in graphs and 1.42x
+ * -> 1.21x eager, of 4 MB eager 1.18x -> 1.01x. */
+static const char channelBroadcast[] =
+    "broadcast:0-1048577:stagell,1048577-inf:pushb;broadcast@graph:1048577-8M:stage";
+
+static int builtinOnly(const planRange *r, int n) {
+  for (int i = 0; i < n; i++)
+    if (r[i].origin != PLAN_FROM_BUILTIN) return 0;
+  return 1;
+}
+
+int planTableForChannel(planTable *t, int parentRanks) {
+  const planColl b = PLAN_COLL_BROADCAST;
+  int own = parentRanks == 2 && builtinOnly(t->ranges[b], t->nranges[b]) &&
+            builtinOnly(t->granges[b], t->gnranges[b]);
+  if (own) {
+    planOrigin origin = t->origin;
+    int line = t->line;
+    char err[160];
+    t->origin = PLAN_FROM_BUILTIN;
+    t->line = 0;
+    own = planTableParse(t, channelBroadcast, err, sizeof(err)) == 0;
+    t->origin = origin;
+    t->line = line;
+    /* the copy-engine forms under CTA policy zero, as for every table */
+    if (own && t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(t);
+  }
+  noSplit(t->ranges[b], t->nranges[b]);
+  noSplit(t->granges[b], t->gnranges[b]);
+  return own;
 }
 
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {
