@@ -306,7 +306,7 @@ static int testGraphRanges(void) {
                       g || nranks == 2 ? PLAN_ALGO_PAIRS : PLAN_ALGO_PUSHB);
   }
   planTableDefaults(&t, 2);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGE);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_SPLIT);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
   /* ... and a table may leave it at every size, for one mode or both */
   char perr[256];
@@ -478,8 +478,9 @@ static int testNoSmMoves(void) {
   return 0;
 }
 
-/* split in the built-in table: 2-rank Broadcast and Scatter from 8 MB
- * (stage below), eager and captured; other rank counts and Gather never. A
+/* split in the built-in table: 2-rank Broadcast from 2 MB + 1 (lines
+ * below) and Scatter from 8 MB (stage below), eager and captured; other
+ * rank counts and Gather never (a 2-rank Gather of 8 MB itself: stage). A
  * Send/Recv channel's table (planTableForChannel) of a parent whose
  * Broadcast ranges are not all built in takes pushb for a tuning file's
  * split and nothing else; DMACCL_ALGO's split stays. */
@@ -488,8 +489,11 @@ static int testSplitRows(void) {
   planTable t;
   planTableDefaults(&t, 2);
   for (int g = 0; g < 2; g++) {
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M - 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 8 * M, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 8 * M + 1, g, NULL), PLAN_ALGO_PUSHB);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, SIZE_MAX - 1, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M - 1, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
@@ -591,7 +595,7 @@ static int testLineRows(void) {
   for (int g = 0; g < 2; g++) {
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 1024, g, NULL), PLAN_ALGO_STAGELL);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M, g, NULL), PLAN_ALGO_STAGELL);

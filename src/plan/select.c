@@ -145,8 +145,18 @@ const char planDefaultTune[] =
      * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels have
      * their own Broadcast ranges on 2 ranks and never take split
      * (planTableForChannel, channelBroadcast below), and ranks that share a
-     * GPU run pushb (coreChooseAlgo: this table's split only). */
-    "2 broadcast:0-8M:stage,8M-inf:split;scatter:8M-inf:split\n"
+     * GPU run pushb (coreChooseAlgo: this table's split only).
+     * Broadcast takes split from its lines' end (2 MB), not 8 MB, and a
+     * 2-rank Gather of 8 MB itself (its root's slot holds it) stage, not
+     * pushb: 2x H200, two runs each (docs/results/rooted-2xh200/):
+     * Broadcast 4 MB split 25.6/26.9 us in a graph against stage's
+     * 28.6/29.6 (NCCL 24.4/24.3), eager 25.5/25.5 against 30.1/30.4 (NCCL
+     * 24.8/25.3); at 2 MB stage and split were level (20.7-21.9 in a
+     * graph), lines 15.4; Gather 8 MB stage 18.5/18.6 in a graph against
+     * pushb's 26.2/25.9 (NCCL 20.1/19.9), eager 19.2/18.3 against 25.6/24.4
+     * (NCCL 21.7/21.0). */
+    "2 broadcast:0-2M:stage,2M-inf:split;scatter:8M-inf:split;"
+    "gather:0-8388609:stage,8388609-inf:pushb\n"
     /* Broadcast, Gather and Scatter (and so Send/Recv, a channel's 2-rank
      * Broadcast) as lines: stagell's movement form, with a token line where
      * a block is empty (staged.c). Where the lines do not fit a rank's share
