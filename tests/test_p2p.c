@@ -75,6 +75,11 @@ static int channelTables(dmacclComm_t comm) {
     dmacclComm_t ch = comm->p2p[i];
     if (!ch) continue;
     channels++;
+    if (ch->clique->scratchBytes) { /* a channel only broadcasts (comm.c) */
+      fprintf(stderr, "rank %d: channel %d has a scratch buffer of %zu bytes\n", comm->rank, i,
+              ch->clique->scratchBytes);
+      return 1;
+    }
     for (int g = 0; g < 2; g++)
       for (int e = 0; e <= 40; e++) {
         size_t v = (size_t)1 << e;

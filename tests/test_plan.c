@@ -1895,11 +1895,14 @@ static int testStageLl(void) {
   const planColl colls[] = {PLAN_COLL_ALLREDUCE, PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCE};
   for (int c = 0; c < 3; c++)
     for (int n = 2; n <= 4; n++)
-      for (int v = 0; v < 8; v++) { /* in place, stageEntry, slot size */
-        int inPlace = v & 1, entry = (v >> 1) & 1;
-        /* v & 4: 16 bytes short of the n - 1 places of 128 bytes of lines */
-        size_t lb = v & 4 ? 128 * (size_t)(n - 1) - 16 : (size_t)1 << 20;
-        int lines = colls[c] != PLAN_COLL_REDUCE && !(v & 4);
+      for (int v = 0; v < 12; v++) { /* in place, stageEntry, slot size */
+        int inPlace = v & 1, entry = (v >> 1) & 1, slot = v >> 2;
+        /* slot 1: 16 bytes short of the n - 1 places of 128 bytes of
+         * lines (one per peer); 2: exactly those (the line form fits) */
+        size_t lb = slot == 1   ? 128 * (size_t)(n - 1) - 16
+                    : slot == 2 ? 128 * (size_t)(n - 1)
+                                : (size_t)1 << 20;
+        int lines = colls[c] != PLAN_COLL_REDUCE && slot != 1;
         planSchedule *ops[4];
         for (int r = 0; r < n; r++) {
           planArgs a = PA(colls[c], r, n, 64, inPlace, 2, 1);
@@ -1935,7 +1938,7 @@ static int testStageLl(void) {
                           0);
             orders++;
           }
-        if (inPlace || entry) continue;
+        if (inPlace || entry || slot) continue; /* the controls: 1 MB slots */
         int i = 0;
         while (flat[0].steps[i].kind != PLAN_STEP_COPY) i++;
         planStep *cp = &flat[0].steps[i], keep = *cp;

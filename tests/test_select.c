@@ -536,9 +536,12 @@ static int testSplitRows(void) {
 /* A 2-rank communicator's Send/Recv channels take their own built-in
  * Broadcast ranges (select.c, channelBroadcast): lines up to 1 MB, then
  * pushb eager, stage in graphs below 8 MB and pushb from there; under CTA
- * policy zero no lines; other collectives' ranges are the parent's. On 3
- * ranks or more, or where a Broadcast range is not built in, the parent's
- * Broadcast ranges (split as pushb). */
+ * policy zero no lines; other collectives' ranges are the parent's. The
+ * test is what the parent's Broadcast ranges select, not where they came
+ * from: a tuning file or DMACCL_ALGO that restates the built-in rows keeps
+ * the channel's own (its peer may have read no file), one that changes an
+ * eager or a captured row gives the parent's. On 3 ranks or more the
+ * parent's Broadcast ranges (split as pushb). */
 static int testChannelRows(void) {
   const size_t M = (size_t)1 << 20;
   planTable t;
@@ -567,6 +570,38 @@ static int testChannelRows(void) {
     ASSERT_EQ_INT(planSelectIn(&z, PLAN_COLL_BROADCAST, 1024, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&z, PLAN_COLL_BROADCAST, 2 * M, g, NULL),
                   g ? PLAN_ALGO_STAGE : PLAN_ALGO_PUSHB);
+  }
+  char err[256];
+  const struct {
+    planOrigin origin;
+    const char *text;
+    int own;
+  } layers[] = {
+      {PLAN_FROM_TUNE_FILE, "broadcast:0-2097153:stagell,2097153-inf:split", 1},
+      {PLAN_FROM_ENV, "broadcast:0-2097153:stagell,2097153-inf:split", 1},
+      {PLAN_FROM_ENV, "allreduce:0-1M:stage;broadcast@graph:4M-8M:split", 1},
+      {PLAN_FROM_ENV, "broadcast:0-1M:stage", 0},
+      {PLAN_FROM_TUNE_FILE, "broadcast:2097153-4M:pushb", 0},
+      {PLAN_FROM_CONFIG, "broadcast@graph:4M-8M:stage", 0},
+  };
+  for (size_t i = 0; i < sizeof(layers) / sizeof(layers[0]); i++) {
+    planTable p;
+    planTableDefaults(&p, 2);
+    p.origin = layers[i].origin;
+    ASSERT_EQ_INT(planTableParse(&p, layers[i].text, err, sizeof(err)), 0);
+    planTable pc = p;
+    ASSERT_EQ_INT(planTableForChannel(&pc, 2), layers[i].own);
+    if (layers[i].own) continue;
+    for (int g = 0; g < 2; g++) /* the parent's, split as pushb where a file said it */
+      for (int e = 0; e <= 40; e++) {
+        const planRange *why = NULL;
+        planAlgo was = planSelectIn(&p, PLAN_COLL_BROADCAST, (size_t)1 << e, g, &why);
+        ASSERT_EQ_INT(planSelectIn(&pc, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL),
+                      was == PLAN_ALGO_SPLIT && why && why->origin != PLAN_FROM_ENV &&
+                              why->origin != PLAN_FROM_CONFIG
+                          ? PLAN_ALGO_PUSHB
+                          : was);
+      }
   }
   for (int nranks = 3; nranks <= 8; nranks++) {
     planTable u;

@@ -583,12 +583,14 @@ void planTableDefaults(planTable *t, int nranks);
  * Returns how many ranges changed. */
 int planTableNoSmMoves(planTable *t);
 /* A Send/Recv channel's table, from its parent's (t) of parentRanks ranks.
- * On 2 ranks, where every Broadcast range is the built-in table's, the
- * channel's own built-in Broadcast ranges replace them (select.c,
+ * On 2 ranks, where the Broadcast ranges select what the built-in table's
+ * do (eager and captured, under t's CTA policy; whatever set them: both
+ * ends of a channel must agree), the channel's own built-in Broadcast
+ * ranges replace them (select.c,
  * channelBroadcast: lines up to 1 MB, then pushb eager and stage in graphs
  * up to 8 MB; a channel's Broadcast usually runs beside the channel the
  * other way, which the parent's Broadcast ranges were not measured with).
- * Elsewhere, or where DMACCL_ALGO, the config or a tuning file set a
+ * Elsewhere, or where DMACCL_ALGO, the config or a tuning file changed a
  * Broadcast range, the channel takes the parent's, as measured there for
  * them or as the user named them. Then every Broadcast range from the
  * built-in table or a tuning file that names split takes pushb (ranges from

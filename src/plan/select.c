@@ -24,8 +24,8 @@
 const char planDefaultTune[] =
     /* AllGather(V) and AlltoAll below 2 MB: stagell's movement form (the
      * kernel moves lines; where a block's lines do not fit a share of the
-     * line slot, 1 MB on 2 ranks and 512 KB on 4 with the default 8 MB
-     * stage, it runs as stage). dmaccl-perf -A stage,stagell, 1 KB-1 MB,
+     * line slot, 2 MB of data on 2 ranks and 256 KB on 4 with the default
+     * 8 MB stage, it runs as stage). dmaccl-perf -A stage,stagell, 1 KB-1 MB,
      * docs/results/stagell-move/: in graphs on 2x H100 2.4-4.1 us up to
      * 256 KB and 8.4 at 1 MB against stage's 16-20 (NCCL 5.1-10.4;
      * AlltoAll 2.7-8.2 against NCCL 6.2-12.5); on 4x H100 6.3-8.7 up to
@@ -84,7 +84,7 @@ const char planDefaultTune[] =
     "* allreduce:0-1152K:stagell,1152K-16M:twoshot,16M-inf:pull1\n"
     "* reducescatter:0-16M:stagell,16M-inf:pull1;reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     "* reduce:0-4194305:stage,4194305-inf:pull1\n"
-    /* 2 ranks, up to 4 MB: stagell, with line slots as large as a staging
+    /* 2 ranks, up to 4 MB: stagell, with line shares of half a staging
      * slot (a block of up to 2 MB fits). 2x H100, 2 MB (dmaccl-perf -p 2,
      * DMACCL_STAGE_BYTES=32M standing in for the larger slots): in graphs
      * AllGather 14.8 us against push1's 16.4 (NCCL 16.3), AlltoAll 14.7
@@ -143,8 +143,8 @@ const char planDefaultTune[] =
      * (calls 1 and 3); in graphs (16-256 MB, call 2) the same order; 8 MB in
      * a graph not measured. Gather keeps pushb: split was level from 128 MB
      * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels have
-     * their own Broadcast ranges on 2 ranks and never take split
-     * (planTableForChannel, channelBroadcast below), and ranks that share a
+     * their own Broadcast ranges on 2 ranks and take pushb for a built-in
+     * or tuning-file split (planTableForChannel, channelBroadcast below), and ranks that share a
      * GPU run pushb (coreChooseAlgo: this table's split only).
      * Broadcast takes split from its lines' end (2 MB), not 8 MB, and a
      * 2-rank Gather of 8 MB itself (its root's slot holds it) stage, not
@@ -685,16 +685,41 @@ static int noSplit(planRange *r, int n) {
 static const char channelBroadcast[] =
     "broadcast:0-1048577:stagell,1048577-inf:pushb;broadcast@graph:1048577-8M:stage";
 
-static int builtinOnly(const planRange *r, int n) {
-  for (int i = 0; i < n; i++)
-    if (r[i].origin != PLAN_FROM_BUILTIN) return 0;
+/* Whether a and b select the same algorithm for coll at every size, eager
+ * and captured: each is constant between its ranges' bounds, so every
+ * bound (and the size below it) of either decides. */
+static int sameSelection(const planTable *a, const planTable *b, planColl coll) {
+  const planTable *tt[2] = {a, b};
+  for (int k = 0; k < 2; k++)
+    for (int g = 0; g < 2; g++) {
+      const planRange *r = g ? tt[k]->granges[coll] : tt[k]->ranges[coll];
+      int n = g ? tt[k]->gnranges[coll] : tt[k]->nranges[coll];
+      for (int i = -1; i < n; i++) {
+        size_t v[4] = {0, 0, 0, 0};
+        if (i >= 0)
+          v[0] = r[i].lo, v[1] = r[i].lo ? r[i].lo - 1 : 0, v[2] = r[i].hi, v[3] = r[i].hi - 1;
+        for (int m = 0; m < 4; m++)
+          for (int q = 0; q < 2; q++)
+            if (planSelectIn(a, coll, v[m], q, NULL) != planSelectIn(b, coll, v[m], q, NULL))
+              return 0;
+      }
+    }
   return 1;
 }
 
 int planTableForChannel(planTable *t, int parentRanks) {
   const planColl b = PLAN_COLL_BROADCAST;
-  int own = parentRanks == 2 && builtinOnly(t->ranges[b], t->nranges[b]) &&
-            builtinOnly(t->granges[b], t->gnranges[b]);
+  int own = 0;
+  if (parentRanks == 2) {
+    /* The built-in Broadcast rows by what they select, not by where they
+     * came from: the two ends of a channel must agree, and a rank whose
+     * tuning file restates them (or could not be read) selects as one
+     * without */
+    planTable d;
+    planTableDefaults(&d, 2);
+    if (t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(&d);
+    own = sameSelection(t, &d, b);
+  }
   if (own) {
     planOrigin origin = t->origin;
     int line = t->line;

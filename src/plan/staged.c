@@ -172,7 +172,7 @@ static int linesFit(const planArgs *a) {
   if (!ci->reduces || n < 2 || n - 1 > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int t = 0; t < n; t++) {
     size_t b = ci->target(a, t, 1).bytes;
-    if (!b || planLinesBytes(b) > a->lineBytes / (size_t)(n - 1)) return 0;
+    if (!b || b > a->lineBytes || planLinesBytes(b) > a->lineBytes / (size_t)(n - 1)) return 0;
   }
   return 1;
 }

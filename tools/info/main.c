@@ -111,16 +111,17 @@ int main(int argc, char **argv) {
       }
   char sb[32];
   char lbuf[32];
-  printf("# staged algorithms (stage, stage2d, stagesm, stagell, twoshot) serve collectives up to\n"
-         "# DMACCL_STAGE_BYTES = %s, eager and under CUDA graph capture alike; larger\n"
-         "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
-         "# ranks share a GPU; stagell's lines take a slot of %s (a rank's share: the slot\n"
-         "# divided by the ranks, 8 data bytes in each 16; a Send/Recv channel has a 2-rank\n"
-         "# set's), and what does not fit it runs as stagesm (movement collectives: stage);\n"
-         "# split from the built-in table runs as pushb for ranks that share a GPU, and\n"
-         "# from the built-in table or a tuning file in Send/Recv channels (2-rank Broadcasts)\n",
-         planSizeString(c.stageBytes, sb, sizeof(sb)),
-         planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
+  printf(
+      "# staged algorithms (stage, stage2d, stagesm, stagell, twoshot) serve collectives up to\n"
+      "# DMACCL_STAGE_BYTES = %s, eager and under CUDA graph capture alike; larger\n"
+      "# ones run the collective's direct one; stagesm, stagell and twoshot run as stage where\n"
+      "# ranks share a GPU; stagell's lines take a slot of %s (a share for each peer: the slot\n"
+      "# divided by the ranks but one, 8 data bytes in each 16; a Send/Recv channel has a 2-rank\n"
+      "# set's), and what does not fit it runs as stagesm (movement collectives: stage);\n"
+      "# split from the built-in table runs as pushb for ranks that share a GPU, and\n"
+      "# from the built-in table or a tuning file in Send/Recv channels (2-rank Broadcasts)\n",
+      planSizeString(c.stageBytes, sb, sizeof(sb)),
+      planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
