@@ -7,11 +7,15 @@
 #include "harness.h"
 #include "mp.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "../src/core/core.h" /* white box: coreLogLevelReload */
 
 static const char *algos[] = {"push1", "pushn", "pushb", "pull1",
                               "pulln", "pullb", "stage", "stage2d"};
@@ -861,6 +865,69 @@ static int testAbort(void) {
   return 0;
 }
 
+/* --- a call that blocks says where -------------------------------------- */
+
+/* The text of a file (at most cap - 1 bytes), or "" */
+static void readText(const char *path, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t k = f ? fread(out, 1, cap - 1, f) : 0;
+  out[k] = 0;
+  if (f) fclose(f);
+}
+
+/* With DMACCL_DEBUG=WARN a direct operation's call that spends over 20 ms
+ * in one phase logs which (launch_mp.c): rank 1 calls 150 ms late, so rank
+ * 0's push1 AllGather waits for its call and says so, naming the call, the
+ * algorithm and the phase; with the level unset it logs nothing. Each
+ * rank's stderr goes to a file in arg (a directory) while it calls. */
+static int slowBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  char path[512], text[4096];
+  snprintf(path, sizeof(path), "%s/rank%d.log", (const char *)arg, rank);
+  dmacclConfig_t cfg = hostConfig("push1");
+  dmacclComm_t comm;
+  char *send, *recv;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 4096, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 4096 * (size_t)n, (void **)&recv) == dmacclSuccess);
+  for (int quiet = 0; quiet < 2; quiet++) {
+    setenv("DMACCL_DEBUG", quiet ? "" : "WARN", 1);
+    coreLogLevelReload();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+    RANK_CHECK(fd >= 0 && saved >= 0 && dup2(fd, 2) == 2);
+    close(fd);
+    if (rank == 1) usleep(150000);
+    dmacclResult_t rc = dmacclAllGather(send, recv, 4096, dmacclUint8, comm, 0);
+    if (rc == dmacclSuccess) rc = dmacclCommSynchronize(comm);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    RANK_CHECK(rc == dmacclSuccess);
+    readText(path, text, sizeof(text));
+    if (rank == 0 && !quiet &&
+        (!strstr(text, "rank 0: dmacclAllGather (operation 1, push1, 4096 of uint8): waiting "
+                       "for the peers' calls took") ||
+         !strstr(text, " ms, ending at "))) {
+      fprintf(stderr, "rank 0's log: '%s'\n", text);
+      return 1;
+    }
+    if (quiet && text[0]) {
+      fprintf(stderr, "rank %d logged with DMACCL_DEBUG unset: '%s'\n", rank, text);
+      return 1;
+    }
+  }
+  unlink(path);
+  return closeRank(rank, comm, send, recv);
+}
+
+static int testSlowCallSaysWhere(void) {
+  char dir[] = "/tmp/dmaccl-slow-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  int failed = mpRun(2, slowBody, dir, 60, 0);
+  rmdir(dir);
+  ASSERT_EQ_INT(failed, 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   RUN_IF(testInitLocalArgs);
@@ -880,5 +947,6 @@ int main(int argc, char **argv) {
   RUN_IF(testScratchAgreed);
   RUN_IF(testAbort);
   RUN_IF(testPersistent);
+  RUN_IF(testSlowCallSaysWhere);
   TEST_EXIT();
 }

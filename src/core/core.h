@@ -284,6 +284,9 @@ const char *coreTypeName(dmacclDataType_t t);
 /* Parameters and logging (param.c). */
 typedef enum { CORE_LOG_NONE = 0, CORE_LOG_WARN = 1, CORE_LOG_INFO = 2 } coreLogLevel;
 coreLogLevel coreLogLevelGet(void);
+/* Reads DMACCL_DEBUG again at the next coreLogLevelGet (tests: a forked
+ * rank that sets it). */
+void coreLogLevelReload(void);
 void coreLog(coreLogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define CORE_INFO(...)                                                                             \
   do {                                                                                             \

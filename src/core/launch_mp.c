@@ -288,6 +288,23 @@ dmacclResult_t coreMpExportOp(coreOp *op, const char *call) {
   return rc;
 }
 
+/* A direct operation's call that spends more than this in one phase says
+ * which, with DMACCL_DEBUG=WARN: a call blocked for 100 ms is seen in
+ * benchmarks about once in 30 rows and not explained (docs/latency-notes.md,
+ * "The 100-ms-class stall"); the time is CLOCK_MONOTONIC, one clock for the
+ * ranks of a host, so two ranks' lines can be put side by side. */
+#define SLOW_PHASE_SEC 0.02
+
+static void phaseDone(const coreOp *op, uint64_t seq, const char *phase, double *since) {
+  double now = coreNowSec();
+  if (now - *since > SLOW_PHASE_SEC && coreLogLevelGet() >= CORE_LOG_WARN)
+    coreLog(CORE_LOG_WARN,
+            "rank %d: %s (operation %llu, %s, %zu of %s): %s took %.1f ms, ending at %.6f s",
+            op->comm->rank, op->call, (unsigned long long)seq, planAlgoName(op->algo), op->count,
+            coreTypeName(op->datatype), phase, 1e3 * (now - *since), now);
+  *since = now;
+}
+
 dmacclResult_t coreMpPost(coreOp *op) {
   dmacclComm_t comm = op->comm;
   coreClique *c = comm->clique;
@@ -296,8 +313,11 @@ dmacclResult_t coreMpPost(coreOp *op) {
    * fails before anything is issued. */
   size_t size = 0;
   op->algo = coreOwnAlgo(c, op, &size);
-  dmacclResult_t rc = atOnce(op->algo) ? dmacclSuccess : coreMpExportOp(op, op->call);
+  int direct = !atOnce(op->algo);
+  double since = direct ? coreNowSec() : 0;
+  dmacclResult_t rc = direct ? coreMpExportOp(op, op->call) : dmacclSuccess;
   if (rc != dmacclSuccess) return rc;
+  if (direct) phaseDone(op, comm->posted + 1, "exporting its buffers", &since);
 
   /* A direct operation waits for its peers' calls below. */
   if (!atOnce(op->algo)) coreGroupFlush(comm);
@@ -313,6 +333,8 @@ dmacclResult_t coreMpPost(coreOp *op) {
     backoff(&round);
     pthread_mutex_lock(&c->lock);
   }
+  if (direct)
+    phaseDone(op, seq, "waiting for a free board slot (the peers' earlier operations)", &since);
   op->seq = seq;
   rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;
   if (rc != dmacclSuccess) {
@@ -344,7 +366,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   comm->posted = seq;
   /* A direct operation needs every peer's buffers: wait for their calls.
    * The progress thread's watchdog breaks the set if one never comes. */
-  for (int round = 0; !atOnce(op->algo) && !allPosted(c, seq, -1);) {
+  for (int round = 0; direct && !allPosted(c, seq, -1);) {
     pthread_mutex_unlock(&c->lock);
     if (round == 0) coreProgressWake(c);
     rc = stopReason(comm);
@@ -352,7 +374,9 @@ dmacclResult_t coreMpPost(coreOp *op) {
     backoff(&round);
     pthread_mutex_lock(&c->lock);
   }
+  if (direct) phaseDone(op, seq, "waiting for the peers' calls", &since);
   launchOne(c, seq);
+  if (direct) phaseDone(op, seq, "reaching the peers' buffers and issuing its commands", &since);
   c->nextLaunch = seq + 1;
   pthread_cond_broadcast(&c->cond);
   /* Compares what the peers have called by now; the rest is compared at

@@ -13,7 +13,9 @@ static const struct {
   const char *name, *def, *doc;
 } params[] = {
     {"DMACCL_DEBUG", "",
-     "log level: WARN (failures) or INFO (decisions: peer access, algorithm per call)"},
+     "log level: WARN (failures, and a call of a direct algorithm between processes that "
+     "spends over 20 ms in one phase: which) or INFO (decisions: peer access, algorithm per "
+     "call)"},
     {"DMACCL_ALGO", "",
      "algorithm selection, e.g. allgather:push1;alltoall:0-64K:batch,64K-inf:pushn"},
     {"DMACCL_TUNE_FILE", "",
@@ -76,6 +78,10 @@ void coreParamPrintAll(void *file) {
 }
 
 static int logLevel = -1;
+
+void coreLogLevelReload(void) {
+  __atomic_store_n(&logLevel, -1, __ATOMIC_RELAXED);
+}
 
 coreLogLevel coreLogLevelGet(void) {
   int l = __atomic_load_n(&logLevel, __ATOMIC_RELAXED);
