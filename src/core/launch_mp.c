@@ -295,14 +295,37 @@ dmacclResult_t coreMpExportOp(coreOp *op, const char *call) {
  * ranks of a host, so two ranks' lines can be put side by side. */
 #define SLOW_PHASE_SEC 0.02
 
-static void phaseDone(const coreOp *op, uint64_t seq, const char *phase, double *since) {
+/* The slow phases of one call, logged once the set's lock is released. */
+typedef struct {
+  int on, n;
+  double since;
+  const char *phase[6];
+  double ms[6], end[6];
+} slowPhases;
+
+static void phaseDone(slowPhases *p, const char *phase) {
+  if (!p->on) return;
   double now = coreNowSec();
-  if (now - *since > SLOW_PHASE_SEC && coreLogLevelGet() >= CORE_LOG_WARN)
+  if (now - p->since > SLOW_PHASE_SEC && p->n < 6)
+    p->phase[p->n] = phase, p->ms[p->n] = 1e3 * (now - p->since), p->end[p->n++] = now;
+  p->since = now;
+}
+
+static void logSlow(slowPhases *p, const coreOp *op, uint64_t seq) {
+  if (!p->n || coreLogLevelGet() < CORE_LOG_WARN) return;
+  const struct dmacclComm *comm = op->comm, *parent = comm->parent;
+  char who[96];
+  if (parent) /* a Send/Recv channel: its rank and sequence are the pair's own */
+    snprintf(who, sizeof(who), "rank %d (Send/Recv from rank %d to rank %d)", parent->rank,
+             comm->parentRank[0], comm->parentRank[1]);
+  else
+    snprintf(who, sizeof(who), "rank %d", comm->rank);
+  for (int i = 0; i < p->n; i++)
     coreLog(CORE_LOG_WARN,
-            "rank %d: %s (operation %llu, %s, %zu of %s): %s took %.1f ms, ending at %.6f s",
-            op->comm->rank, op->call, (unsigned long long)seq, planAlgoName(op->algo), op->count,
-            coreTypeName(op->datatype), phase, 1e3 * (now - *since), now);
-  *since = now;
+            "%s: %s (operation %llu, %s, %zu of %s): %s took %.1f ms, ending at %.6f s", who,
+            op->call, (unsigned long long)seq, planAlgoName(op->algo), op->count,
+            coreTypeName(op->datatype), p->phase[i], p->ms[i], p->end[i]);
+  p->n = 0;
 }
 
 dmacclResult_t coreMpPost(coreOp *op) {
@@ -314,14 +337,20 @@ dmacclResult_t coreMpPost(coreOp *op) {
   size_t size = 0;
   op->algo = coreOwnAlgo(c, op, &size);
   int direct = !atOnce(op->algo);
-  double since = direct ? coreNowSec() : 0;
+  slowPhases slow = {.on = direct};
+  if (direct) slow.since = coreNowSec();
   dmacclResult_t rc = direct ? coreMpExportOp(op, op->call) : dmacclSuccess;
-  if (rc != dmacclSuccess) return rc;
-  if (direct) phaseDone(op, comm->posted + 1, "exporting its buffers", &since);
+  phaseDone(&slow, "exporting its buffers");
+  if (rc != dmacclSuccess) {
+    logSlow(&slow, op, comm->posted + 1);
+    return rc;
+  }
 
   /* A direct operation waits for its peers' calls below. */
-  if (!atOnce(op->algo)) coreGroupFlush(comm);
+  if (direct) coreGroupFlush(comm);
+  phaseDone(&slow, "issuing the group's held kernels");
   pthread_mutex_lock(&c->lock);
+  phaseDone(&slow, "taking the set's lock");
   uint64_t seq = comm->posted + 1;
   for (int round = 0; !slotFree(c, seq);) {
     coreMpCheckStaged(c);
@@ -329,16 +358,19 @@ dmacclResult_t coreMpPost(coreOp *op) {
     pthread_mutex_unlock(&c->lock);
     if (round == 0) coreGroupFlush(comm);
     rc = stopReason(comm);
-    if (rc != dmacclSuccess) return rc;
+    if (rc != dmacclSuccess) {
+      logSlow(&slow, op, seq);
+      return rc;
+    }
     backoff(&round);
     pthread_mutex_lock(&c->lock);
   }
-  if (direct)
-    phaseDone(op, seq, "waiting for a free board slot (the peers' earlier operations)", &since);
+  phaseDone(&slow, "waiting for a free board slot (the peers' earlier operations)");
   op->seq = seq;
   rc = comm->exec->post ? comm->exec->post(comm, op) : dmacclSuccess;
   if (rc != dmacclSuccess) {
     pthread_mutex_unlock(&c->lock);
+    logSlow(&slow, op, seq);
     return rc;
   }
   coreSequenceStage(c, op, size);
@@ -370,13 +402,16 @@ dmacclResult_t coreMpPost(coreOp *op) {
     pthread_mutex_unlock(&c->lock);
     if (round == 0) coreProgressWake(c);
     rc = stopReason(comm);
-    if (rc != dmacclSuccess) return rc;
+    if (rc != dmacclSuccess) {
+      logSlow(&slow, op, seq);
+      return rc;
+    }
     backoff(&round);
     pthread_mutex_lock(&c->lock);
   }
-  if (direct) phaseDone(op, seq, "waiting for the peers' calls", &since);
+  phaseDone(&slow, "waiting for the peers' calls");
   launchOne(c, seq);
-  if (direct) phaseDone(op, seq, "reaching the peers' buffers and issuing its commands", &since);
+  phaseDone(&slow, "reaching the peers' buffers and issuing its commands");
   c->nextLaunch = seq + 1;
   pthread_cond_broadcast(&c->cond);
   /* Compares what the peers have called by now; the rest is compared at
@@ -387,6 +422,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   int wake = c->checked < seq && atomic_load(&c->progressIdle);
   pthread_mutex_unlock(&c->lock);
   if (wake) coreProgressWake(c);
+  logSlow(&slow, op, seq);
   return dmacclSuccess;
 }
 
