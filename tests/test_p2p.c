@@ -101,10 +101,11 @@ static int channelTables(dmacclComm_t comm) {
   return 0;
 }
 
-/* The built-in table's split (2 ranks: Broadcast and Scatter from 8 MB)
- * runs pushb where ranks share a GPU (coreChooseAlgo: there is no second
- * GPU's copy engine to add); a split from a tuning file (measured there),
- * DMACCL_ALGO or the config runs as named. */
+/* The built-in table's split (2 ranks: Broadcast from 2 MB + 1, Scatter
+ * from 8 MB) runs stage where it fits a slot, else pushb, where ranks share
+ * a GPU (coreChooseAlgo: there is no second GPU's copy engine to add); a
+ * split from a tuning file (measured there), DMACCL_ALGO or the config runs
+ * as named. */
 static int testSplitChoice(void) {
   coreClique *c = calloc(1, sizeof(*c));
   ASSERT_TRUE(c != NULL);
@@ -115,20 +116,25 @@ static int testSplitChoice(void) {
   planArgs sc = a;
   sc.coll = PLAN_COLL_SCATTER;
   sc.count = (size_t)8 << 20; /* per rank: 16 MB at the root */
+  planArgs mid = a;           /* a Broadcast that fits a staging slot */
+  mid.count = (size_t)4 << 20;
   int rc = 0;
   for (int g = 0; g < 2 && !rc; g++) {
     c->gpuShared = 0;
     rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_SPLIT;
     rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_SPLIT;
-    c->gpuShared = 1;
+    rc |= coreChooseAlgo(c, &mid, g, NULL) != PLAN_ALGO_SPLIT;
+    c->gpuShared = 1; /* stage where it fits a slot (8 MB per rank), else pushb */
     rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_PUSHB;
-    rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_PUSHB;
+    rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_STAGE;
+    rc |= coreChooseAlgo(c, &mid, g, NULL) != PLAN_ALGO_STAGE;
   }
   char err[128];
   c->table.origin = PLAN_FROM_TUNE_FILE;
   rc |= planTableParse(&c->table, "scatter:split", err, sizeof(err)) != 0;
   rc |= coreChooseAlgo(c, &sc, 0, NULL) != PLAN_ALGO_SPLIT; /* still shared */
   rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_PUSHB;
+  rc |= coreChooseAlgo(c, &mid, 0, NULL) != PLAN_ALGO_STAGE;
   c->table.origin = PLAN_FROM_ENV;
   rc |= planTableParse(&c->table, "broadcast:split", err, sizeof(err)) != 0;
   rc |= coreChooseAlgo(c, &a, 0, NULL) != PLAN_ALGO_SPLIT;
@@ -1033,6 +1039,54 @@ static int testGroupMix(void) {
   return 0;
 }
 
+/* Ranks whose communicators select differently for Broadcast (rank 0's
+ * config names pushb, rank 1 has the built-in rows) would make a channel
+ * whose ends choose different algorithms for one message: making it fails
+ * on both ranks with a sentence naming the cause (comm_rank.c), and the
+ * communicator stays usable (an AllGather after it is checked). */
+static int mpRowsFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
+  (void)argp;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cudaStream_t st = NULL;
+  int dev = 0;
+  RANK_CHECK(rankSetup(rank, &cfg, &dev, &st) == 0);
+  if (rank == 0) cfg.algorithm = "broadcast:pushb";
+  dmacclComm_t comm;
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  size_t count = 1000, bytes = count * sizeof(float), span = n * bytes + GUARD;
+  unsigned char *sb, *rb;
+  if (gpu) {
+    RANK_CHECK((sb = bufAlloc(dev, span)) && (rb = bufAlloc(dev, span)));
+  } else {
+    RANK_CHECK(dmacclMemAlloc(comm, 2 * span, (void **)&sb) == dmacclSuccess);
+    rb = sb + span;
+  }
+  int peer = 1 - rank;
+  RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+  dmacclResult_t r1 = dmacclSend(sb, count, dmacclFloat32, peer, comm, st);
+  dmacclResult_t r2 = dmacclRecv(rb, count, dmacclFloat32, peer, comm, st);
+  dmacclResult_t r3 = dmacclGroupEnd();
+  const char *why = dmacclCommGetLastError(comm);
+  if (r1 || r2 || r3 != dmacclInvalidArgument || !strstr(why, "select different algorithms")) {
+    fprintf(stderr, "rank %d: %d %d %d: %s\n", rank, r1, r2, r3, why);
+    return 1;
+  }
+  long long w = mpCheckColl(comm, gpu, st, 0, dmacclFloat32, count, 0, sb, rb, 7);
+  RANK_CHECK(w == 0);
+  if (gpu) cudaStreamDestroy(st);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testChannelRowsDisagree(void) {
+  int failed = mpRun(2, mpRowsFn, NULL, 120, 0);
+  if (failed) {
+    TEST_FAIL("channel rows that differ: %d rank(s) failed", failed);
+    return 1;
+  }
+  return 0;
+}
+
 static int testProcesses(void) {
   /* Staged sizes, and direct ones (above the 8 MB staging slot). */
   const size_t counts[] = {1, 3000, (size_t)3 << 20};
@@ -1060,6 +1114,7 @@ int main(int argc, char **argv) {
   /* Processes first: the one-process tests touch CUDA. */
   RUN_IF(testProcesses);
   RUN_IF(testGroupMix);
+  RUN_IF(testChannelRowsDisagree);
   RUN_IF(testOneProcess);
   RUN_IF(testPersistent);
   RUN_IF(testMismatch);

@@ -478,6 +478,13 @@ static int testNoSmMoves(void) {
   return 0;
 }
 
+/* The forms in which a Broadcast's receiver pulls: a channel's table never
+ * takes them from the built-in table or a tuning file (planTableForChannel). */
+static int pullForm(planAlgo a) {
+  return a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB ||
+         a == PLAN_ALGO_SPLIT || a == PLAN_ALGO_CHAIN || a == PLAN_ALGO_RELAY;
+}
+
 /* split in the built-in table: 2-rank Broadcast from 2 MB + 1 (lines
  * below) and Scatter from 8 MB (stage below), eager and captured; other
  * rank counts and Gather never (a 2-rank Gather of 8 MB itself: stage). A
@@ -522,9 +529,8 @@ static int testSplitRows(void) {
         planAlgo was = planSelectIn(&t, (planColl)c, v, g, &why),
                  now = planSelectIn(&ch, (planColl)c, v, g, NULL);
         int library = why && why->origin != PLAN_FROM_ENV;
-        ASSERT_EQ_INT(now, c == PLAN_COLL_BROADCAST && was == PLAN_ALGO_SPLIT && library
-                               ? PLAN_ALGO_PUSHB
-                               : was);
+        ASSERT_EQ_INT(now,
+                      c == PLAN_COLL_BROADCAST && pullForm(was) && library ? PLAN_ALGO_PUSHB : was);
       }
   ASSERT_EQ_INT(planSelectIn(&ch, PLAN_COLL_BROADCAST, M, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planSelect(&ch, PLAN_COLL_BROADCAST, 4096, NULL), PLAN_ALGO_SPLIT);
@@ -592,12 +598,12 @@ static int testChannelRows(void) {
     planTable pc = p;
     ASSERT_EQ_INT(planTableForChannel(&pc, 2), layers[i].own);
     if (layers[i].own) continue;
-    for (int g = 0; g < 2; g++) /* the parent's, split as pushb where a file said it */
+    for (int g = 0; g < 2; g++) /* the parent's, pulls as pushb where a file said them */
       for (int e = 0; e <= 40; e++) {
         const planRange *why = NULL;
         planAlgo was = planSelectIn(&p, PLAN_COLL_BROADCAST, (size_t)1 << e, g, &why);
         ASSERT_EQ_INT(planSelectIn(&pc, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL),
-                      was == PLAN_ALGO_SPLIT && why && why->origin != PLAN_FROM_ENV &&
+                      pullForm(was) && why && why->origin != PLAN_FROM_ENV &&
                               why->origin != PLAN_FROM_CONFIG
                           ? PLAN_ALGO_PUSHB
                           : was);
@@ -612,9 +618,44 @@ static int testChannelRows(void) {
       for (int e = 0; e <= 40; e++) {
         planAlgo was = planSelectIn(&u, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL);
         ASSERT_EQ_INT(planSelectIn(&uc, PLAN_COLL_BROADCAST, (size_t)1 << e, g, NULL),
-                      was == PLAN_ALGO_SPLIT ? PLAN_ALGO_PUSHB : was);
+                      pullForm(was) ? PLAN_ALGO_PUSHB : was);
       }
+    /* the parent's Broadcast takes chain from 4 MB: the channel pushb */
+    ASSERT_EQ_INT(planSelectIn(&u, PLAN_COLL_BROADCAST, (size_t)64 << 20, 0, NULL),
+                  PLAN_ALGO_CHAIN);
+    for (int g = 0; g < 2; g++)
+      ASSERT_EQ_INT(planSelectIn(&uc, PLAN_COLL_BROADCAST, (size_t)64 << 20, g, NULL),
+                    PLAN_ALGO_PUSHB);
   }
+  return 0;
+}
+
+/* planSelectionDigest: tables that select alike give one digest whatever
+ * their ranges (split, restated, from other origins), and a change of one
+ * algorithm over any stretch, eager or captured, another. */
+static int testSelectionDigest(void) {
+  char err[256];
+  planTable a, b;
+  planTableDefaults(&a, 2);
+  uint64_t d0 = planSelectionDigest(&a, PLAN_COLL_BROADCAST);
+  const char *same[] = {"broadcast:0-2097153:stagell,2097153-inf:split",
+                        "broadcast:0-1K:stagell,1K-2097153:stagell;broadcast@graph:4M-8M:split",
+                        "allreduce:pull1"};
+  for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+    planTableDefaults(&b, 2);
+    b.origin = PLAN_FROM_ENV;
+    ASSERT_EQ_INT(planTableParse(&b, same[i], err, sizeof(err)), 0);
+    ASSERT_TRUE(planSelectionDigest(&b, PLAN_COLL_BROADCAST) == d0);
+  }
+  const char *other[] = {"broadcast:0-1K:stage", "broadcast@graph:4M-5M:pushb",
+                         "broadcast:2097153-inf:pushb", "broadcast@graph:0-1:stage"};
+  for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+    planTableDefaults(&b, 2);
+    ASSERT_EQ_INT(planTableParse(&b, other[i], err, sizeof(err)), 0);
+    ASSERT_TRUE(planSelectionDigest(&b, PLAN_COLL_BROADCAST) != d0);
+  }
+  planTableDefaults(&b, 4); /* another rank count's rows */
+  ASSERT_TRUE(planSelectionDigest(&b, PLAN_COLL_BROADCAST) != d0);
   return 0;
 }
 
@@ -657,6 +698,7 @@ int main(void) {
   RUN(testDefaultsParse);
   RUN(testSplitRows);
   RUN(testChannelRows);
+  RUN(testSelectionDigest);
   RUN(testLineRows);
   RUN(testNoSmMoves);
   RUN(testIssueExample);

@@ -29,4 +29,11 @@ grep -q "built-in table is used" bad.out || fail "bad file not reported in the t
 grep -q "DMACCL_TUNE_FILE line" bad.out && fail "ranges from a bad file were applied"
 DMACCL_TUNE_FILE=$PWD/missing.txt "$info" -n 2 >miss.out 2>&1 || fail "dmaccl-info refused a missing file"
 grep -q "cannot open it" miss.out || fail "missing file not reported"
+# The channels' rows and the memory a rank holds (8 MB staging slots).
+DMACCL_STAGE_BYTES=8M "$info" -n 2 >ch2.out 2>&1 || fail "dmaccl-info -n 2"
+grep -Eq '^  sendrecv +0 +1048577 +stagell' ch2.out || fail "no channel rows: $(cat ch2.out)"
+grep -q "each Send/Recv channel end: 48M" ch2.out || fail "no channel memory line"
+grep -q "communicator: 80M (staging and line slots 48M, scratch 32M)" ch2.out || fail "no memory line"
+DMACCL_STAGE_BYTES=8M "$info" -n 4 >ch4.out 2>&1 || fail "dmaccl-info -n 4"
+grep -Eq '^  sendrecv +4M +inf +pushb' ch4.out || fail "4-rank channels do not push: $(cat ch4.out)"
 echo "tune file checks passed"

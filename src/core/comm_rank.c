@@ -22,6 +22,8 @@ typedef struct {
   uint64_t scratchBytes; /* DMACCL_SCRATCH_BYTES: the smallest too (pull1's AllReduce
                             takes its form by it: reduce.c) */
   char name[32];         /* executor's name of the device (PCI bus id) */
+  uint64_t channelRows;  /* a Send/Recv channel's set: planSelectionDigest of its Broadcast
+                            rows (the ends must agree); else 0 */
 } rankInfo;
 
 /* Same verdict on every rank: they all see the same table. Ranks may share
@@ -51,6 +53,14 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
                "rank 0 has CTA policy %s but rank %d %s (config->ctaPolicy or "
                "DMACCL_CTA_POLICY must agree)",
                planCtaPolicyName(all[0].ctaPolicy), r, planCtaPolicyName(all[r].ctaPolicy));
+      return dmacclInvalidArgument;
+    }
+  for (int r = 1; r < n; r++) /* a channel's ends choose each operation's algorithm alike */
+    if (all[r].channelRows != all[0].channelRows) {
+      snprintf(err, errlen,
+               "the two ends of this Send/Recv channel select different algorithms for its "
+               "messages (their communicators' Broadcast rows differ: DMACCL_ALGO, "
+               "DMACCL_TUNE_FILE or the config must agree)");
       return dmacclInvalidArgument;
     }
   return dmacclSuccess;
@@ -88,6 +98,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   mine.stageBytes = coreStageBytesParam();
   mine.scratchBytes = channel ? 0 : coreScratchBytesParam();
   mine.ctaPolicy = table->ctaPolicy;
+  mine.channelRows = channel ? planSelectionDigest(table, PLAN_COLL_BROADCAST) : 0;
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));

@@ -37,11 +37,15 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
       c->gpuShared)
     algo = PLAN_ALGO_STAGE;
   /* split puts a second GPU's copy engine on the link: ranks that share a
-   * GPU have none, so the built-in table's split runs pushb there, as before
-   * split was in the table (a tuning file measured there, DMACCL_ALGO and
-   * the config are kept). */
+   * GPU have none, so the built-in table's split runs stage there where the
+   * collective fits a staging slot (a 2-rank Broadcast of 2-8 MB took stage
+   * before it took split), else pushb (a tuning file measured there,
+   * DMACCL_ALGO and the config are kept). */
   if (algo == PLAN_ALGO_SPLIT && c->gpuShared && (!range || range->origin == PLAN_FROM_BUILTIN))
-    algo = PLAN_ALGO_PUSHB;
+    algo =
+        planStageNeed(args, PLAN_ALGO_STAGE) <= (capture ? coreGraphStageBytes(c) : c->stageBytes)
+            ? PLAN_ALGO_STAGE
+            : PLAN_ALGO_PUSHB;
   int fellBack = 0;
   if (planIsStaged(algo) &&
       planStageNeed(args, algo) > (capture ? coreGraphStageBytes(c) : c->stageBytes))

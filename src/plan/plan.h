@@ -55,6 +55,7 @@
 #define DMACCL_PLAN_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Collectives: one X-macro list makes the enum and the table (coll.c). Each
@@ -593,12 +594,22 @@ int planTableNoSmMoves(planTable *t);
  * Elsewhere, or where DMACCL_ALGO, the config or a tuning file changed a
  * Broadcast range, the channel takes the parent's, as measured there for
  * them or as the user named them. Then every Broadcast range from the
- * built-in table or a tuning file that names split takes pushb (ranges from
- * DMACCL_ALGO or the config stay as named): split pulls on the link
- * direction the peer pushes on, and dmaccl-perf's sendrecv took 1.6-2.0x
- * pushb's time with split at 16-512 MB (2x H100, docs/results/split-2xh100/).
- * Returns 1 where the channel's own ranges replaced the parent's. */
+ * built-in table or a tuning file that names a form in which the receiver
+ * pulls (pull1, pulln, pullb, split, chain, relay) takes pushb (ranges from
+ * DMACCL_ALGO or the config stay as named): a channel's Broadcast usually
+ * runs beside the channel the other way, split pulls on the link direction
+ * the peer pushes on (dmaccl-perf's sendrecv took 1.6-2.0x pushb's time with
+ * split at 16-512 MB, 2x H100, docs/results/split-2xh100/), and a 4-rank
+ * communicator's channels took chain (on 2 ranks the receiver pulls in
+ * groups) from 4 MB: AlltoAllv as pairs from 16 MB at 1.9x pushb's time, a
+ * pull's rate (docs/results/x4-h200/pairs-8863b31/). Returns 1 where the
+ * channel's own ranges replaced the parent's. */
 int planTableForChannel(planTable *t, int parentRanks);
+/* A digest of what t selects for coll at every size, eager and captured:
+ * equal for tables that select alike, whatever their ranges and origins
+ * (FNV-1a over the sizes where the choice changes). The two ends of a
+ * channel between processes compare theirs (comm_rank.c). */
+uint64_t planSelectionDigest(const planTable *t, planColl coll);
 /* CTA policies by dmacclCtaPolicy_t's numbers (planTable.ctaPolicy). */
 enum { PLAN_CTA_DEFAULT = 0, PLAN_CTA_EFFICIENCY = 1, PLAN_CTA_ZERO = 2 };
 /* "default", "efficiency", "zero" (as DMACCL_CTA_POLICY takes them), or

@@ -655,11 +655,17 @@ int planTableNoSmMoves(planTable *t) {
   return changed;
 }
 
-static int noSplit(planRange *r, int n) {
+/* A channel's receiver never pulls where the library chose (planTableForChannel). */
+static int pulls(planAlgo a) {
+  return a == PLAN_ALGO_PULL1 || a == PLAN_ALGO_PULLN || a == PLAN_ALGO_PULLB ||
+         a == PLAN_ALGO_SPLIT || a == PLAN_ALGO_CHAIN || a == PLAN_ALGO_RELAY;
+}
+
+static int noPull(planRange *r, int n) {
   int changed = 0;
   for (int i = 0; i < n; i++)
     if ((r[i].origin == PLAN_FROM_BUILTIN || r[i].origin == PLAN_FROM_TUNE_FILE) &&
-        r[i].algo == PLAN_ALGO_SPLIT)
+        pulls(r[i].algo))
       r[i].algo = PLAN_ALGO_PUSHB, changed++;
   return changed;
 }
@@ -710,15 +716,17 @@ static int sameSelection(const planTable *a, const planTable *b, planColl coll) 
 int planTableForChannel(planTable *t, int parentRanks) {
   const planColl b = PLAN_COLL_BROADCAST;
   int own = 0;
-  if (parentRanks == 2) {
+  planTable *d = parentRanks == 2 ? malloc(sizeof(*d)) : NULL; /* 23 KB: not on the stack */
+  if (d) {
     /* The built-in Broadcast rows by what they select, not by where they
      * came from: the two ends of a channel must agree, and a rank whose
      * tuning file restates them (or could not be read) selects as one
-     * without */
-    planTable d;
-    planTableDefaults(&d, 2);
-    if (t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(&d);
-    own = sameSelection(t, &d, b);
+     * without (the ends' channel tables are compared when the channel is
+     * made between processes: planSelectionDigest) */
+    planTableDefaults(d, 2);
+    if (t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(d);
+    own = sameSelection(t, d, b);
+    free(d);
   }
   if (own) {
     planOrigin origin = t->origin;
@@ -732,9 +740,43 @@ int planTableForChannel(planTable *t, int parentRanks) {
     /* the copy-engine forms under CTA policy zero, as for every table */
     if (own && t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(t);
   }
-  noSplit(t->ranges[b], t->nranges[b]);
-  noSplit(t->granges[b], t->gnranges[b]);
+  noPull(t->ranges[b], t->nranges[b]);
+  noPull(t->granges[b], t->gnranges[b]);
   return own;
+}
+
+static int cmpSize(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, c = *(const size_t *)y;
+  return a < c ? -1 : a > c;
+}
+
+static uint64_t fnv(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  return h;
+}
+
+uint64_t planSelectionDigest(const planTable *t, planColl coll) {
+  uint64_t h = 1469598103934665603ull;
+  size_t pts[4 * PLAN_MAX_RANGES + 2];
+  for (int g = 0; g < 2; g++) {
+    int k = 0;
+    pts[k++] = 0;
+    pts[k++] = SIZE_MAX;
+    for (int l = 0; l < (g ? 2 : 1); l++) {
+      const planRange *r = l ? t->granges[coll] : t->ranges[coll];
+      int n = l ? t->gnranges[coll] : t->nranges[coll];
+      for (int i = 0; i < n; i++) pts[k++] = r[i].lo, pts[k++] = r[i].hi;
+    }
+    qsort(pts, (size_t)k, sizeof(pts[0]), cmpSize);
+    int prev = -1;
+    for (int i = 0; i < k; i++) {
+      int a = (int)planSelectIn(t, coll, pts[i], g, NULL);
+      if (i && pts[i] == pts[i - 1]) continue;
+      if (a != prev) h = fnv(fnv(h, pts[i]), (uint64_t)a), prev = a; /* where it changes */
+    }
+    h = fnv(h, UINT64_MAX); /* eager, then captured */
+  }
+  return h;
 }
 
 planAlgo planSelect(const planTable *t, planColl coll, size_t size, const planRange **why) {

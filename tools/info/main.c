@@ -1,12 +1,15 @@
 /*
  * dmaccl-info: the library's version, parameters, and the algorithm
  * selection table a communicator of N ranks would use (built-in defaults,
- * DMACCL_TUNE_FILE, DMACCL_ALGO), with where each range comes from; given a
- * collective and a size, which algorithm that call would run and why.
+ * DMACCL_TUNE_FILE, DMACCL_ALGO), with where each range comes from, the
+ * Broadcast rows of its Send/Recv channels, and the device memory a rank
+ * and a channel end hold; given a collective and a size, which algorithm
+ * that call would run and why.
  *
  *   dmaccl-info [-n NRANKS] [-o allgather|alltoall] [-s SIZE]
  */
 #include "core/core.h"
+#include "exec/exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +125,48 @@ int main(int argc, char **argv) {
       "# from the built-in table or a tuning file in Send/Recv channels (2-rank Broadcasts)\n",
       planSizeString(c.stageBytes, sb, sizeof(sb)),
       planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
+
+  /* A Send/Recv channel of this communicator: a 2-rank set with the
+   * channel's table (p2p.c), and so AlltoAllv's pairs */
+  coreClique ch;
+  memset(&ch, 0, sizeof(ch));
+  ch.nranks = 2;
+  ch.stageBytes = c.stageBytes;
+  coreSetLineBytes(&ch);
+  ch.table = c.table;
+  int own = planTableForChannel(&ch.table, nranks);
+  printf("\n# Send/Recv channels (each direction between two ranks; AlltoAllv's pairs): a\n"
+         "# Send/Recv is a 2-rank Broadcast, rows %s\n",
+         own ? "of their own (the parent's Broadcast rows are the built-in table's)"
+             : "of this communicator's Broadcast (a form that pulls, as pushb)");
+  for (int g = 0; g < 2; g++)
+    for (int i = 0;
+         i < (g ? ch.table.gnranges[PLAN_COLL_BROADCAST] : ch.table.nranges[PLAN_COLL_BROADCAST]);
+         i++) {
+      const planRange *r =
+          g ? &ch.table.granges[PLAN_COLL_BROADCAST][i] : &ch.table.ranges[PLAN_COLL_BROADCAST][i];
+      char lo[32], hi[32], why[64];
+      printf("  %-16s %10s %10s  %-8s %s\n", g ? "sendrecv@graph" : "sendrecv",
+             planSizeString(r->lo, lo, sizeof(lo)), planSizeString(r->hi, hi, sizeof(hi)),
+             planAlgoName(r->algo), originName(r, why, sizeof(why)));
+    }
+
+  /* What the CUDA executor allocates per rank (cuda.c createState): the
+   * staging area (eager and graph slots with their line slots) and, on 2
+   * ranks or more, the scratch buffer; a channel end has the area of a
+   * 2-rank set and no scratch. Flags and the driver's own come on top: 2-4
+   * MB measured on H200 (docs/results/line-shares-2xh200/). */
+  size_t area = nranks > 1 ? execAreaBytes(&c, 1) : 0,
+         scratch = nranks > 1 ? coreScratchBytesParam() : 0;
+  size_t chEnd = execAreaBytes(&ch, 1);
+  char ab[32], scb[32], cb[32], pb[32];
+  printf("\n# device memory per rank (CUDA executor), not counting flags and the driver's\n"
+         "  communicator: %s (staging and line slots %s, scratch %s)\n"
+         "  each Send/Recv channel end: %s (made at a direction's first Send/Recv)\n"
+         "  AlltoAllv as pairs: %d channel ends, %s\n",
+         planSizeString(area + scratch, pb, sizeof(pb)), planSizeString(area, ab, sizeof(ab)),
+         planSizeString(scratch, scb, sizeof(scb)), planSizeString(chEnd, cb, sizeof(cb)),
+         2 * (nranks - 1), planSizeString(2 * (size_t)(nranks - 1) * chEnd, lbuf, sizeof(lbuf)));
   if (haveSize) {
     const planRange *why = NULL;
     planAlgo table = planSelect(&c.table, coll, size, &why);
