@@ -898,7 +898,11 @@ static int slowBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     setenv("DMACCL_DEBUG", quiet ? "" : "WARN", 1);
     coreLogLevelReload();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
-    RANK_CHECK(fd >= 0 && saved >= 0 && dup2(fd, 2) == 2);
+    if (fd < 0 || saved < 0 || dup2(fd, 2) != 2) {
+      fprintf(stderr, "rank %d: cannot send stderr to %s\n", rank, path);
+      bad = 1;
+      break;
+    }
     close(fd);
     if (rank == 1) usleep(150000);
     dmacclResult_t rc = dmacclAllGather(send, recv, 4096, dmacclUint8, comm, 0);
@@ -923,7 +927,10 @@ static int slowBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     }
   }
   unlink(path);
-  if (bad) return 1;
+  if (bad) {
+    dmacclCommAbort(comm);
+    return 1;
+  }
   return closeRank(rank, comm, send, recv);
 }
 

@@ -1040,10 +1040,13 @@ static int testGroupMix(void) {
 }
 
 /* Ranks whose communicators select differently for Broadcast (rank 0's
- * config names pushb, rank 1 has the built-in rows) would make a channel
- * whose ends choose different algorithms for one message: making it fails
- * on both ranks with a sentence naming the cause (comm_rank.c), and the
- * communicator stays usable (an AllGather after it is checked). */
+ * config names pushb, the others have the built-in rows) would make
+ * channels whose ends choose different algorithms for one message: on 2
+ * ranks a Send/Recv group, on 3 an AlltoAllv (whose first call makes the
+ * channels for captured ones, or runs as pairs) fails at once on every
+ * rank with a sentence naming the cause (p2p.c: no rendezvous a peer
+ * would never join; the test's time limit is below DMACCL_INIT_TIMEOUT),
+ * and the communicator stays usable (an AllGather after it is checked). */
 static int mpRowsFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
   (void)argp;
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
@@ -1061,11 +1064,18 @@ static int mpRowsFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
     RANK_CHECK(dmacclMemAlloc(comm, 2 * span, (void **)&sb) == dmacclSuccess);
     rb = sb + span;
   }
-  int peer = 1 - rank;
-  RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
-  dmacclResult_t r1 = dmacclSend(sb, count, dmacclFloat32, peer, comm, st);
-  dmacclResult_t r2 = dmacclRecv(rb, count, dmacclFloat32, peer, comm, st);
-  dmacclResult_t r3 = dmacclGroupEnd();
+  dmacclResult_t r1 = 0, r2 = 0, r3;
+  if (n == 2) {
+    int peer = 1 - rank;
+    RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+    r1 = dmacclSend(sb, count, dmacclFloat32, peer, comm, st);
+    r2 = dmacclRecv(rb, count, dmacclFloat32, peer, comm, st);
+    r3 = dmacclGroupEnd();
+  } else {
+    size_t counts[MAXN], displs[MAXN];
+    for (int r = 0; r < n; r++) counts[r] = count / (size_t)n, displs[r] = (size_t)r * counts[r];
+    r3 = dmacclAlltoAllv(sb, counts, displs, rb, counts, displs, dmacclFloat32, comm, st);
+  }
   const char *why = dmacclCommGetLastError(comm);
   if (r1 || r2 || r3 != dmacclInvalidArgument || !strstr(why, "select different algorithms")) {
     fprintf(stderr, "rank %d: %d %d %d: %s\n", rank, r1, r2, r3, why);
@@ -1079,10 +1089,12 @@ static int mpRowsFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
 }
 
 static int testChannelRowsDisagree(void) {
-  int failed = mpRun(2, mpRowsFn, NULL, 120, 0);
-  if (failed) {
-    TEST_FAIL("channel rows that differ: %d rank(s) failed", failed);
-    return 1;
+  for (int n = 2; n <= 3; n++) {
+    int failed = mpRun(n, mpRowsFn, NULL, 40, 0);
+    if (failed) {
+      TEST_FAIL("channel rows that differ, %d ranks: %d rank(s) failed", n, failed);
+      return 1;
+    }
   }
   return 0;
 }

@@ -166,6 +166,7 @@ void coreFreeClique(coreClique *c) {
     coreShmRelease(&c->board);
     bootClose(c->boot);
     free(c->pids);
+    free(c->channelRows);
   }
   for (int s = 0; s < CORE_BOARD_DEPTH; s++) {
     free(c->slots[s].ops);

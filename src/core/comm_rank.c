@@ -22,13 +22,28 @@ typedef struct {
   uint64_t scratchBytes; /* DMACCL_SCRATCH_BYTES: the smallest too (pull1's AllReduce
                             takes its form by it: reduce.c) */
   char name[32];         /* executor's name of the device (PCI bus id) */
-  uint64_t channelRows;  /* a Send/Recv channel's set: planSelectionDigest of its Broadcast
-                            rows (the ends must agree); else 0 */
+  uint64_t channelRows;  /* planSelectionDigest of the Broadcast rows of this rank's Send/Recv
+                            channels (a channel's set: its own rows; the ends must agree) */
 } rankInfo;
 
 /* Same verdict on every rank: they all see the same table. Ranks may share
  * a GPU (the executor reaches such a peer without peer access). */
-static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t errlen) {
+/* What a rank's Send/Recv channels select for their messages, as a digest:
+ * a channel's set, its own table's Broadcast rows; a communicator, those its
+ * channels would take (0 if that cannot be worked out: no memory). */
+static uint64_t coreChannelRows(const planTable *table, int nranks, int channel) {
+  if (channel) return planSelectionDigest(table, PLAN_COLL_BROADCAST);
+  planTable *t = malloc(sizeof(*t));
+  if (!t) return 0;
+  *t = *table;
+  planTableForChannel(t, nranks);
+  uint64_t d = planSelectionDigest(t, PLAN_COLL_BROADCAST);
+  free(t);
+  return d;
+}
+
+static dmacclResult_t checkInfos(const rankInfo *all, int n, int channel, char *err,
+                                 size_t errlen) {
   for (int r = 0; r < n; r++) { /* what a rank says is in range */
     const rankInfo *i = &all[r];
     if (i->pid <= 0 || (i->executor != dmacclExecutorCuda && i->executor != dmacclExecutorHost) ||
@@ -55,7 +70,7 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, char *err, size_t e
                planCtaPolicyName(all[0].ctaPolicy), r, planCtaPolicyName(all[r].ctaPolicy));
       return dmacclInvalidArgument;
     }
-  for (int r = 1; r < n; r++) /* a channel's ends choose each operation's algorithm alike */
+  for (int r = 1; r < n && channel; r++) /* a channel's ends choose alike */
     if (all[r].channelRows != all[0].channelRows) {
       snprintf(err, errlen,
                "the two ends of this Send/Recv channel select different algorithms for its "
@@ -98,7 +113,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   mine.stageBytes = coreStageBytesParam();
   mine.scratchBytes = channel ? 0 : coreScratchBytesParam();
   mine.ctaPolicy = table->ctaPolicy;
-  mine.channelRows = channel ? planSelectionDigest(table, PLAN_COLL_BROADCAST) : 0;
+  mine.channelRows = coreChannelRows(table, nranks, channel);
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));
@@ -121,7 +136,8 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   pthread_cond_init(&c->cond, NULL);
   pthread_mutex_init(&c->p2pLock, NULL);
   if (!(c->comms = calloc((size_t)nranks, sizeof(*c->comms))) ||
-      !(c->pids = calloc((size_t)nranks, sizeof(int)))) {
+      !(c->pids = calloc((size_t)nranks, sizeof(int))) ||
+      !(c->channelRows = calloc((size_t)nranks, sizeof(uint64_t)))) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto fail;
   }
@@ -131,7 +147,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     goto fail;
   }
   if ((rc = bootAllGather(c->boot, &mine, all, sizeof(mine), err, sizeof(err))) != dmacclSuccess ||
-      (rc = checkInfos(all, nranks, err, sizeof(err))) != dmacclSuccess) {
+      (rc = checkInfos(all, nranks, channel, err, sizeof(err))) != dmacclSuccess) {
     rc = coreError(NULL, rc, "%s (rank %d of %d): %s", call, rank, nranks, err);
     goto fail;
   }
@@ -142,6 +158,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
     if (all[r].stageBytes < c->stageBytes) c->stageBytes = all[r].stageBytes;
     if (all[r].scratchBytes < c->scratchBytes) c->scratchBytes = all[r].scratchBytes;
     c->pids[r] = all[r].pid;
+    c->channelRows[r] = all[r].channelRows;
     memcpy(names[r], all[r].name, sizeof(names[r]));
   }
   coreSetLineBytes(c);

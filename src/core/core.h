@@ -183,6 +183,11 @@ typedef struct coreClique {
   size_t boardRankBytes;
   size_t boardVecOffset; /* where coreBoardVec starts in a rank's part */
   int *pids;
+  /* Ranks as processes: each rank's planSelectionDigest of the Broadcast
+   * rows its Send/Recv channels would take (planTableForChannel); a channel
+   * between two ranks whose digests differ is refused at once, on both
+   * ranks (p2p.c), as its ends would choose differently. */
+  uint64_t *channelRows;
   size_t boardMailOffset; /* where the Send/Recv channel mailboxes start (coreBoardMail) */
   coreOp localOps[CORE_BOARD_DEPTH]; /* the local rank's posted calls */
   pthread_t progress;

@@ -359,6 +359,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
     if (round == 0) coreGroupFlush(comm);
     rc = stopReason(comm);
     if (rc != dmacclSuccess) {
+      phaseDone(&slow, "waiting for a free board slot, which ended in a failure");
       logSlow(&slow, op, seq);
       return rc;
     }
@@ -403,6 +404,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
     if (round == 0) coreProgressWake(c);
     rc = stopReason(comm);
     if (rc != dmacclSuccess) {
+      phaseDone(&slow, "waiting for the peers' calls, which ended in a failure");
       logSlow(&slow, op, seq);
       return rc;
     }

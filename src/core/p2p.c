@@ -102,6 +102,15 @@ static dmacclResult_t makeLocal(dmacclComm_t comm, int src, int dst, const char 
 static dmacclResult_t makeRemote(dmacclComm_t comm, int peer, const char *call) {
   coreClique *c = comm->clique;
   int me = comm->rank, n = comm->nranks, lo = me < peer ? me : peer, hi = me ^ peer ^ lo;
+  /* Both ranks know both digests (init): they refuse at once, with no
+   * rendezvous the peer would never join (comm_rank.c checks again when a
+   * channel's set is made) */
+  if (c->channelRows && c->channelRows[me] != c->channelRows[peer])
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: ranks %d and %d select different algorithms for Send/Recv between "
+                     "them (their communicators' Broadcast rows differ: DMACCL_ALGO, "
+                     "DMACCL_TUNE_FILE or the config must agree); no channel was made",
+                     call, lo, hi);
   if (!ensureArray(comm) ||
       (!comm->p2pSeen && !(comm->p2pSeen = calloc((size_t)n, sizeof(*comm->p2pSeen)))))
     return coreError(comm, dmacclSystemError, "%s: out of memory", call);

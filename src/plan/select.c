@@ -144,8 +144,9 @@ const char planDefaultTune[] =
      * a graph not measured. Gather keeps pushb: split was level from 128 MB
      * and 0.91x or 1.15x at 32 MB in two runs. Send/Recv channels have
      * their own Broadcast ranges on 2 ranks and take pushb for a built-in
-     * or tuning-file split (planTableForChannel, channelBroadcast below), and ranks that share a
-     * GPU run pushb (coreChooseAlgo: this table's split only).
+     * or tuning-file form that pulls, split among them (planTableForChannel,
+     * channelBroadcast below), and ranks that share a GPU run stage where it
+     * fits a slot, else pushb (coreChooseAlgo: this table's split only).
      * Broadcast takes split from its lines' end (2 MB), not 8 MB, and a
      * 2-rank Gather of 8 MB itself (its root's slot holds it) stage, not
      * pushb: 2x H200, two runs each (docs/results/rooted-2xh200/):

@@ -121,8 +121,8 @@ int main(int argc, char **argv) {
       "# ranks share a GPU; stagell's lines take a slot of %s (a share for each peer: the slot\n"
       "# divided by the ranks but one, 8 data bytes in each 16; a Send/Recv channel has a 2-rank\n"
       "# set's), and what does not fit it runs as stagesm (movement collectives: stage);\n"
-      "# split from the built-in table runs as pushb for ranks that share a GPU, and\n"
-      "# from the built-in table or a tuning file in Send/Recv channels (2-rank Broadcasts)\n",
+      "# split from the built-in table runs as stage where ranks share a GPU (pushb where\n"
+      "# the collective does not fit a staging slot)\n",
       planSizeString(c.stageBytes, sb, sizeof(sb)),
       planSizeString(coreLineBytes(&c), lbuf, sizeof(lbuf)));
 
@@ -138,7 +138,8 @@ int main(int argc, char **argv) {
   printf("\n# Send/Recv channels (each direction between two ranks; AlltoAllv's pairs): a\n"
          "# Send/Recv is a 2-rank Broadcast, rows %s\n",
          own ? "of their own (the parent's Broadcast rows are the built-in table's)"
-             : "of this communicator's Broadcast (a form that pulls, as pushb)");
+             : "of this communicator's Broadcast (a form that pulls, from the built-in table or a\n"
+               "# tuning file, as pushb)");
   for (int g = 0; g < 2; g++)
     for (int i = 0;
          i < (g ? ch.table.gnranges[PLAN_COLL_BROADCAST] : ch.table.nranges[PLAN_COLL_BROADCAST]);
@@ -162,7 +163,8 @@ int main(int argc, char **argv) {
   char ab[32], scb[32], cb[32], pb[32];
   printf("\n# device memory per rank (CUDA executor), not counting flags and the driver's\n"
          "  communicator: %s (staging and line slots %s, scratch %s)\n"
-         "  each Send/Recv channel end: %s (made at a direction's first Send/Recv)\n"
+         "  each Send/Recv channel end: %s (made at a direction's first Send/Recv; between\n"
+         "  processes both directions between two ranks at once)\n"
          "  AlltoAllv as pairs: %d channel ends, %s\n",
          planSizeString(area + scratch, pb, sizeof(pb)), planSizeString(area, ab, sizeof(ab)),
          planSizeString(scratch, scb, sizeof(scb)), planSizeString(chEnd, cb, sizeof(cb)),
