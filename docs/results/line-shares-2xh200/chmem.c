@@ -5,7 +5,11 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-static size_t used(void) { size_t f, t; cudaMemGetInfo(&f, &t); return t - f; }
+static size_t used(void) {
+  size_t f, t;
+  cudaMemGetInfo(&f, &t);
+  return t - f;
+}
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 2;
   int dev[8] = {0};
@@ -13,18 +17,25 @@ int main(int argc, char **argv) {
   cudaSetDevice(0);
   cudaFree(0);
   size_t u0 = used();
-  if (dmacclCommInitAll(c, n, dev, NULL) != dmacclSuccess) { printf("init: %s\n", dmacclCommGetLastError(NULL)); return 1; }
+  if (dmacclCommInitAll(c, n, dev, NULL) != dmacclSuccess) {
+    printf("init: %s\n", dmacclCommGetLastError(NULL));
+    return 1;
+  }
   size_t u1 = used();
   float *b[8];
   for (int r = 0; r < n; r++) cudaMalloc((void **)&b[r], 4096 * n);
   size_t u2 = used();
   dmacclGroupStart();
   for (int r = 0; r < n; r++)
-    for (int p = 0; p < n; p++) if (p != r) {
-      dmacclSend(b[r] + 512 * p, 256, dmacclFloat32, p, c[r], 0);
-      dmacclRecv(b[r] + 512 * p + 256, 256, dmacclFloat32, p, c[r], 0);
-    }
-  if (dmacclGroupEnd() != dmacclSuccess) { printf("group: %s\n", dmacclCommGetLastError(NULL)); return 1; }
+    for (int p = 0; p < n; p++)
+      if (p != r) {
+        dmacclSend(b[r] + 512 * p, 256, dmacclFloat32, p, c[r], 0);
+        dmacclRecv(b[r] + 512 * p + 256, 256, dmacclFloat32, p, c[r], 0);
+      }
+  if (dmacclGroupEnd() != dmacclSuccess) {
+    printf("group: %s\n", dmacclCommGetLastError(NULL));
+    return 1;
+  }
   for (int r = 0; r < n; r++) dmacclCommSynchronize(c[r]);
   size_t u3 = used();
   printf("ranks %d: init %.1f MB (%.1f per rank); channels %.1f MB (%d ends, %.1f MB each)\n", n,
