@@ -26,12 +26,10 @@ typedef struct {
                             channels (a channel's set: its own rows; the ends must agree) */
 } rankInfo;
 
-/* Same verdict on every rank: they all see the same table. Ranks may share
- * a GPU (the executor reaches such a peer without peer access). */
 /* What a rank's Send/Recv channels select for their messages, as a digest:
  * a channel's set, its own table's Broadcast rows; a communicator, those its
  * channels would take (0 if that cannot be worked out: no memory). */
-static uint64_t coreChannelRows(const planTable *table, int nranks, int channel) {
+static uint64_t channelRowsOf(const planTable *table, int nranks, int channel) {
   if (channel) return planSelectionDigest(table, PLAN_COLL_BROADCAST);
   planTable *t = malloc(sizeof(*t));
   if (!t) return 0;
@@ -42,6 +40,8 @@ static uint64_t coreChannelRows(const planTable *table, int nranks, int channel)
   return d;
 }
 
+/* Same verdict on every rank: they all see the same table. Ranks may share
+ * a GPU (the executor reaches such a peer without peer access). */
 static dmacclResult_t checkInfos(const rankInfo *all, int n, int channel, char *err,
                                  size_t errlen) {
   for (int r = 0; r < n; r++) { /* what a rank says is in range */
@@ -113,7 +113,7 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   mine.stageBytes = coreStageBytesParam();
   mine.scratchBytes = channel ? 0 : coreScratchBytesParam();
   mine.ctaPolicy = table->ctaPolicy;
-  mine.channelRows = coreChannelRows(table, nranks, channel);
+  mine.channelRows = channelRowsOf(table, nranks, channel);
   double timeout = coreParamSeconds("DMACCL_INIT_TIMEOUT", 60, 0);
 
   coreClique *c = calloc(1, sizeof(*c));
