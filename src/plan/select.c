@@ -692,28 +692,6 @@ static int noPull(planRange *r, int n) {
 static const char channelBroadcast[] =
     "broadcast:0-1048577:stagell,1048577-inf:pushb;broadcast@graph:1048577-8M:stage";
 
-/* Whether a and b select the same algorithm for coll at every size, eager
- * and captured: each is constant between its ranges' bounds, so every
- * bound (and the size below it) of either decides. */
-static int sameSelection(const planTable *a, const planTable *b, planColl coll) {
-  const planTable *tt[2] = {a, b};
-  for (int k = 0; k < 2; k++)
-    for (int g = 0; g < 2; g++) {
-      const planRange *r = g ? tt[k]->granges[coll] : tt[k]->ranges[coll];
-      int n = g ? tt[k]->gnranges[coll] : tt[k]->nranges[coll];
-      for (int i = -1; i < n; i++) {
-        size_t v[4] = {0, 0, 0, 0};
-        if (i >= 0)
-          v[0] = r[i].lo, v[1] = r[i].lo ? r[i].lo - 1 : 0, v[2] = r[i].hi, v[3] = r[i].hi - 1;
-        for (int m = 0; m < 4; m++)
-          for (int q = 0; q < 2; q++)
-            if (planSelectIn(a, coll, v[m], q, NULL) != planSelectIn(b, coll, v[m], q, NULL))
-              return 0;
-      }
-    }
-  return 1;
-}
-
 int planTableForChannel(planTable *t, int parentRanks) {
   const planColl b = PLAN_COLL_BROADCAST;
   int own = 0;
@@ -726,7 +704,7 @@ int planTableForChannel(planTable *t, int parentRanks) {
      * made between processes: planSelectionDigest) */
     planTableDefaults(d, 2);
     if (t->ctaPolicy == PLAN_CTA_ZERO) planTableNoSmMoves(d);
-    own = sameSelection(t, d, b);
+    own = planSelectionDigest(t, b) == planSelectionDigest(d, b);
     free(d);
   }
   if (own) {
