@@ -18,7 +18,11 @@ double perfNowSec(void) {
 void perfTrace(bench *b, const char *step, const contender *c, size_t count) {
   static int on = -1;
   if (on < 0) on = getenv("DMACCL_PERF_TRACE") && atoi(getenv("DMACCL_PERF_TRACE")) > 0;
-  if (on) fprintf(stderr, "[rank %d] %s %s count %zu\n", b->first, step, c ? c->name : "-", count);
+  /* the time is CLOCK_MONOTONIC, the clock of the library's DMACCL_DEBUG=WARN
+   * lines: a stalled row's trace and those lines can be put side by side */
+  if (on)
+    fprintf(stderr, "[rank %d] %.6f %s %s count %zu\n", b->first, perfNowSec(), step,
+            c ? c->name : "-", count);
 }
 
 void perfBarrier(bench *b) {
