@@ -1056,7 +1056,8 @@ static int mpRowsFn(int rank, int n, const dmacclUniqueId *id, void *argp) {
   if (rank == 0) cfg.algorithm = "broadcast:pushb";
   dmacclComm_t comm;
   RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
-  size_t count = 1000, bytes = count * sizeof(float), span = n * bytes + GUARD;
+  /* mpCheckColl poisons and reads MP_GUARD bytes past the output */
+  size_t count = 1000, bytes = count * sizeof(float), span = n * bytes + MP_GUARD;
   unsigned char *sb, *rb;
   if (gpu) {
     RANK_CHECK((sb = bufAlloc(dev, span)) && (rb = bufAlloc(dev, span)));
