@@ -4,13 +4,15 @@
  * cudaMalloc buffers (CUDA IPC, cached) and dmacclMemAlloc buffers (VMM
  * strided mapping); two CUDA graphs (AllGather, AlltoAll, AllReduce) replayed
  * 100 times in an irregular order with fresh random data; the IPC cache across cudaFree/cudaMalloc
- * at the same address; abort releasing a stream that waits for a peer that never calls. Rank r uses
+ * at the same address; abort releasing a stream that waits for a peer that never calls; no context
+ * on another rank's GPU (2 GPUs). Rank r uses
  * GPU r % GPUs, so with fewer GPUs than processes the processes share them. Skipped (77) without a
  * GPU. The parent never touches CUDA: the GPU count comes from a forked probe.
  */
 #include "harness.h"
 #include "mp.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -370,6 +372,60 @@ static int testAbortReleasesStream(void) {
   return 0;
 }
 
+/* A rank touches no GPU but its own: no primary context on another GPU in
+ * its process after its calls and its progress thread's watchdog rounds
+ * (which query events: the thread switched to the rank's device for each
+ * and back to device 0, a new thread's device, and since CUDA 12 that
+ * switch made a context on GPU 0 in every process of another GPU, 100-130
+ * ms under the set's lock: docs/latency-notes.md, "The 100-ms-class stall,
+ * found"). Needs 2 GPUs. */
+static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  size_t bytes = (1u << 20) * (size_t)n + MP_GUARD;
+  void *send, *recv;
+  RANK_CUDA(cudaMalloc(&send, bytes));
+  RANK_CUDA(cudaMalloc(&recv, bytes));
+  for (int round = 0; round < 4; round++)
+    RANK_CHECK(mpCheckColl(comm, 1, stream, round & 1, dmacclUint8, 1u << 20, 0, send, recv,
+                           400u + (uint64_t)round) == 0);
+  for (int k = 0; k < 20; k++)
+    RANK_OK(comm, dmacclAllGather(send, recv, 1u << 20, dmacclUint8, comm, stream));
+  usleep(350000); /* the watchdog's rounds (every 100 ms) query the operations' events */
+  RANK_CUDA(cudaStreamSynchronize(stream));
+  usleep(250000);
+  CUresult (*state)(CUdevice, unsigned int *, int *) = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  RANK_CHECK(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", (void **)&state, 12000,
+                                              cudaEnableDefault, &q) == cudaSuccess &&
+             q == cudaDriverEntryPointSuccess && state);
+  int own = rank % ngpu, bad = 0;
+  for (int d = 0; d < ngpu; d++) {
+    unsigned int flags = 0;
+    int active = 0;
+    RANK_CHECK(state((CUdevice)d, &flags, &active) == CUDA_SUCCESS);
+    if (d != own && active) {
+      fprintf(stderr, "rank %d (GPU %d): a primary context is active on GPU %d\n", rank, own, d);
+      bad = 1;
+    }
+  }
+  RANK_CHECK(!bad);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
+static int testOwnGpuOnly(void) {
+  if (ngpu < 2) {
+    printf("  (one GPU: nothing to check)\n");
+    return 0;
+  }
+  ASSERT_EQ_INT(mpRun(2, ownGpuBody, NULL, 60, 0), 0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCount();
@@ -378,6 +434,7 @@ int main(int argc, char **argv) {
     return TEST_SKIP_CODE;
   }
   printf("%d GPU(s): rank r runs on GPU r %% %d\n", ngpu, ngpu);
+  RUN_IF(testOwnGpuOnly);
   RUN_IF(testCacheRealloc);
   RUN_IF(testAbortReleasesStream);
   RUN_IF(testGraphReplay);

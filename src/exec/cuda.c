@@ -1513,6 +1513,16 @@ out:
   return rc;
 }
 
+/* The progress thread's device: the rank's. Its watchdog queries events
+ * (cudaComplete); on a thread left on device 0 each query switched to the
+ * rank's device and back, and the first switch back made a primary context
+ * on GPU 0 (100-130 ms under the set's lock, and that context's memory on
+ * GPU 0 for the process's life: docs/latency-notes.md, "The 100-ms-class
+ * stall, found"). The rank's context exists already (initRank). */
+static void cudaBindThread(dmacclComm_t comm) {
+  if (cudaSetDevice(comm->device) != cudaSuccess) cudaGetLastError();
+}
+
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
   (void)seq;
   dmacclResult_t rc = dmacclSuccess;
@@ -1786,6 +1796,7 @@ const execOps execCudaOps = {
     .importBuf = cudaImportBuf,
     .registerBuf = cudaRegisterBuf,
     .deregisterBuf = cudaDeregisterBuf,
+    .bindThread = cudaBindThread,
     .abort = cudaAbort,
     .complete = cudaComplete,
     .stuck = cudaStuck,
