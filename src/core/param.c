@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 static const struct {
@@ -95,13 +96,23 @@ coreLogLevel coreLogLevelGet(void) {
   return (coreLogLevel)l;
 }
 
+/* One write(2) per line: the ranks' processes share their stderr, and a
+ * line written in pieces came out cut by another process's line (two ranks'
+ * slow-phase lines, 2x H200). */
 void coreLog(coreLogLevel level, const char *fmt, ...) {
-  char buf[768];
+  char buf[800];
+  int head = snprintf(buf, sizeof(buf), "dmaccl %s: ", level == CORE_LOG_WARN ? "WARN" : "INFO");
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  int len = vsnprintf(buf + head, sizeof(buf) - (size_t)head - 1, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "dmaccl %s: %s\n", level == CORE_LOG_WARN ? "WARN" : "INFO", buf);
+  if (len < 0) len = 0;
+  size_t n =
+      (size_t)head +
+      ((size_t)len < sizeof(buf) - (size_t)head - 1 ? (size_t)len : sizeof(buf) - (size_t)head - 2);
+  buf[n++] = '\n';
+  ssize_t w = write(STDERR_FILENO, buf, n);
+  (void)w;
 }
 
 size_t coreStageBytesParam(void) {
