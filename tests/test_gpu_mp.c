@@ -394,6 +394,18 @@ static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
                            400u + (uint64_t)round) == 0);
   for (int k = 0; k < 20; k++)
     RANK_OK(comm, dmacclAllGather(send, recv, 1u << 20, dmacclUint8, comm, stream));
+  /* a Send/Recv pair (its channels are sets with progress threads of their
+   * own) and a dmacclMemAlloc buffer (every rank's part mapped in every
+   * process, cuMemSetAccess) */
+  void *mem = NULL;
+  RANK_OK(comm, dmacclMemAlloc(comm, 1u << 20, &mem));
+  int peer = (rank + 1) % n, from = (rank + n - 1) % n;
+  for (int k = 0; k < 4; k++) {
+    RANK_OK(comm, dmacclGroupStart());
+    RANK_OK(comm, dmacclSend(send, 1u << 20, dmacclUint8, peer, comm, stream));
+    RANK_OK(comm, dmacclRecv(k & 1 ? mem : recv, 1u << 20, dmacclUint8, from, comm, stream));
+    RANK_OK(comm, dmacclGroupEnd());
+  }
   usleep(350000); /* the watchdog's rounds (every 100 ms) query the operations' events */
   RANK_CUDA(cudaStreamSynchronize(stream));
   usleep(250000);
@@ -402,17 +414,26 @@ static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   RANK_CHECK(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", (void **)&state, 12000,
                                               cudaEnableDefault, &q) == cudaSuccess &&
              q == cudaDriverEntryPointSuccess && state);
+  CUresult (*getDev)(CUdevice *, int) = NULL;
+  RANK_CHECK(cudaGetDriverEntryPointByVersion("cuDeviceGet", (void **)&getDev, 12000,
+                                              cudaEnableDefault, &q) == cudaSuccess &&
+             q == cudaDriverEntryPointSuccess && getDev);
   int own = rank % ngpu, bad = 0;
   for (int d = 0; d < ngpu; d++) {
     unsigned int flags = 0;
     int active = 0;
-    RANK_CHECK(state((CUdevice)d, &flags, &active) == CUDA_SUCCESS);
+    CUdevice dev = 0;
+    RANK_CHECK(getDev(&dev, d) == CUDA_SUCCESS && state(dev, &flags, &active) == CUDA_SUCCESS);
     if (d != own && active) {
       fprintf(stderr, "rank %d (GPU %d): a primary context is active on GPU %d\n", rank, own, d);
       bad = 1;
     }
   }
+  /* (If this fails with the progress threads bound, something else made
+   * the context: a driver that retains a peer's context for IPC or VMM
+   * peer mappings would, which this driver did not on 2x H200.) */
   RANK_CHECK(!bad);
+  RANK_OK(comm, dmacclMemFree(comm, mem));
   RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
   return 0;
 }

@@ -9,8 +9,10 @@
 // stat, wchan, syscall) and its run-queue delay (schedstat). A run of
 // samples in which a thread was not running (state other than R) with the
 // same wait channel and system call is printed when it ends, if it lasted
-// MIN_MS or more; so is a run-queue delay of MIN_MS or more between two
-// samples. Lines:
+// MIN_MS or more (a thread that ran between two samples, by its schedstat
+// time on a CPU, ends its run even if it waits again on the same channel);
+// so is a run-queue delay of MIN_MS or more between two samples; at exit
+// (SIGTERM, SIGINT) and when a thread ends, its wait so far. Lines:
 //   <end, CLOCK_MONOTONIC s> <ms> pid <pid> tid <tid> <comm> state <S>
 //       wchan <name> syscall <nr and first argument> [runqueue]
 // At start it prints both clocks (CLOCK_REALTIME and CLOCK_MONOTONIC), to
@@ -34,8 +36,9 @@ typedef struct {
   char comm[32];
   char state;
   char wchan[64], sys[64];
-  double since;          /* start of the current not-running run */
-  unsigned long long rq; /* schedstat run-queue delay, ns */
+  double since;           /* start of the current not-running run */
+  unsigned long long rq;  /* schedstat run-queue delay, ns */
+  unsigned long long run; /* schedstat time on a CPU, ns: a change ends a run */
 } thr;
 
 static thr t[MAXT];
@@ -106,7 +109,11 @@ static void sampleThread(int pid, int tid, double now, double minSec) {
            comm);
   }
   x->rq = rq;
-  int same = state == x->state && !strcmp(wchan, x->wchan) && !strcmp(sys, x->sys);
+  /* A thread that ran between two samples (however briefly: a wake and a
+   * new wait on the same futex) ended its wait even if it looks the same. */
+  int ran = x->run && run != x->run;
+  x->run = run;
+  int same = !ran && state == x->state && !strcmp(wchan, x->wchan) && !strcmp(sys, x->sys);
   if (same) return;
   if (x->state != 'R' && now - x->since >= minSec) report(x, now, "");
   x->state = state;
@@ -128,6 +135,10 @@ int main(int argc, char **argv) {
   const char *pattern = argv[1];
   double minSec = atof(argv[2]) / 1e3;
   long period = atol(argv[3]);
+  if (!pattern[0] || minSec <= 0 || period < 100 || period > 10000000) {
+    fprintf(stderr, "%s: PATTERN non-empty, MIN_MS > 0, PERIOD_US from 100 to 10000000\n", argv[0]);
+    return 2;
+  }
   signal(SIGTERM, onSignal);
   signal(SIGINT, onSignal);
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -165,14 +176,21 @@ int main(int argc, char **argv) {
       }
       if (d) closedir(d);
     }
-    /* threads that ended: forget them (a new process may reuse the slot) */
+    /* threads that ended: their wait, if long, then forget them (a new
+     * process may reuse the slot) */
     for (int i = 0; i < nt;)
-      if (!t[i].live)
+      if (!t[i].live) {
+        if (t[i].state != 'R' && now - t[i].since >= minSec) report(&t[i], now, " (thread ended)");
         t[i] = t[--nt];
-      else
+      } else {
         i++;
-    struct timespec ts = {0, period * 1000};
+      }
+    struct timespec ts = {period / 1000000, period % 1000000 * 1000};
     nanosleep(&ts, NULL);
   }
+  /* stopped: the waits still going on (a hung run's are the point) */
+  double now = mono();
+  for (int i = 0; i < nt; i++)
+    if (t[i].state != 'R' && now - t[i].since >= minSec) report(&t[i], now, " (ongoing)");
   return 0;
 }

@@ -1519,7 +1519,9 @@ out:
  * on GPU 0 (100-130 ms under the set's lock, and that context's memory on
  * GPU 0 for the process's life: docs/latency-notes.md, "The 100-ms-class
  * stall, found"). The rank's context exists already (initRank). */
+static void relaxCaptureMode(void);
 static void cudaBindThread(dmacclComm_t comm) {
+  relaxCaptureMode(); /* as before its other CUDA calls: a capture elsewhere stays valid */
   if (cudaSetDevice(comm->device) != cudaSuccess) cudaGetLastError();
 }
 
