@@ -379,10 +379,45 @@ static int testAbortReleasesStream(void) {
  * switch made a context on GPU 0 in every process of another GPU, 100-130
  * ms under the set's lock: docs/latency-notes.md, "The 100-ms-class stall,
  * found"). Needs 2 GPUs. */
+/* The other GPU with an active primary context in this process, or -1. */
+static int foreignContext(int rank) {
+  CUresult (*state)(CUdevice, unsigned int *, int *) = NULL;
+  CUresult (*getDev)(CUdevice *, int) = NULL;
+  enum cudaDriverEntryPointQueryResult q, q2;
+  if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", (void **)&state, 12000,
+                                       cudaEnableDefault, &q) != cudaSuccess ||
+      cudaGetDriverEntryPointByVersion("cuDeviceGet", (void **)&getDev, 12000, cudaEnableDefault,
+                                       &q2) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess || !state || !getDev)
+    return -2;
+  for (int d = 0; d < ngpu; d++) {
+    unsigned int flags = 0;
+    int active = 0;
+    CUdevice dev = 0;
+    if (getDev(&dev, d) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS) return -2;
+    if (d != rank % ngpu && active) return d;
+  }
+  return -1;
+}
+
+/* Checked after each step, so that a failure names the step that made the
+ * context. (A driver that retained a peer's context for IPC or VMM peer
+ * mappings would fail it too; this driver did not on 2x H200.) */
+#define OWN_GPU_ONLY(step)                                                                         \
+  do {                                                                                             \
+    int d_ = foreignContext(rank);                                                                 \
+    if (d_ != -1) {                                                                                \
+      fprintf(stderr, "rank %d (GPU %d): after %s: %s %d\n", rank, rank % ngpu, step,              \
+              d_ == -2 ? "the driver query failed" : "a primary context is active on GPU", d_);    \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
 static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
   dmacclComm_t comm;
   RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  OWN_GPU_ONLY("init");
   cudaStream_t stream;
   RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   size_t bytes = (1u << 20) * (size_t)n + MP_GUARD;
@@ -394,11 +429,15 @@ static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
                            400u + (uint64_t)round) == 0);
   for (int k = 0; k < 20; k++)
     RANK_OK(comm, dmacclAllGather(send, recv, 1u << 20, dmacclUint8, comm, stream));
-  /* a Send/Recv pair (its channels are sets with progress threads of their
-   * own) and a dmacclMemAlloc buffer (every rank's part mapped in every
-   * process, cuMemSetAccess) */
+  usleep(350000); /* the watchdog's rounds (every 100 ms) query the operations' events */
+  RANK_CUDA(cudaStreamSynchronize(stream));
+  usleep(250000);
+  OWN_GPU_ONLY("collectives and the watchdog's rounds");
+  /* a dmacclMemAlloc buffer: every rank's part mapped in every process */
   void *mem = NULL;
   RANK_OK(comm, dmacclMemAlloc(comm, 1u << 20, &mem));
+  OWN_GPU_ONLY("dmacclMemAlloc");
+  /* a Send/Recv pair: its channels are sets with progress threads of their own */
   int peer = (rank + 1) % n, from = (rank + n - 1) % n;
   for (int k = 0; k < 4; k++) {
     RANK_OK(comm, dmacclGroupStart());
@@ -406,33 +445,10 @@ static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
     RANK_OK(comm, dmacclRecv(k & 1 ? mem : recv, 1u << 20, dmacclUint8, from, comm, stream));
     RANK_OK(comm, dmacclGroupEnd());
   }
-  usleep(350000); /* the watchdog's rounds (every 100 ms) query the operations' events */
   RANK_CUDA(cudaStreamSynchronize(stream));
-  usleep(250000);
-  CUresult (*state)(CUdevice, unsigned int *, int *) = NULL;
-  enum cudaDriverEntryPointQueryResult q;
-  RANK_CHECK(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", (void **)&state, 12000,
-                                              cudaEnableDefault, &q) == cudaSuccess &&
-             q == cudaDriverEntryPointSuccess && state);
-  CUresult (*getDev)(CUdevice *, int) = NULL;
-  RANK_CHECK(cudaGetDriverEntryPointByVersion("cuDeviceGet", (void **)&getDev, 12000,
-                                              cudaEnableDefault, &q) == cudaSuccess &&
-             q == cudaDriverEntryPointSuccess && getDev);
-  int own = rank % ngpu, bad = 0;
-  for (int d = 0; d < ngpu; d++) {
-    unsigned int flags = 0;
-    int active = 0;
-    CUdevice dev = 0;
-    RANK_CHECK(getDev(&dev, d) == CUDA_SUCCESS && state(dev, &flags, &active) == CUDA_SUCCESS);
-    if (d != own && active) {
-      fprintf(stderr, "rank %d (GPU %d): a primary context is active on GPU %d\n", rank, own, d);
-      bad = 1;
-    }
-  }
-  /* (If this fails with the progress threads bound, something else made
-   * the context: a driver that retains a peer's context for IPC or VMM
-   * peer mappings would, which this driver did not on 2x H200.) */
-  RANK_CHECK(!bad);
+  OWN_GPU_ONLY("Send/Recv");
+  usleep(350000);
+  OWN_GPU_ONLY("Send/Recv and the channels' watchdog rounds");
   RANK_OK(comm, dmacclMemFree(comm, mem));
   RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
   return 0;

@@ -1521,8 +1521,11 @@ out:
  * stall, found"). The rank's context exists already (initRank). */
 static void relaxCaptureMode(void);
 static void cudaBindThread(dmacclComm_t comm) {
-  relaxCaptureMode(); /* as before its other CUDA calls: a capture elsewhere stays valid */
+  /* cudaSetDevice first: any other runtime call on a new thread binds it
+   * to device 0 and initializes that device's context (relaxing the
+   * capture mode first did: 2x H200, testOwnGpuOnly "after init") */
   if (cudaSetDevice(comm->device) != cudaSuccess) cudaGetLastError();
+  relaxCaptureMode(); /* before its queries, as on every call of this thread */
 }
 
 static dmacclResult_t cudaSync(dmacclComm_t comm, uint64_t seq) {
