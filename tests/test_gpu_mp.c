@@ -406,17 +406,21 @@ static int foreignContext(int rank) {
 #define OWN_GPU_ONLY(step)                                                                         \
   do {                                                                                             \
     int d_ = foreignContext(rank);                                                                 \
-    if (d_ != -1) {                                                                                \
-      fprintf(stderr, "rank %d (GPU %d): after %s: %s %d\n", rank, rank % ngpu, step,              \
-              d_ == -2 ? "the driver query failed" : "a primary context is active on GPU", d_);    \
-      return 1;                                                                                    \
-    }                                                                                              \
+    if (d_ == -2)                                                                                  \
+      fprintf(stderr, "rank %d (GPU %d): after %s: the driver query failed\n", rank, rank % ngpu,  \
+              step);                                                                               \
+    else if (d_ >= 0)                                                                              \
+      fprintf(stderr, "rank %d (GPU %d): after %s: a primary context is active on GPU %d\n", rank, \
+              rank % ngpu, step, d_);                                                              \
+    if (d_ != -1) return 1;                                                                        \
   } while (0)
 
 static int ownGpuBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
   dmacclComm_t comm;
   RANK_CHECK(initRank(&comm, n, id, rank, NULL) == dmacclSuccess);
+  /* (the progress thread may not have bound its device yet: a context it
+   * made would be named at the next step) */
   OWN_GPU_ONLY("init");
   cudaStream_t stream;
   RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

@@ -87,6 +87,7 @@ static void sampleThread(int pid, int tid, double now, double minSec) {
   memcpy(comm, open + 1, cl);
   comm[cl] = 0;
   char state = close[2];
+  if (state == 'Z' || state == 'X') return; /* exited, not waiting: dropped as ended */
   snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", pid, tid);
   if (readSmall(path, wchan, sizeof(wchan)) <= 0) strcpy(wchan, "-");
   snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
@@ -135,8 +136,10 @@ int main(int argc, char **argv) {
   const char *pattern = argv[1];
   double minSec = atof(argv[2]) / 1e3;
   long period = atol(argv[3]);
-  if (!pattern[0] || minSec <= 0 || period < 100 || period > 10000000) {
-    fprintf(stderr, "%s: PATTERN non-empty, MIN_MS > 0, PERIOD_US from 100 to 10000000\n", argv[0]);
+  if (!pattern[0] || !(minSec > 0 && minSec < 1e3) || period < 100 || period > 10000000) {
+    fprintf(stderr,
+            "%s: PATTERN non-empty, MIN_MS over 0 and below 1000, PERIOD_US from 100 to 10000000\n",
+            argv[0]);
     return 2;
   }
   signal(SIGTERM, onSignal);

@@ -1521,9 +1521,10 @@ out:
  * stall, found"). The rank's context exists already (initRank). */
 static void relaxCaptureMode(void);
 static void cudaBindThread(dmacclComm_t comm) {
-  /* cudaSetDevice first: any other runtime call on a new thread binds it
-   * to device 0 and initializes that device's context (relaxing the
-   * capture mode first did: 2x H200, testOwnGpuOnly "after init") */
+  /* cudaSetDevice first: a runtime call that needs a context, made on a
+   * new thread, binds it to device 0 and initializes that device's context
+   * (relaxing the capture mode first did: 2x H200, testOwnGpuOnly "after
+   * init") */
   if (cudaSetDevice(comm->device) != cudaSuccess) cudaGetLastError();
   relaxCaptureMode(); /* before its queries, as on every call of this thread */
 }
