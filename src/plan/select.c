@@ -56,7 +56,9 @@ const char planDefaultTune[] =
      * 256 KB and 12.5 at 1 MB against pushn's 31-32 and pushb's 38-42 (NCCL
      * 6.4-13.7); eager 20-28 us against pushb's 29-33 (NCCL 11-16), but
      * from 16 MB 1.9x pushb's time eager (256 MB 1093 us against 564) and
-     * 1.4-1.8x in graphs: eager, as prefill runs, keeps pushb there. */
+     * 1.4-1.8x in graphs: eager, as prefill runs, keeps pushb there. With
+     * channels that never pull, at 8ab9c4f (docs/results/x4-h200/
+     * at-8ab9c4f/): still 1.3-1.9x from 16 MB, not explained. */
     "* alltoallv:pushb;alltoallv@graph:pairs\n2 alltoallv:pairs\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
      * dmaccl-perf -p 4): stagell (AllReduce below 1 MB, ReduceScatter
