@@ -469,6 +469,80 @@ static int pairsOrderCase(int n, int oneGroup) {
   return bad;
 }
 
+/* coreP2pOrderKey: both ends of a direction compute the same key, every
+ * direction its own, and the pairs fall into the rounds of a round-robin
+ * schedule (n - 1 rounds for even n, n for odd), in each of which a rank has
+ * at most one partner: a group's Send/Recv calls, posted in key order, then
+ * never have two ranks writing one rank at once in issue order, and every
+ * rank posts them in one order (the queue-safety rule). White box: the key
+ * is 1 + 2 * ((round * n + lo) * n + hi) + (src > dst). */
+static int testOrderKey(void) {
+  for (int n = 2; n <= 17; n++) {
+    int m = n % 2 ? n : n - 1, bad = 0;
+    int *seen = calloc((size_t)m * (size_t)n, sizeof(int));
+    uint64_t *keys = calloc((size_t)n * (size_t)n, sizeof(uint64_t));
+    ASSERT_TRUE(seen && keys);
+    for (int src = 0; src < n && !bad; src++)
+      for (int dst = 0; dst < n && !bad; dst++) {
+        if (src == dst) continue;
+        struct dmacclComm cs = {.rank = src, .nranks = n}, cd = {.rank = dst, .nranks = n};
+        coreOp send = {.comm = &cs, .p2p = 1, .peer = dst},
+               recv = {.comm = &cd, .p2p = 2, .peer = src};
+        uint64_t k = coreP2pOrderKey(&send);
+        if (k != coreP2pOrderKey(&recv) || k == 0 || k == UINT64_MAX) {
+          TEST_FAIL("%d ranks, %d -> %d: send key %llu, receive key %llu", n, src, dst,
+                    (unsigned long long)k, (unsigned long long)coreP2pOrderKey(&recv));
+          bad = 1;
+        }
+        keys[(size_t)src * (size_t)n + (size_t)dst] = k;
+        uint64_t round = ((k - 1) / 2) / ((uint64_t)n * (uint64_t)n);
+        int lo = src < dst ? src : dst, hi = src ^ dst ^ lo;
+        if (round >= (uint64_t)m || (k - 1) % 2 != (uint64_t)(src > dst) ||
+            ((k - 1) / 2) % ((uint64_t)n * (uint64_t)n) != (uint64_t)(lo * n + hi)) {
+          TEST_FAIL("%d ranks, %d -> %d: key %llu is not (round < %d, %d, %d, direction)", n, src,
+                    dst, (unsigned long long)k, m, lo, hi);
+          bad = 1;
+        }
+        /* a rank's partner in this round: one at most */
+        for (int x = 0; x < 2 && !bad; x++) {
+          int me = x ? hi : lo, other = x ? lo : hi;
+          int *slot = &seen[round * (uint64_t)n + (uint64_t)me];
+          if (*slot && *slot != other + 1) {
+            TEST_FAIL("%d ranks: rank %d meets ranks %d and %d in round %llu", n, me, *slot - 1,
+                      other, (unsigned long long)round);
+            bad = 1;
+          }
+          *slot = other + 1;
+        }
+      }
+    for (int a = 0; a < n * n && !bad; a++)
+      for (int b = a + 1; b < n * n && !bad; b++)
+        if (keys[a] && keys[a] == keys[b]) {
+          TEST_FAIL("%d ranks: directions %d -> %d and %d -> %d share key %llu", n, a / n, a % n,
+                    b / n, b % n, (unsigned long long)keys[a]);
+          bad = 1;
+        }
+    for (int r = 0; r < m && !bad; r++) { /* every round used: n - 1 or n of them */
+      int any = 0;
+      for (int q = 0; q < n; q++) any |= seen[r * n + q] != 0;
+      if (!any) {
+        TEST_FAIL("%d ranks: round %d holds no pair", n, r);
+        bad = 1;
+      }
+    }
+    struct dmacclComm c0 = {.rank = 0, .nranks = n};
+    coreOp coll = {.comm = &c0}, self = {.comm = &c0, .self = 1};
+    if (!bad && (coreP2pOrderKey(&coll) != 0 || coreP2pOrderKey(&self) != UINT64_MAX)) {
+      TEST_FAIL("%d ranks: a collective's key is not 0 or a self op's not the last", n);
+      bad = 1;
+    }
+    free(seen);
+    free(keys);
+    if (bad) return 1;
+  }
+  return 0;
+}
+
 static int testPairsOrder(void) {
   for (int n = 2; n <= MAXN; n++)
     for (int g = 0; g < 2; g++) ASSERT_EQ_INT(pairsOrderCase(n, g), 0);
@@ -1135,5 +1209,6 @@ int main(int argc, char **argv) {
   RUN_IF(testSplitChoice);
   RUN_IF(testPairs);
   RUN_IF(testPairsOrder);
+  RUN_IF(testOrderKey);
   TEST_EXIT();
 }

@@ -27,8 +27,9 @@
  *
  * Order. Channels of one GPU share its queues, so every rank must issue
  * their work in one order (docs/architecture.md, rule 5): a group posts its
- * Send/Recv calls after its collectives, ordered by channel (sender, then
- * receiver) and then by call (coreP2pOrderKey, group.c). Outside a group, a
+ * Send/Recv calls after its collectives, ordered by pair of ranks (the
+ * pairs in the rounds of a round-robin schedule, then the lower rank's
+ * direction first) and then by call (coreP2pOrderKey, group.c). Outside a group, a
  * call may return only once its peer has made the matching call (always
  * between threads of one process; between processes above the staged
  * sizes): the sends and receives of an exchange belong in one group, as
@@ -362,10 +363,25 @@ void coreP2pTeardown(dmacclComm_t comm, int abort) {
   }
 }
 
+/* The round of the pair lo < hi in a round-robin schedule of n ranks (the
+ * circle method): in each round every rank has one partner (or none where
+ * n is odd), so a group whose Send/Recv calls follow the rounds, as an
+ * AlltoAllv's pairs do, never has two ranks writing one rank at once.
+ * With m = n where n is odd, n - 1 where it is even (m is odd): rank m
+ * (the last, where n is even) meets rank a in round a; ranks a, b < m meet
+ * in the round r with 2r = a + b (mod m). */
+static uint64_t pairRound(int lo, int hi, int n) {
+  int m = n % 2 ? n : n - 1;
+  if (hi == m) return (uint64_t)lo;
+  return (uint64_t)(((lo + hi) % m) * ((m + 1) / 2) % m);
+}
+
 uint64_t coreP2pOrderKey(const coreOp *op) {
   if (op->self) return UINT64_MAX; /* after its Send/Recv calls (pairs.c) */
   if (!op->p2p) return 0;
-  int me = op->comm->rank, src = op->p2p == 1 ? me : op->peer, dst = op->p2p == 1 ? op->peer : me;
+  int n = op->comm->nranks, me = op->comm->rank;
+  int src = op->p2p == 1 ? me : op->peer, dst = op->p2p == 1 ? op->peer : me;
   int lo = src < dst ? src : dst, hi = src ^ dst ^ lo;
-  return 1 + 2 * ((uint64_t)lo * (uint64_t)op->comm->nranks + (uint64_t)hi) + (uint64_t)(src > dst);
+  uint64_t pair = (pairRound(lo, hi, n) * (uint64_t)n + (uint64_t)lo) * (uint64_t)n + (uint64_t)hi;
+  return 1 + 2 * pair + (uint64_t)(src > dst);
 }
