@@ -24,8 +24,7 @@ int ccAlgoTakes(collId coll, const char *algo) {
            (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE);          /* AllReduce's own */
   if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "twoshot") == 0) return 0; /* the reductions' */
   if (strcmp(algo, "pairs") == 0) return coll == COLL_ALLTOALLV;              /* AlltoAllv's own */
-  if (strcmp(algo, "stagell") == 0) /* every movement collective's but AlltoAllv (never staged) */
-    return coll != COLL_ALLTOALLV;
+  if (strcmp(algo, "stagell") == 0) return 1; /* every movement collective's */
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
     return coll == COLL_BROADCAST; /* Broadcast's own */
   if (strcmp(algo, "split") == 0)  /* the rooted collectives' */

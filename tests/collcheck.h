@@ -96,7 +96,7 @@ int ccDevices(int n, int *devs);
 dmacclResult_t ccInitAlgo(dmacclComm_t *comms, int n, int gpu, const char *algo);
 
 /* The selection string naming algo for every collective that takes it
- * (docs/algorithms.md: movement ones all eight, alltoallv the push forms,
+ * (docs/algorithms.md: movement ones all eight, alltoallv the push forms and stagell,
  * reductions stage and pull1), in the library's names only. Returns 1 when
  * coll takes algo; sendrecv takes what Broadcast takes, through the
  * broadcast entry (collInfo.select), and adds no entry of its own. */

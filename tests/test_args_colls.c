@@ -378,7 +378,7 @@ static int testAlltoallvDisagree(void) {
   int bad = alltoallvDisagree(own, 1);
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommDestroy(own[r]), dmacclSuccess);
   ASSERT_EQ_INT(bad, 0);
-  /* 4 ranks, eager: the built-in table's pushb; nothing may be written */
+  /* 4 ranks, eager: the built-in table's stagell; nothing may be written */
   ASSERT_EQ_INT(alltoallvDisagree(comms, 0), 0);
   return untouchedAndUsable();
 }

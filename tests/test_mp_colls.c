@@ -37,9 +37,10 @@ static const char *direct = "allgather:pull1;alltoall:pushn;broadcast:pushb;gath
 /* The reductions with the kernel moving their data (the rest built in). */
 static const char *stagesm =
     "allreduce:stagesm;reducescatter:stagesm;reducescatterv:stagesm;reduce:stagesm";
-/* ... with the flags in the data (lines; the sizes that fit, else stagesm's form) */
-static const char *stagell =
-    "allreduce:stagell;reducescatter:stagell;reducescatterv:stagell;reduce:stagell";
+/* ... with the flags in the data (lines; the sizes that fit, else stagesm's
+ * form), and AlltoAllv's lines (else a push that meets every peer) */
+static const char *stagell = "allreduce:stagell;reducescatter:stagell;reducescatterv:stagell;"
+                             "reduce:stagell;alltoallv:stagell";
 /* ... in two shots (the rest built in) */
 static const char *twoshot = "allreduce:twoshot";
 /* The rooted collectives pushed and pulled in halves, AlltoAllv as Send/Recv

@@ -557,6 +557,52 @@ static int disagreeLinesBody(int rank, int n, const dmacclUniqueId *id, void *ar
   return 0;
 }
 
+/* AlltoAllv's stagell compares every rank's arrays before it runs (a
+ * direct operation), but took a staged number at the call: where rank 1's
+ * recvcounts[0] disagrees with rank 0's sendcounts[1], every rank gets the
+ * error, nothing is written, the ranks still meet (its push form's
+ * handshakes), and the AlltoAllvs after it, as lines and as the push form
+ * (blocks over a share: 4 KB slots), in both slots, are right. */
+static int disagreeAlltoallvBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  unsigned char *send, *recv;
+  const size_t big = 3000, bytes = big * (size_t)n + MP_GUARD;
+  setenv("DMACCL_STAGE_BYTES", "4K", 1); /* a 3-rank share: 256 bytes of lines */
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "alltoallv:stagell";
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  size_t counts[8], displs[8], rcounts[8];
+  for (int k = 0; k < 7; k++) {
+    size_t c = k == 0 ? 64 : k % 2 ? 16 : big; /* 16: lines; 3000: the push form */
+    for (int r = 0; r < n; r++) counts[r] = c, displs[r] = (size_t)r * c, rcounts[r] = c;
+    if (k == 0 && rank == 1) rcounts[0] = c / 2;
+    for (size_t i = 0; i < bytes; i++) send[i] = (unsigned char)(i * 7 + (size_t)rank * 13 + k);
+    memset(recv, 0xA5, bytes);
+    RANK_CHECK(dmacclAlltoAllv(send, counts, displs, recv, rcounts, displs, dmacclUint8, comm, 0) ==
+               dmacclSuccess);
+    if (k == 0) {
+      RANK_CHECK(dmacclCommSynchronize(comm) == dmacclInvalidUsage);
+      RANK_CHECK(strstr(dmacclCommGetLastError(comm), "disagree") != NULL);
+      RANK_CHECK(strstr(dmacclCommGetLastError(comm), "nothing was copied") != NULL);
+      for (size_t i = 0; i < bytes; i++) RANK_CHECK(recv[i] == 0xA5);
+      continue;
+    }
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    for (int q = 0; q < n; q++) /* q's block for me: at my place in q's buffer */
+      for (size_t i = 0; i < c; i++) {
+        size_t at = (size_t)rank * c + i;
+        RANK_CHECK(recv[(size_t)q * c + i] == (unsigned char)(at * 7 + (size_t)q * 13 + k));
+      }
+    for (size_t i = (size_t)n * c; i < bytes; i++) RANK_CHECK(recv[i] == 0xA5);
+  }
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* Ranks whose algorithm tables differ (rank 0 stages, the others push)
  * run different protocols for the same call: every rank breaks the
  * communicator, names the likely causes, and abort releases it. */
@@ -587,6 +633,8 @@ static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(3, disagreeTwoShotBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, disagreeLinesBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeLinesBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, disagreeAlltoallvBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, disagreeAlltoallvBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, protocolsBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, protocolsBody, NULL, 60, 0), 0);
   return 0;

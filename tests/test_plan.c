@@ -1411,13 +1411,17 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
    * each rank's n - 1 places of lines (one per peer) fit its slot; a
    * movement collective where the lines of every block to a peer fit that
    * peer's share of the slot, lineBytes / (n - 1) rounded down to 16 (an
-   * empty block is a token line: staged.c) */
-  int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && ci->size(&a[0]) > 0;
+   * empty block is a token line: staged.c; AlltoAllv, whose size is what
+   * a rank sends, at any size, then a push that meets every peer) */
+  int expectLines = algo == PLAN_ALGO_STAGELL && n > 1 && (ci->size(&a[0]) > 0 || ci->peerArrays);
   for (int t = 0; t < n && expectLines && ci->reduces; t++) {
     size_t b = ci->target(&a[t], t, 1).bytes;
     expectLines = b && (size_t)(n - 1) * planLinesBytes(b) <= a[t].lineBytes;
   }
   if (!ci->reduces && n > PLAN_SM_MAX_PEERS) expectLines = 0;
+  for (int f = 0; f < n && expectLines && ci->peerArrays; f++) /* AlltoAllv: 1 MB blocks at most */
+    for (int t = 0; t < n && expectLines; t++)
+      expectLines = f == t || ci->block(&a[f], f, t).bytes <= ((size_t)1 << 20);
   for (int f = 0; f < n && expectLines && !ci->reduces; f++)
     for (int t = 0; t < n && expectLines; t++) {
       size_t b = ci->block(&a[f], f, t).bytes;

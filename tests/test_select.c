@@ -110,7 +110,8 @@ static int testMalformed(void) {
   return 0;
 }
 
-/* pairs (the default in graphs) against another algorithm by size: a
+/* pairs or AlltoAllv's stagell (the default) against another algorithm
+ * by size: a
  * finished table is refused (planTableCheckPairs), a table on its way
  * there is not, and a tuning file that ends so keeps the collective's
  * table and applies the rest. */
@@ -118,10 +119,13 @@ static int testPairsSplit(void) {
   const struct {
     const char *in, *msg;
   } bad[] = {
-      {"alltoallv:1M-inf:pushb", /* (an eager range cuts the graph ranges too) */
-       "alltoallv@graph: pairs must be its algorithm at every size or at none (pairs at 0 bytes, "
+      {"alltoallv:1M-inf:pushb", /* eager: stagell below 1 MB */
+       "alltoallv: stagell must be its algorithm at every size or at none (stagell at 0 bytes, "
        "pushb at 1M bytes)"},
-      {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: pairs must be its algorithm"},
+      {"alltoallv:pushb;alltoallv:64K-1M:stagell", "alltoallv: stagell must be its algorithm"},
+      {"alltoallv@graph:pairs;alltoallv@graph:0-64K:pushn",
+       "alltoallv@graph: pairs must be its algorithm"},
+      {"alltoallv@graph:0-64K:pushn", "alltoallv@graph: stagell must be its algorithm"},
       {"alltoallv:pushb;alltoallv:64K-1M:pairs", "alltoallv: pairs must be its algorithm"},
   };
   char err[256];
@@ -296,14 +300,13 @@ static int testGraphRanges(void) {
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, (4 << 20) + 1, g, NULL), PLAN_ALGO_PULL1);
   }
-  /* AlltoAllv: pairs at every size in graphs, and eager on 2 ranks only
-   * (pushb on the others) */
+  /* AlltoAllv: stagell at every size, eager and in graphs */
   for (int nranks = 1; nranks <= 8; nranks++) {
     planTableDefaults(&t, nranks);
     for (int g = 0; g < 2; g++)
       for (int e = 0; e <= 40; e++)
         ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, ((size_t)1 << e) - 1, g, NULL),
-                      g || nranks == 2 ? PLAN_ALGO_PAIRS : PLAN_ALGO_PUSHB);
+                      PLAN_ALGO_STAGELL);
   }
   planTableDefaults(&t, 2);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_SPLIT);
@@ -312,7 +315,7 @@ static int testGraphRanges(void) {
   char perr[256];
   ASSERT_EQ_INT(planTableParse(&t, "alltoallv@graph:pushn", perr, sizeof(perr)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 1, NULL), PLAN_ALGO_PUSHN);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 0, NULL), PLAN_ALGO_PAIRS);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 64 << 10, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planTableParse(&t, "alltoallv:0-1M:pushn,1M-inf:pushb", perr, sizeof(perr)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALLV, 2 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   ASSERT_EQ_INT(planTableParse(&t, "alltoallv:pairs", perr, sizeof(perr)), 0);
@@ -411,8 +414,8 @@ static int smMoveAt(const planTable *t, planColl c, size_t size, int graph) {
 
 /* CTA policy zero (planTableNoSmMoves): at no size, rank count or capture
  * does the built-in table, or a tuning file over it, select an algorithm
- * whose kernel moves data; each such range takes stage (stagesm, stagell)
- * or pull1 (twoshot) over the same sizes; what DMACCL_ALGO or the config
+ * whose kernel moves data; each such range takes stage (stagesm, stagell;
+ * AlltoAllv's stagell pushb) or pull1 (twoshot) over the same sizes; what DMACCL_ALGO or the config
  * names still runs as named. */
 static int testNoSmMoves(void) {
   size_t sizes[64];
@@ -439,8 +442,10 @@ static int testNoSmMoves(void) {
             return 1;
           }
           planAlgo now = planSelectIn(&z, (planColl)c, sizes[i], g, NULL);
-          if (was >= 0)
-            ASSERT_EQ_INT(now, was == PLAN_ALGO_TWOSHOT ? PLAN_ALGO_PULL1 : PLAN_ALGO_STAGE);
+          if (was >= 0) /* AlltoAllv is never staged: pushb */
+            ASSERT_EQ_INT(now, was == PLAN_ALGO_TWOSHOT              ? PLAN_ALGO_PULL1
+                               : planCollOf((planColl)c)->peerArrays ? PLAN_ALGO_PUSHB
+                                                                     : PLAN_ALGO_STAGE);
           else /* nothing else changes */
             ASSERT_EQ_INT(now, planSelectIn(&t, (planColl)c, sizes[i], g, NULL));
           /* what it runs is one the collective takes */

@@ -35,7 +35,7 @@ planAlgo coreChooseAlgo(const coreClique *c, const planArgs *args, int capture,
    * wait for a peer that runs only when the GPU switches to its context. */
   if ((algo == PLAN_ALGO_STAGESM || algo == PLAN_ALGO_STAGELL || algo == PLAN_ALGO_TWOSHOT) &&
       c->gpuShared)
-    algo = PLAN_ALGO_STAGE;
+    algo = planCollOf(args->coll)->peerArrays ? PLAN_ALGO_PUSHB : PLAN_ALGO_STAGE;
   /* split puts a second GPU's copy engine on the link: ranks that share a
    * GPU have none, so the built-in table's split runs stage there where the
    * collective fits a staging slot (a 2-rank Broadcast of 2-8 MB took stage
@@ -105,10 +105,18 @@ planAlgo coreOwnAlgo(const coreClique *c, const coreOp *op, size_t *size) {
   return algo;
 }
 
+/* Whether an operation of coll with algo and size gets a staged number: a
+ * staged one that moves something, which the size tells alike on every
+ * rank; AlltoAllv's (its size is what the rank sends) whatever its size
+ * (staged.c, buildPeerArrays). */
+static int numbered(planColl coll, planAlgo algo, size_t size) {
+  return planIsStaged(algo) && (size || planCollOf(coll)->peerArrays);
+}
+
 /* ... and the staged number of op (op->algo set; size from coreOwnAlgo),
  * with the set's lock held. */
 void coreSequenceStage(coreClique *c, coreOp *op, size_t size) {
-  op->stageIndex = planIsStaged(op->algo) && size ? coreStageNumber(c, op) : 0;
+  op->stageIndex = numbered(op->coll, op->algo, size) ? coreStageNumber(c, op) : 0;
 }
 
 /*
@@ -298,7 +306,7 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
                        "DMACCL_STAGE_BYTES slot)");
     run = 0;
   }
-  uint64_t stageIndex = planIsStaged(algo) && run && size ? coreStageNumber(c, ref) : 0;
+  uint64_t stageIndex = run && numbered(ref->coll, algo, size) ? coreStageNumber(c, ref) : 0;
   if (run && size)
     CORE_INFO("op %llu %s %zu bytes: %s (size range %zu-%zu)", (unsigned long long)slot->seq,
               planCollName(ref->coll), size, planAlgoName(algo), why ? why->lo : 0,

@@ -123,9 +123,10 @@ static void breakLines(coreClique *c, uint64_t seq, const char *why) {
 }
 
 /* Launched at the call, before the peers call, and compared with their calls
- * later: the staged operations that touch no peer buffer (not twoshot). */
-static int atOnce(planAlgo a) {
-  return planIsStaged(a) && a != PLAN_ALGO_TWOSHOT;
+ * later: the staged operations that touch no peer buffer or arrays (not
+ * twoshot, nor AlltoAllv's stagell: planRunsAtCall). */
+static int atOnce(const coreOp *op) {
+  return planRunsAtCall(op->coll, op->algo);
 }
 
 static void reportDisagreement(coreClique *c, uint64_t seq, const char *why, const char *outcome) {
@@ -140,7 +141,7 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
   const size_t *vecs[CORE_MAX_RANKS];
-  int early = atOnce(op->algo); /* launched before the peers call */
+  int early = atOnce(op); /* launched before the peers call */
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
   memset(vecs, 0, sizeof(void *) * (size_t)n);
@@ -175,6 +176,9 @@ static void launchOne(coreClique *c, uint64_t seq) {
       ref.capture = op->capture;
       ref.stageIndex = op->stageIndex;
       l.args = coreOpArgs(&ref, me, n, refVecs, c->scratchBytes);
+      /* AlltoAllv's stagell: the form that meets every peer (its lines
+       * would leave no step: staged.c, buildPeerArrays) */
+      if (planCollOf(op->coll)->peerArrays) l.args.lineBytes = 0;
       l.handshakesOnly = 1;
     } else {
       l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
@@ -228,7 +232,7 @@ int coreMpCheckStaged(coreClique *c) {
   while (c->checked + 1 < c->nextLaunch) {
     uint64_t seq = c->checked + 1;
     int slot = (int)(seq % CORE_BOARD_DEPTH);
-    if (atOnce(c->localOps[slot].algo)) {
+    if (atOnce(&c->localOps[slot])) {
       if (!allPosted(c, seq, -1)) return done;
       char why[384], proto[384];
       int argsDiffer = findDisagreement(c, slot, why, sizeof(why)) >= 0;
@@ -336,7 +340,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
    * fails before anything is issued. */
   size_t size = 0;
   op->algo = coreOwnAlgo(c, op, &size);
-  int direct = !atOnce(op->algo);
+  int direct = !atOnce(op);
   slowPhases slow = {.on = direct};
   if (direct) slow.since = coreNowSec();
   dmacclResult_t rc = direct ? coreMpExportOp(op, op->call) : dmacclSuccess;
@@ -391,7 +395,7 @@ dmacclResult_t coreMpPost(coreOp *op) {
   size_t vlen = coreVecLen(op, c->nranks);
   uint64_t *bv = coreBoardVec(c, c->localRank, slot);
   for (size_t i = 0; i < vlen; i++) bv[i] = op->vec[i];
-  if (!atOnce(op->algo)) { /* 208 bytes of the board a peer would not read */
+  if (!atOnce(op)) { /* 208 bytes of the board a peer would not read */
     so->send = op->sendRef;
     so->recv = op->recvRef;
   }

@@ -34,7 +34,9 @@ planBlock planOneRankBlock(const planArgs *a) {
 
 size_t planStageNeed(const planArgs *a, planAlgo algo) {
   const planCollInfo *ci = planCollOf(a->coll);
-  if (ci->peerArrays) return SIZE_MAX;
+  /* AlltoAllv: stagell's lines only, in the line slot every rank has (what
+   * does not fit runs as a push: staged.c); nothing else staged */
+  if (ci->peerArrays) return algo == PLAN_ALGO_STAGELL ? 0 : SIZE_MAX;
   size_t need = 0;
   for (int t = 0; t < a->nranks; t++) {
     size_t b;

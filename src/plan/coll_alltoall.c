@@ -5,11 +5,13 @@
  * with every count equal: block `to` of from's send buffer lands at block
  * `from` of to's receive buffer. Neither runs in place.
  *
- * AlltoAllv's layout needs the peers' arrays, so it is never staged, and
- * its selection size (the bytes this rank sends) differs between ranks:
- * it accepts the push forms, which run the same handshakes whatever form
- * each rank picks, and pairs (Send/Recv pairs on the channels, composed by
- * the core: plan.h), which no size may choose.
+ * AlltoAllv's layout needs the peers' arrays, and its selection size (the
+ * bytes this rank sends) differs between ranks: it accepts the push forms,
+ * which run the same handshakes whatever form each rank picks; pairs
+ * (Send/Recv pairs on the channels, composed by the core: plan.h); and
+ * stagell, built once every rank's arrays are at hand (lines where every
+ * block fits a share, else a push that meets every peer: staged.c). No size
+ * may choose either of the last two.
  */
 #include "plan_internal.h"
 
@@ -69,7 +71,8 @@ const planCollInfo planColl_alltoallv = {
     .vector = 1,
     .peerArrays = 1,
     .algos = PLAN_ALGO_BIT(PLAN_ALGO_PUSH1) | PLAN_ALGO_BIT(PLAN_ALGO_PUSHN) |
-             PLAN_ALGO_BIT(PLAN_ALGO_PUSHB) | PLAN_ALGO_BIT(PLAN_ALGO_PAIRS),
+             PLAN_ALGO_BIT(PLAN_ALGO_PUSHB) | PLAN_ALGO_BIT(PLAN_ALGO_PAIRS) |
+             PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
     .sendBytes = a2avSend,
     .recvBytes = a2avRecv,
     .inPlace = noInPlace,

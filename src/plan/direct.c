@@ -11,7 +11,9 @@
  * (the sender for push, the receiver for pull) waits for the other's ENTRY
  * and signals EXIT to it; the other signals ENTRY and waits for EXIT. Both
  * sides derive this from the same block function, so the pairs match; a
- * collective whose blocks are all empty has an empty schedule.
+ * collective whose blocks are all empty has an empty schedule. With
+ * planArgs.syncEvery (the one-lane forms) every pair of ranks exchanges
+ * ENTRY and EXIT both ways, blocks or not (staged.c's AlltoAllv).
  *
  * Issue forms, in rounds (plan.h: round k waits only for signals of earlier
  * rounds, and every wait follows its own rank's earlier signals):
@@ -80,14 +82,14 @@ static int addBlockCopy(planSchedule *s, const planArgs *a, int pull, int p, int
 static int entrySignals(planSchedule *s, const planArgs *a, int pull) {
   int n = a->nranks, r = a->rank, rc = 0;
   for (int d = 1; d < n && !rc; d++)
-    if (theirs(a, pull, (r + d) % n).bytes)
+    if (theirs(a, pull, (r + d) % n).bytes || a->syncEvery)
       rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   return rc;
 }
 static int exitWaits(planSchedule *s, const planArgs *a, int pull) {
   int n = a->nranks, r = a->rank, rc = 0;
   for (int d = 1; d < n && !rc; d++)
-    if (theirs(a, pull, (r + d) % n).bytes)
+    if (theirs(a, pull, (r + d) % n).bytes || a->syncEvery)
       rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
   return rc;
 }
@@ -111,12 +113,12 @@ static int buildOneLane(const planArgs *a, planAlgo algo, planSchedule *s) {
   if (!rc && !side && !batch) rc = addBlockCopy(s, a, pull, r, 0, 0);
   s->round = 1;
   for (int d = 1; d < n && !rc; d++)
-    if (mine(a, pull, (r + d) % n).bytes)
+    if (mine(a, pull, (r + d) % n).bytes || a->syncEvery)
       rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
   if (!rc && !side && batch) rc = addBlockCopy(s, a, pull, r, 0, 1);
   for (int d = 1; d < n && !rc; d++) rc = addBlockCopy(s, a, pull, (r + d) % n, 0, batch);
   for (int d = 1; d < n && !rc; d++)
-    if (mine(a, pull, (r + d) % n).bytes)
+    if (mine(a, pull, (r + d) % n).bytes || a->syncEvery)
       rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
   s->round = 2;
   if (!rc) rc = exitWaits(s, a, pull);

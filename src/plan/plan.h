@@ -351,6 +351,11 @@ typedef struct {
   /* AllGather and AllGatherV only: 1 to add a NOTIFY step per block of the
    * receive buffer where that block is complete (planAddArrivals). */
   int notify;
+  /* Direct push forms: 1 to exchange ENTRY and EXIT with every peer, also
+   * where no block moves between the two (stagell's AlltoAllv where its
+   * lines do not fit: a numbered staged operation meets every peer,
+   * staged.c). */
+  int syncEvery;
   /* pull1's AllReduce: 1 where the reduction kernel can write every
    * peer's words (no peer on this GPU), so that it may signal each piece of
    * the rank's result to the peers as soon as it is reduced (reduce.c,
@@ -383,7 +388,7 @@ typedef struct {
   int reduces;          /* takes an op; built by reduce.c */
   int rooted;           /* takes a root */
   int vector;           /* takes arrays (planArgs.vec) */
-  int peerArrays;       /* the layout needs every rank's arrays: never staged */
+  int peerArrays;       /* the layout needs every rank's arrays (staged.c: buildPeerArrays) */
   unsigned algos;       /* algorithms it accepts (bit planAlgo) */
   /* Bytes of rank's send and receive buffers (0: unused on that rank). */
   size_t (*sendBytes)(const planArgs *a, int rank);
@@ -423,6 +428,19 @@ size_t planStageNeed(const planArgs *a, planAlgo algo);
  * receive buffer. Slots are reused round robin (two are enough); with
  * stageEntry an ENTRY handshake comes first. */
 int planIsStaged(planAlgo a);
+/* Whether an operation of coll with a may run at the call, before the peers
+ * have called: staged, and touching no peer's buffer or arrays (not
+ * twoshot, whose second shot stores into the peers' receive buffers, nor
+ * AlltoAllv's stagell, built from every rank's arrays). Every staged
+ * operation is numbered at the call either way. */
+int planRunsAtCall(planColl coll, planAlgo a);
+/* AlltoAllv's stagell moves its blocks as lines only where none between
+ * two ranks exceeds this (and each fits a share: staged.c). Measured on 4x
+ * H200 with 2 ranks, eager (docs/results/x4-h200/at-5e98e04/): blocks of
+ * 512 KB as lines 10.9 us against pushb's 23.5, of 2 MB 28.9 against 21.0
+ * (a 4-rank share holds 256 KB). Needs every rank's arrays. */
+#define PLAN_V_LINES_MAX ((size_t)1 << 20)
+int planVLinesFit(const planArgs *a);
 /* Whether a is composed of other operations by the core and has no schedule
  * of its own (pairs): planBuild refuses it. */
 static inline int planIsComposed(planAlgo a) {
@@ -579,8 +597,8 @@ void planTableDefaults(planTable *t, int nranks);
    PLAN_ALGO_BIT(PLAN_ALGO_TWOSHOT))
 /* dmacclCtaPolicyZero: every range of *t that came from the built-in table
  * or a tuning file and names an algorithm of PLAN_ALGOS_SM_MOVE takes its
- * copy-engine form instead: stagesm and stagell the staged one (stage),
- * twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
+ * copy-engine form instead: stagesm and stagell the staged one (stage;
+ * AlltoAllv's stagell pushb), twoshot pull1. Ranges from DMACCL_ALGO or the config stay as named.
  * Returns how many ranges changed. */
 int planTableNoSmMoves(planTable *t);
 /* A Send/Recv channel's table, from its parent's (t) of parentRanks ranks.

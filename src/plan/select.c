@@ -42,24 +42,33 @@ const char planDefaultTune[] =
      * measured on GPUs: the other movement collectives as AllGather. */
     "* broadcast:0-4M:stage,4M-inf:chain;gather:0-8M:stage,8M-inf:pushb\n"
     "* scatter:0-8M:stage,8M-inf:pushb;allgatherv:0-2M:stagell,2M-8M:stage,8M-inf:pushb\n"
-    /* AlltoAllv: Send/Recv pairs on the channels (pairs.c), at every size
-     * (none may choose it: ranks send different amounts), on 2 ranks, and
-     * in graphs on more; eager calls on 3 or more keep pushb, and the first
-     * one makes the channels for the captured ones (corePairsPrepare).
-     * 2x H200 (docs/results/pairs-2xh200/, at 8863b31): in graphs 3.5-4.0
-     * us up to 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's
+    /* AlltoAllv: stagell (staged.c, buildPeerArrays) at every size, eager
+     * and in graphs (pairs, Send/Recv pairs on the channels, pairs.c, by
+     * DMACCL_ALGO only); no size may choose either, as ranks send
+     * different amounts. stagell waits for
+     * every rank's call as pushb does (in a graph: at the capture), then,
+     * where every block fits a line share (256 KB on 4 ranks) and
+     * PLAN_V_LINES_MAX, moves them as lines in one kernel, else runs
+     * pushb's schedule meeting every peer: pairs' small-block form without
+     * a channel post per peer, and no channels. 4x H200 at 5e98e04
+     * (docs/results/x4-h200/at-5e98e04/, NCCL in the same run): eager up to
+     * 1 MB 13.9-16.9 us against pushb's 29-34 and pairs' 27-32 (NCCL
+     * 12-15); in graphs 4.8-5.4 us up to 256 KB and 10.8 at 1 MB against
+     * pairs' 7.7-7.8 and 13.0 (NCCL 6.2-8.3, 13.8); 16-256 MB eager within
+     * 2-5% of pushb's time (one run), where pairs took 1.3-1.9x (below); 2
+     * ranks eager 10.1-11.0 us up to 1 MB against pairs' 13-15 (NCCL
+     * 7-13), 4 MB 20.9 (pushb's schedule) against 27.1; 2 ranks in graphs
+     * 2.7-4.1 us up to 256 KB and 8.3 at 1 MB against pairs' 3.5-4.2 and
+     * 8.8 (NCCL 6.1-8.1, 12.4-12.6), 4 MB 19.5-20.4 against 20.6-20.8; 4
+     * ranks in graphs 16-256 MB 1.00-1.04x pushb's time. Before: pairs in
+     * graphs and on 2 ranks, pushb eager on more. 2x H200
+     * (docs/results/pairs-2xh200/, at 8863b31): pairs in graphs 3.5-4.0 us
+     * up to 256 KB and 8.6 at 1 MB against pushb's 20.7-23.1 (NCCL's
      * grouped Send/Recv 6.1-12.3); eager 14.4-15.5 against 22.2-24.7 (NCCL
-     * 11.1-13.3); 16-256 MB 1.01-1.13x pushb's time; 4 MB, two 2 MB blocks
-     * of lines, 1.29-1.37x (NCCL 19-21 us), 1.06x in graphs and 1.13x
-     * eager since the channels' own ranges (channelBroadcast). 4x H200
-     * (docs/results/x4-h200/pairs-8863b31/): in graphs 7.4-7.7 us up to
-     * 256 KB and 12.5 at 1 MB against pushn's 31-32 and pushb's 38-42 (NCCL
-     * 6.4-13.7); eager 20-28 us against pushb's 29-33 (NCCL 11-16), but
-     * from 16 MB 1.9x pushb's time eager (256 MB 1093 us against 564) and
-     * 1.4-1.8x in graphs: eager, as prefill runs, keeps pushb there. With
-     * channels that never pull, at 8ab9c4f (docs/results/x4-h200/
-     * at-8ab9c4f/): still 1.3-1.9x from 16 MB, not explained. */
-    "* alltoallv:pushb;alltoallv@graph:pairs\n2 alltoallv:pairs\n"
+     * 11.1-13.3); 16-256 MB 1.01-1.13x pushb's time. 4x H200
+     * (docs/results/x4-h200/pairs-8863b31/, at-8ab9c4f/): pairs from 16 MB
+     * 1.3-1.9x pushb's time, eager and in graphs, not explained. */
+    "* alltoallv:stagell\n"
     /* Reductions on 3 ranks or more (4x H200, docs/results/x4-h200/,
      * dmaccl-perf -p 4): stagell (AllReduce below 1 MB, ReduceScatter
      * below 8 MB), eager and in graphs. AllReduce in a graph 3.8-5.6 us
@@ -374,11 +383,13 @@ static int insertRange(planTable *t, planColl c, int graph, planRange nr) {
   return 0;
 }
 
-/* pairs (plan.h) against another algorithm by size: ranks that send
- * different amounts would choose differently. Checks every size where the
- * choice of coll (captured calls: graph) can change. */
-static int pairsSplit(const planTable *t, planColl c, int graph, char *err, size_t errlen) {
-  if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(PLAN_ALGO_PAIRS))) return 0;
+/* pairs (plan.h), or AlltoAllv's stagell, against another algorithm by
+ * size: ranks that send different amounts would choose differently (the
+ * push forms among themselves run the same handshakes). Checks every size
+ * where the choice of coll (captured calls: graph) can change. */
+static int sizeSplit(const planTable *t, planColl c, int graph, planAlgo alone, char *err,
+                     size_t errlen) {
+  if (!(planCollOf(c)->algos & PLAN_ALGO_BIT(alone))) return 0;
   int pairs = 0, other = 0;
   size_t pairsAt = 0, otherAt = 0;
   for (int list = 0; list < 2; list++) {
@@ -392,19 +403,20 @@ static int pairsSplit(const planTable *t, planColl c, int graph, char *err, size
           at = r[i].hi;
         }
         planAlgo a = planSelectIn(t, c, at, graph, NULL);
-        if (a == PLAN_ALGO_PAIRS && !pairs++) pairsAt = at;
-        if (a != PLAN_ALGO_PAIRS && !other++) otherAt = at;
+        if (a == alone && !pairs++) pairsAt = at;
+        if (a != alone && !other++) otherAt = at;
       }
     }
   }
   if (!pairs || !other) return 0;
   char a[32], b[32];
   snprintf(err, errlen,
-           "%s%s: pairs must be its algorithm at every size or at none (pairs at %s bytes, "
-           "%s at %s bytes): ranks send different amounts, so a size cannot choose pairs",
-           planCollName(c), graph ? "@graph" : "", planSizeString(pairsAt, a, sizeof(a)),
+           "%s%s: %s must be its algorithm at every size or at none (%s at %s bytes, "
+           "%s at %s bytes): ranks send different amounts, so a size cannot choose %s",
+           planCollName(c), graph ? "@graph" : "", planAlgoName(alone), planAlgoName(alone),
+           planSizeString(pairsAt, a, sizeof(a)),
            planAlgoName(planSelectIn(t, c, otherAt, graph, NULL)),
-           planSizeString(otherAt, b, sizeof(b)));
+           planSizeString(otherAt, b, sizeof(b)), planAlgoName(alone));
   return -1;
 }
 
@@ -508,6 +520,12 @@ int planTableParse(planTable *t, const char *str, char *err, size_t errlen) {
   }
   *t = work;
   return 0;
+}
+
+/* ... either of them. */
+static int pairsSplit(const planTable *t, planColl c, int graph, char *err, size_t errlen) {
+  return sizeSplit(t, c, graph, PLAN_ALGO_PAIRS, err, errlen) ||
+         (planCollOf(c)->peerArrays && sizeSplit(t, c, graph, PLAN_ALGO_STAGELL, err, errlen));
 }
 
 int planTableCheckPairs(const planTable *t, char *err, size_t errlen) {
@@ -627,12 +645,14 @@ void planTableDefaults(planTable *t, int nranks) {
   (void)planTuneParse(t, nranks, planDefaultTune, err, sizeof(err));
 }
 
-static int noSmMoves(planRange *r, int n) {
+static int noSmMoves(planColl c, planRange *r, int n) {
   int changed = 0;
   for (int i = 0; i < n; i++) {
     if (r[i].origin != PLAN_FROM_BUILTIN && r[i].origin != PLAN_FROM_TUNE_FILE) continue;
     if (!(PLAN_ALGOS_SM_MOVE & PLAN_ALGO_BIT(r[i].algo))) continue;
-    r[i].algo = r[i].algo == PLAN_ALGO_TWOSHOT ? PLAN_ALGO_PULL1 : PLAN_ALGO_STAGE;
+    r[i].algo = r[i].algo == PLAN_ALGO_TWOSHOT ? PLAN_ALGO_PULL1
+                : planCollOf(c)->peerArrays    ? PLAN_ALGO_PUSHB /* never stage */
+                                               : PLAN_ALGO_STAGE;
     r[i].noSmMove = 1;
     changed++;
   }
@@ -654,7 +674,8 @@ int planCtaPolicyParse(const char *s) {
 int planTableNoSmMoves(planTable *t) {
   int changed = 0;
   for (int c = 0; c < PLAN_NUM_COLLS; c++)
-    changed += noSmMoves(t->ranges[c], t->nranges[c]) + noSmMoves(t->granges[c], t->gnranges[c]);
+    changed += noSmMoves((planColl)c, t->ranges[c], t->nranges[c]) +
+               noSmMoves((planColl)c, t->granges[c], t->gnranges[c]);
   return changed;
 }
 

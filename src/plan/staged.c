@@ -141,6 +141,11 @@ int planIsStaged(planAlgo a) {
          a == PLAN_ALGO_STAGELL || a == PLAN_ALGO_TWOSHOT;
 }
 
+int planRunsAtCall(planColl coll, planAlgo a) {
+  return planIsStaged(a) && a != PLAN_ALGO_TWOSHOT && (unsigned)coll < PLAN_NUM_COLLS &&
+         !planCollOf(coll)->peerArrays;
+}
+
 /* twoshot's form: an AllReduce whose every part is non-empty, on 2 to
  * PLAN_SM_MAX_PEERS + 1 ranks. The same verdict on every rank. */
 static int twoShotFits(const planArgs *a) {
@@ -186,13 +191,14 @@ static size_t lineShare(const planArgs *a) {
 
 /* ... and whether its lines fit: every block to a peer, or the token
  * that stands for an empty one, in a share. The same verdict on every rank
- * (the rooted forms' blocks and the V form's arrays are every rank's; a
- * layout that needs the peers' arrays is never staged). */
+ * (the rooted forms' blocks and the V form's arrays are every rank's, and
+ * AlltoAllv's are built only once every rank's arrays are at hand:
+ * planBuildStaged). */
 static int linesFitMove(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks;
   /* n - 1 line stores and the own block's copy: one kernel's moves */
-  if (ci->reduces || ci->peerArrays || n < 2 || n > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
+  if (ci->reduces || n < 2 || n > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int f = 0; f < n; f++)
     for (int t = 0; t < n; t++)
       if (f != t && planLinesBytes(ci->block(a, f, t).bytes) > lineShare(a)) return 0;
@@ -245,6 +251,48 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
       if (!rc) s->steps[s->nsteps - 1].peer = p; /* whose lines (plan.h) */
     }
   return rc;
+}
+
+int planVLinesFit(const planArgs *a) {
+  for (int f = 0; f < a->nranks; f++)
+    for (int t = 0; t < a->nranks; t++)
+      if (f != t && planCollOf(a->coll)->block(a, f, t).bytes > PLAN_V_LINES_MAX) return 0;
+  return 1;
+}
+
+/* AlltoAllv (a layout that needs every rank's arrays: planCollInfo.
+ * peerArrays) takes stagell only: the movement form's lines where every
+ * block of the operation, any two ranks', fits a share and is at most
+ * PLAN_V_LINES_MAX (planVLinesFit); where one does not,
+ * pushb's schedule with ENTRY and EXIT between every two ranks
+ * (planArgs.syncEvery). Each rank reads the whole count matrix, so every
+ * rank reaches the same verdict; the core builds it only once every rank
+ * has called and published its arrays (a direct operation,
+ * planRunsAtCall). Every such operation is numbered, whatever its size,
+ * and meets every peer, as the slot argument above needs: the lines with a
+ * token for an empty block, the fallback with its handshakes, so a later
+ * operation's lines never land in a share a peer may still read. */
+static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase, int lane,
+                   int inKernel);
+
+static int buildPeerArrays(const planArgs *a, planAlgo algo, planSchedule *s) {
+  int n = a->nranks;
+  for (int r = 0; r < n; r++)
+    if (!a->vec || !a->vec[r]) return -1;
+  if (algo != PLAN_ALGO_STAGELL || a->stageSlots < 2 || a->stageIndex == 0) return -1;
+  if (n == 1 || !linesFitMove(a) || !planVLinesFit(a)) {
+    planArgs b = *a;
+    b.syncEvery = 1;
+    return planBuildDirect(&b, PLAN_ALGO_PUSHB, s);
+  }
+  s->round = 0;
+  int rc = 0;
+  if (a->stageEntry) {
+    rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_ENTRY, 0, 0);
+    s->round = 1;
+    if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_ENTRY, 0, 0);
+  }
+  return rc ? rc : addLinesMove(s, a);
 }
 
 /* The block rank `from` puts into rank `to`'s slot: src in from's send
@@ -371,10 +419,11 @@ static int addSecondShot(planSchedule *s, const planArgs *a) {
 int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   const planCollInfo *ci = planCollOf(a->coll);
   planScheduleReset(s, a, algo);
+  if (ci->peerArrays) return buildPeerArrays(a, algo, s);
   /* Nothing moves anywhere (the size is the same on every rank): no copy
    * and no signal. */
   if (ci->size(a) == 0) return 0;
-  if (a->stageSlots < 2 || a->stageIndex == 0 || ci->peerArrays) return -1;
+  if (a->stageSlots < 2 || a->stageIndex == 0) return -1;
   int n = a->nranks, r = a->rank, rc = 0;
   int inRankOrder = algo == PLAN_ALGO_STAGE2D;
   /* One rank: no staging at all; a reduction of one rank is its input. */
