@@ -4,10 +4,12 @@
  * the Send/Recv channels (p2p.c), and the rank's own block as a local copy.
  *
  * Why: the collective's own forms need every rank's arrays to place a block,
- * so they are never staged and never move lines; each pair's channel knows
- * its block from both ends (the sender's sendcounts, the receiver's
+ * so they move lines only after the ranks' calls meet (stagell: staged.c,
+ * buildPeerArrays, the built-in choice since 45dc7ef); each pair's channel
+ * knows its block from both ends (the sender's sendcounts, the receiver's
  * recvcounts) and chooses by it, lines included, and a group's line moves
- * go out as one kernel (cuda.c, "Held launches").
+ * go out as one kernel (cuda.c, "Held launches"). DMACCL_ALGO or the
+ * config chooses pairs.
  *
  * Agreement. Every rank must issue pairs or none for a given call. The
  * table cannot choose pairs by size (planTableCheckPairs), so the choice is
