@@ -141,6 +141,8 @@ static void launchOne(coreClique *c, uint64_t seq) {
   const void *send[CORE_MAX_RANKS];
   void *recv[CORE_MAX_RANKS];
   const size_t *vecs[CORE_MAX_RANKS];
+  /* the disagreement's reference arrays, read while the schedule is built */
+  const size_t *refVecs[CORE_MAX_RANKS];
   int early = atOnce(op); /* launched before the peers call */
   memset(send, 0, sizeof(void *) * (size_t)n);
   memset(recv, 0, sizeof(void *) * (size_t)n);
@@ -171,7 +173,6 @@ static void launchOne(coreClique *c, uint64_t seq) {
        * call (the same board everywhere: the same shape on every rank) */
       const size_t *v0;
       coreOp ref = sharedOp(c, 0, slot, &v0);
-      const size_t *refVecs[CORE_MAX_RANKS];
       for (int r = 0; r < n; r++) refVecs[r] = v0;
       ref.capture = op->capture;
       ref.stageIndex = op->stageIndex;
