@@ -603,6 +603,36 @@ static int disagreeAlltoallvBody(int rank, int n, const dmacclUniqueId *id, void
   return 0;
 }
 
+/* Rank 0 calls AllGatherV and rank 1 AlltoAllv, both under stagell: the
+ * AllGatherV runs at its call, the AlltoAllv after every rank's call, and
+ * their staged numbers agree. Both ranks break the communicator at once,
+ * naming the two collectives (not a wait that times out), and abort
+ * releases it. */
+static int protocolsCollBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  unsigned char *send, *recv;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allgatherv:stagell;alltoallv:stagell";
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 4096, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, 4096, (void **)&recv) == dmacclSuccess);
+  size_t counts[8], displs[8];
+  for (int r = 0; r < n; r++) counts[r] = 16, displs[r] = (size_t)r * 16;
+  if (rank == 0)
+    RANK_CHECK(dmacclAllGatherV(send, recv, counts, displs, dmacclUint8, comm, 0) == dmacclSuccess);
+  else
+    RANK_CHECK(dmacclAlltoAllv(send, counts, displs, recv, counts, displs, dmacclUint8, comm, 0) ==
+               dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) != dmacclSuccess);
+  const char *err = dmacclCommGetLastError(comm);
+  RANK_CHECK(strstr(err, "different protocols") != NULL);
+  RANK_CHECK(strstr(err, "allgatherv") != NULL && strstr(err, "alltoallv") != NULL);
+  RANK_CHECK(dmacclCommAbort(comm) == dmacclSuccess);
+  return 0;
+}
+
 /* Ranks whose algorithm tables differ (rank 0 stages, the others push)
  * run different protocols for the same call: every rank breaks the
  * communicator, names the likely causes, and abort releases it. */
@@ -636,6 +666,7 @@ static int testDisagree(void) {
   ASSERT_EQ_INT(mpRun(2, disagreeAlltoallvBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeAlltoallvBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, protocolsBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(2, protocolsCollBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, protocolsBody, NULL, 60, 0), 0);
   return 0;
 }

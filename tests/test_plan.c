@@ -2022,6 +2022,79 @@ static int testLinesMoveRanks(void) {
   return 0;
 }
 
+/* AlltoAllv's stagell (staged.c, buildPeerArrays): built from every rank's
+ * arrays, so every rank takes one form, lines or the push form, by the
+ * whole count matrix, not its own row; the push form meets every peer
+ * (ENTRY and EXIT both ways, blocks or not); blocks over 1 MB never move
+ * as lines, whatever the share. m[f][t]: bytes rank f sends rank t. */
+static int v2vForm(int n, const size_t m[MAXR][MAXR], size_t lineBytes, int wantLines) {
+  static vecStore v;
+  static planSchedule s[MAXR];
+  memset(&v, 0, sizeof(v));
+  for (int r = 0; r < n; r++) {
+    size_t *sc = v.vec[r], *sd = sc + n, *rc = sd + n, *rd = rc + n, off = 0, roff = 0;
+    for (int t = 0; t < n; t++) sc[t] = m[r][t], sd[t] = off, off += m[r][t];
+    for (int f = 0; f < n; f++) rc[f] = m[f][r], rd[f] = roff, roff += m[f][r];
+    v.rows[r] = v.vec[r];
+  }
+  int rc = 0;
+  for (int r = 0; r < n && !rc; r++) {
+    planArgs a = anyArgs(PLAN_COLL_ALLTOALLV, r, n, 0, 0, 0, &v, 1 << 20);
+    a.stageSlots = 2, a.stageIndex = 1, a.lineBytes = lineBytes;
+    memset(&s[r], 0, sizeof(s[r]));
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGELL, &s[r]), 0);
+    int lines = 0, sync[4][MAXR];
+    memset(sync, 0, sizeof(sync));
+    for (int i = 0; i < s[r].nsteps; i++) {
+      const planStep *st = &s[r].steps[i];
+      lines |= st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES;
+      if ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+          (st->phase == PLAN_PHASE_ENTRY || st->phase == PLAN_PHASE_EXIT))
+        sync[(st->kind == PLAN_STEP_WAIT) * 2 + (st->phase == PLAN_PHASE_EXIT)][st->peer]++;
+    }
+    if (lines != wantLines) {
+      TEST_FAIL("alltoallv stagell n=%d: rank %d %s lines", n, r,
+                lines ? "moves" : "does not move");
+      rc = 1;
+    }
+    for (int p = 0; p < n && !rc && !wantLines; p++)
+      for (int k = 0; k < 4 && p != r; k++)
+        if (sync[k][p] != 1) {
+          TEST_FAIL("alltoallv stagell n=%d, the push form: rank %d has %d %s %s with rank %d", n,
+                    r, sync[k][p], k & 2 ? "WAIT" : "SIGNAL", k & 1 ? "EXIT" : "ENTRY", p);
+          rc = 1;
+          break;
+        }
+  }
+  char why[256];
+  if (!rc && planCheck(s, n, why, sizeof(why))) {
+    TEST_FAIL("alltoallv stagell n=%d: %s", n, why);
+    rc = 1;
+  }
+  for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+  return rc;
+}
+
+static int testAlltoallvForms(void) {
+  static size_t m[MAXR][MAXR];
+  const size_t share4 = 4096; /* lineBytes on 4 ranks: 3 shares of 1360 bytes, 680 of data */
+  /* 4 ranks, sparse: ranks 0 and 1 see only a small block; 2 to 3 is over
+   * its share, so every rank takes the push form, meeting every peer */
+  memset(m, 0, sizeof(m));
+  m[0][1] = 16, m[2][3] = 1000;
+  ASSERT_EQ_INT(v2vForm(4, m, share4, 0), 0);
+  m[2][3] = 600; /* every block fits: lines, tokens for the empty ones */
+  ASSERT_EQ_INT(v2vForm(4, m, share4, 1), 0);
+  /* 2 ranks with shares of 4 MB of lines (2 MB of data): 1 MB blocks move
+   * as lines, one 1 MB + 1 block does not (PLAN_V_LINES_MAX) */
+  memset(m, 0, sizeof(m));
+  m[0][1] = m[1][0] = (size_t)1 << 20;
+  ASSERT_EQ_INT(v2vForm(2, m, (size_t)4 << 20, 1), 0);
+  m[1][0] = ((size_t)1 << 20) + 1;
+  ASSERT_EQ_INT(v2vForm(2, m, (size_t)4 << 20, 0), 0);
+  return 0;
+}
+
 static int testEveryCollective(void) {
   const size_t counts[] = {0, 1, 7, 1000, 3000};
   int runs = 0, rc = 0;
@@ -3420,6 +3493,7 @@ int main(void) {
   RUN(testPiecedAllReduce);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
+  RUN(testAlltoallvForms);
   RUN(testArrivalEarly);
   RUN(testQueueSafety);
   RUN(testQueueSafetyControls);

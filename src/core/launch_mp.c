@@ -1,9 +1,11 @@
 /*
  * Posting and launching when ranks are processes. A rank publishes its call
  * on its segment of the shared board and launches its own part inside the
- * call: a staged operation at once (it touches no peer buffer), a direct one
- * and twoshot (it stores into the peers' receive buffers) once every peer
- * has published the same sequence number (their buffers are then known).
+ * call: a staged operation at once (it touches no peer buffer), a direct one,
+ * twoshot (it stores into the peers' receive buffers) and AlltoAllv's
+ * stagell (its blocks' places are in the peers' arrays) once every peer has
+ * published the same sequence number (their buffers and arrays are then
+ * known: planRunsAtCall).
  * So a call returns once its commands are queued, and nothing is queued on
  * the caller's stream before the work it waits for (docs/architecture.md,
  * queue safety). Launches of one rank happen in
@@ -85,8 +87,19 @@ static int findDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
  * different places of their captures lead here. */
 static int protoDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
   const coreSharedOp *o0 = &coreBoardRank(c, 0)->ops[slot];
+  int call0 = planRunsAtCall((planColl)o0->coll, (planAlgo)o0->algo);
   for (int q = 1; q < c->nranks; q++) {
     const coreSharedOp *o = &coreBoardRank(c, q)->ops[slot];
+    int call = planRunsAtCall((planColl)o->coll, (planAlgo)o->algo);
+    if (call != call0 && o->coll != o0->coll) { /* e.g. AllGatherV's stagell, AlltoAllv's */
+      snprintf(why, whylen,
+               "rank 0 runs it as %s's %s%s, rank %d as %s's %s%s: one launches at its call, the "
+               "other after every rank's call; the ranks called different collectives",
+               planCollName((planColl)o0->coll), planAlgoName((planAlgo)o0->algo),
+               call0 ? " at the call" : "", q, planCollName((planColl)o->coll),
+               planAlgoName((planAlgo)o->algo), call ? " at the call" : "");
+      return q;
+    }
     if (o->algo == o0->algo && o->stage == o0->stage && o->capture == o0->capture) continue;
     snprintf(why, whylen,
              "rank 0 runs it as %s%s (staged number %u), rank %d as %s%s (staged number %u): "
@@ -185,7 +198,10 @@ static void launchOne(coreClique *c, uint64_t seq) {
       l.empty = 1; /* every rank sees the disagreement: all run empty schedules */
     }
   } else if (!early) {
-    for (int r = 0; r < n && !l.handshakesOnly; r++) {
+    /* AlltoAllv's stagell as lines reaches no peer's buffer: no import
+     * that could fail on one rank only (its lines would then be missing) */
+    int lines = op->algo == PLAN_ALGO_STAGELL && planVMovesLines(&l.args);
+    for (int r = 0; r < n && !l.handshakesOnly && !lines; r++) {
       if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
       void *sp = NULL, *dp = NULL; /* twoshot writes receive buffers only */

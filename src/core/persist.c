@@ -9,7 +9,9 @@
  * the export of both buffers (allocation lookups, IPC handles). A start
  * checks only its stream. The device commands are those of the eager call
  * of the same algorithm: a staged start goes straight onto the stream (no
- * peer rendezvous on the host), like an eager staged call.
+ * peer rendezvous on the host), like an eager staged call, but for twoshot
+ * and AlltoAllv's stagell, which meet their peers' calls first
+ * (planRunsAtCall).
  *
  * dmacclSendInit / dmacclRecvInit: the request holds the call as checked on
  * the parent communicator; each start binds it to its channel as an eager

@@ -437,10 +437,14 @@ int planRunsAtCall(planColl coll, planAlgo a);
 /* AlltoAllv's stagell moves its blocks as lines only where none between
  * two ranks exceeds this (and each fits a share: staged.c). Measured on 4x
  * H200 with 2 ranks, eager (docs/results/x4-h200/at-5e98e04/): blocks of
- * 512 KB as lines 10.9 us against pushb's 23.5, of 2 MB 28.9 against 21.0
+ * 512 KB as lines 10.2-11.0 us against pushb's 21.9-25.1, of 2 MB 28.8-29.1
+ * against 20.7-21.0
  * (a 4-rank share holds 256 KB). Needs every rank's arrays. */
 #define PLAN_V_LINES_MAX ((size_t)1 << 20)
-int planVLinesFit(const planArgs *a);
+/* Whether AlltoAllv's stagell moves a's blocks as lines (every rank's
+ * arrays at hand, each block in a share and at most PLAN_V_LINES_MAX): the
+ * same verdict on every rank. Lines need no peer's buffers. */
+int planVMovesLines(const planArgs *a);
 /* Whether a is composed of other operations by the core and has no schedule
  * of its own (pairs): planBuild refuses it. */
 static inline int planIsComposed(planAlgo a) {

@@ -53,11 +53,12 @@ const char planDefaultTune[] =
      * a channel post per peer, and no channels. 4x H200 at 5e98e04
      * (docs/results/x4-h200/at-5e98e04/, NCCL in the same run): eager up to
      * 1 MB 13.9-16.9 us against pushb's 29-34 and pairs' 27-32 (NCCL
-     * 12-15); in graphs 4.8-5.4 us up to 256 KB and 10.8 at 1 MB against
-     * pairs' 7.7-7.8 and 13.0 (NCCL 6.2-8.3, 13.8); 16-256 MB eager within
+     * 12.0-17.4); in graphs 4.6-5.7 us up to 256 KB and 10.6-10.7 at 1 MB
+     * against pairs' 7.8-8.2 and 12.9-13.2 (NCCL 6.5-8.4, 13.7-13.8);
+     * 16-256 MB eager within
      * 2-5% of pushb's time (one run), where pairs took 1.3-1.9x (below); 2
-     * ranks eager 10.1-11.0 us up to 1 MB against pairs' 13-15 (NCCL
-     * 7-13), 4 MB 20.9 (pushb's schedule) against 27.1; 2 ranks in graphs
+     * ranks eager 10.1-11.4 us up to 1 MB against pairs' 13-15 (NCCL
+     * 7-13), 4 MB 20.7-21.0 (pushb) against 27.1-27.8; 2 ranks in graphs
      * 2.7-4.1 us up to 256 KB and 8.3 at 1 MB against pairs' 3.5-4.2 and
      * 8.8 (NCCL 6.1-8.1, 12.4-12.6), 4 MB 19.5-20.4 against 20.6-20.8; 4
      * ranks in graphs 16-256 MB 1.00-1.04x pushb's time. Before: pairs in

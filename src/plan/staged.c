@@ -253,17 +253,23 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
-int planVLinesFit(const planArgs *a) {
+static int vLinesFit(const planArgs *a) {
   for (int f = 0; f < a->nranks; f++)
     for (int t = 0; t < a->nranks; t++)
       if (f != t && planCollOf(a->coll)->block(a, f, t).bytes > PLAN_V_LINES_MAX) return 0;
   return 1;
 }
 
+int planVMovesLines(const planArgs *a) {
+  for (int r = 0; r < a->nranks; r++)
+    if (!a->vec || !a->vec[r]) return 0;
+  return a->nranks > 1 && linesFitMove(a) && vLinesFit(a);
+}
+
 /* AlltoAllv (a layout that needs every rank's arrays: planCollInfo.
  * peerArrays) takes stagell only: the movement form's lines where every
  * block of the operation, any two ranks', fits a share and is at most
- * PLAN_V_LINES_MAX (planVLinesFit); where one does not,
+ * PLAN_V_LINES_MAX (planVMovesLines); where one does not,
  * pushb's schedule with ENTRY and EXIT between every two ranks
  * (planArgs.syncEvery). Each rank reads the whole count matrix, so every
  * rank reaches the same verdict; the core builds it only once every rank
@@ -280,7 +286,7 @@ static int buildPeerArrays(const planArgs *a, planAlgo algo, planSchedule *s) {
   for (int r = 0; r < n; r++)
     if (!a->vec || !a->vec[r]) return -1;
   if (algo != PLAN_ALGO_STAGELL || a->stageSlots < 2 || a->stageIndex == 0) return -1;
-  if (n == 1 || !linesFitMove(a) || !planVLinesFit(a)) {
+  if (!planVMovesLines(a)) {
     planArgs b = *a;
     b.syncEvery = 1;
     return planBuildDirect(&b, PLAN_ALGO_PUSHB, s);
