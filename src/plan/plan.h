@@ -438,8 +438,8 @@ int planRunsAtCall(planColl coll, planAlgo a);
  * two ranks exceeds this (and each fits a share: staged.c). Measured on 4x
  * H200 with 2 ranks, eager (docs/results/x4-h200/at-5e98e04/): blocks of
  * 512 KB as lines 10.2-11.0 us against pushb's 21.9-25.1, of 2 MB 28.8-29.1
- * against 20.7-21.0
- * (a 4-rank share holds 256 KB). Needs every rank's arrays. */
+ * against 20.7-21.0 (a 4-rank share holds 256 KB). Needs every rank's
+ * arrays. */
 #define PLAN_V_LINES_MAX ((size_t)1 << 20)
 /* Whether AlltoAllv's stagell moves a's blocks as lines (every rank's
  * arrays at hand, each block in a share and at most PLAN_V_LINES_MAX): the
