@@ -589,6 +589,20 @@ static int disagreeAlltoallvBody(int rank, int n, const dmacclUniqueId *id, void
       RANK_CHECK(strstr(dmacclCommGetLastError(comm), "disagree") != NULL);
       RANK_CHECK(strstr(dmacclCommGetLastError(comm), "nothing was copied") != NULL);
       for (size_t i = 0; i < bytes; i++) RANK_CHECK(recv[i] == 0xA5);
+      /* white box: what ran (64-byte blocks fit as lines, but a form of
+       * lines without its copies would meet no peer) met every peer, ENTRY
+       * and EXIT both ways, and moved nothing */
+      int met[4][8] = {{0}};
+      const planSchedule *sc = &comm->sched;
+      for (int i = 0; i < sc->nsteps; i++) {
+        const planStep *st = &sc->steps[i];
+        RANK_CHECK(st->kind != PLAN_STEP_COPY && st->kind != PLAN_STEP_REDUCE);
+        if ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) && st->peer < 8 &&
+            (st->phase == PLAN_PHASE_ENTRY || st->phase == PLAN_PHASE_EXIT))
+          met[(st->kind == PLAN_STEP_WAIT) * 2 + (st->phase == PLAN_PHASE_EXIT)][st->peer]++;
+      }
+      for (int p = 0; p < n; p++)
+        for (int m = 0; m < 4 && p != rank; m++) RANK_CHECK(met[m][p] == 1);
       continue;
     }
     RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
