@@ -190,7 +190,8 @@ static size_t lineShare(const planArgs *a) {
 }
 
 /* ... and whether its lines fit: every block to a peer, or the token
- * that stands for an empty one, in a share. The same verdict on every rank
+ * that stands for an empty one, in a share (AlltoAllv's blocks also at most
+ * PLAN_V_LINES_MAX). The same verdict on every rank
  * (the rooted forms' blocks and the V form's arrays are every rank's, and
  * AlltoAllv's are built only once every rank's arrays are at hand:
  * planBuildStaged). */
@@ -200,8 +201,11 @@ static int linesFitMove(const planArgs *a) {
   /* n - 1 line stores and the own block's copy: one kernel's moves */
   if (ci->reduces || n < 2 || n > PLAN_SM_MAX_PEERS || !a->lineBytes) return 0;
   for (int f = 0; f < n; f++)
-    for (int t = 0; t < n; t++)
-      if (f != t && planLinesBytes(ci->block(a, f, t).bytes) > lineShare(a)) return 0;
+    for (int t = 0; t < n; t++) {
+      size_t b = f != t ? ci->block(a, f, t).bytes : 0;
+      if (f != t && (planLinesBytes(b) > lineShare(a) || (ci->peerArrays && b > PLAN_V_LINES_MAX)))
+        return 0;
+    }
   return 1;
 }
 
@@ -253,17 +257,10 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
-static int vLinesFit(const planArgs *a) {
-  for (int f = 0; f < a->nranks; f++)
-    for (int t = 0; t < a->nranks; t++)
-      if (f != t && planCollOf(a->coll)->block(a, f, t).bytes > PLAN_V_LINES_MAX) return 0;
-  return 1;
-}
-
 int planVMovesLines(const planArgs *a) {
   for (int r = 0; r < a->nranks; r++)
     if (!a->vec || !a->vec[r]) return 0;
-  return a->nranks > 1 && linesFitMove(a) && vLinesFit(a);
+  return linesFitMove(a);
 }
 
 /* AlltoAllv (a layout that needs every rank's arrays: planCollInfo.
