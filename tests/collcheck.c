@@ -21,10 +21,11 @@ int ccAlgoTakes(collId coll, const char *algo) {
   if (collTable[coll].flags & COLL_REDUCES)
     return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0 ||
            strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 ||
-           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE);          /* AllReduce's own */
-  if (strcmp(algo, "stagesm") == 0 || strcmp(algo, "twoshot") == 0) return 0; /* the reductions' */
-  if (strcmp(algo, "pairs") == 0) return coll == COLL_ALLTOALLV;              /* AlltoAllv's own */
-  if (strcmp(algo, "stagell") == 0) return 1; /* every movement collective's */
+           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE); /* AllReduce's own */
+  if (strcmp(algo, "twoshot") == 0) return 0;                        /* AllReduce's */
+  if (strcmp(algo, "pairs") == 0) return coll == COLL_ALLTOALLV;     /* AlltoAllv's own */
+  if (strcmp(algo, "stagell") == 0) return 1;                      /* every movement collective's */
+  if (strcmp(algo, "stagesm") == 0) return coll != COLL_ALLTOALLV; /* its layout is built late */
   if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
     return coll == COLL_BROADCAST; /* Broadcast's own */
   if (strcmp(algo, "split") == 0)  /* the rooted collectives' */

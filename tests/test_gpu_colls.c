@@ -433,12 +433,12 @@ static int runCase(caseT *c, uint64_t seed) {
 
 /* Arrival words with every algorithm AllGather takes, forced, at 16 MB per
  * rank (blocks still moving while the consumers queue their waits; stagell
- * at 64 KB, where its lines fit), in and
+ * at 64 KB, where its lines fit; stagesm at 2 MB), in and
  * out of place: each consumer copy holds its block's final bytes and every
  * word the value. */
 static int testArrivalAlgorithms(int n, const int *devs) {
-  static const char *const algos[] = {"push1", "pushn", "pushb",   "pull1",  "pulln",
-                                      "pullb", "stage", "stage2d", "stagell"};
+  static const char *const algos[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
+                                      "pullb", "stage", "stage2d", "stagell", "stagesm"};
   int rc = 0;
   for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && !rc; a++) {
     char sel[64];
@@ -452,8 +452,12 @@ static int testArrivalAlgorithms(int n, const int *devs) {
       caseT c = {.coll = PLAN_COLL_ALLGATHER,
                  .n = n,
                  .inPlace = inPlace,
-                 /* stagell: lines that fit (its kernel moves them) */
-                 .count = strcmp(algos[a], "stagell") ? (size_t)4 << 20 : (size_t)16384,
+                 /* stagell: lines that fit (its kernel moves them);
+                  * stagesm: a receive buffer that fits a staging slot
+                  * (on 2 ranks; on more, the fallback) */
+                 .count = !strcmp(algos[a], "stagell")   ? (size_t)16384
+                          : !strcmp(algos[a], "stagesm") ? (size_t)1 << 19
+                                                         : (size_t)4 << 20,
                  .type = dmacclFloat32,
                  .op = dmacclSum};
       setup(&c);

@@ -94,9 +94,10 @@ __global__ void touch(int *p) {
 static int runSet(int n, const int *devs, int shared) {
   const size_t count = 1 << 18; /* 1 MB of floats per block */
   for (int a = 0; a < CC_NALGOS; a++) {
-    /* stagesm: the reductions' only; stagell's kernel moves the data
-     * (runColls counts it) */
-    if (!ccAlgoTakes(COLL_ALLGATHER, ccAlgos[a]) || !strcmp(ccAlgos[a], "stagell")) continue;
+    /* stagesm's and stagell's kernels move the data (runColls counts them) */
+    if (!ccAlgoTakes(COLL_ALLGATHER, ccAlgos[a]) || !strcmp(ccAlgos[a], "stagell") ||
+        !strcmp(ccAlgos[a], "stagesm"))
+      continue;
     dmacclComm_t comms[CC_MAXR];
     char sel[512];
     ccAlgoTable(ccAlgos[a], sel, sizeof(sel));
@@ -236,11 +237,12 @@ static int runColls(int n, const int *devs, int shared) {
         ASSERT_EQ_INT(nKernels, n);
       if (reduces) {
         ASSERT_TRUE(nReduceKernels >= 1);
-      } else if (!strcmp(algo, "stagell") || !strcmp(algo, "pairs") ||
+      } else if (!strcmp(algo, "stagell") || !strcmp(algo, "stagesm") || !strcmp(algo, "pairs") ||
                  (a >= CC_NALGOS && policy != dmacclCtaPolicyZero)) {
         /* the lines' kernel (stage where they do not fit; the built-in
          * table takes stagell for the small movement collectives but
-         * AlltoAllv, whose pairs' channels take it as Send/Recv do) */
+         * AlltoAllv, whose pairs' channels take it as Send/Recv do), or
+         * stagesm's (stage where ranks share a GPU) */
         ASSERT_EQ_INT(nMemsets, 0);
       } else {
         ASSERT_EQ_INT(nKernels, 0);

@@ -467,7 +467,7 @@ static int takeCase(int graph, void *dev[8], unsigned char *host[8], unsigned ch
     src[r] = L[r] + p1 * share, dst[r] = R[r] + p1 * MAXB + 3, cnt[r] = b[p1][r];
     w[r].lineSrcs = 1;
     w[r].ntakes = 1;
-    w[r].takes[0] = (execReduceTake){L[r] + p2 * share, R[r] + p2 * MAXB + 3, b[p2][r]};
+    w[r].takes[0] = (execReduceTake){L[r] + p2 * share, R[r] + p2 * MAXB + 3, b[p2][r], 0};
   }
   cudaGraphExec_t ge[N] = {NULL, NULL, NULL};
   for (int r = 0; r < N && graph; r++) {
@@ -523,6 +523,48 @@ static int takeCase(int graph, void *dev[8], unsigned char *host[8], unsigned ch
     cudaStreamDestroy(st[r]);
   }
   return rc;
+}
+
+/*
+ * Plain takes (stagesm's movement form, execReduceTake.plain): one kernel
+ * copies a block as its reduction of one source and three more as plain
+ * takes, sizes random, offsets unaligned for some (bytes) and 16-byte
+ * aligned for others (vectors), one of 0 bytes. Every block must land,
+ * nothing past it.
+ */
+static int plainTakeCase(void *dev[8], unsigned char *host[8], unsigned char *got, uint64_t seed) {
+  enum { K = 4, MAXB = 300000 };
+  char *S = (char *)dev[0], *R = (char *)dev[1];
+  size_t b[K], so[K], ro[K];
+  uint64_t x = seed;
+  for (int k = 0; k < K; k++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    b[k] = k == 2 ? 0 : (x >> 33) % MAXB;
+    size_t mis = (size_t)(k & 1) * (1 + (x >> 20) % 15); /* odd k: unaligned */
+    so[k] = (size_t)k * (MAXB + 64) + mis, ro[k] = (size_t)k * (MAXB + 64) + 16 * (size_t)k + mis;
+  }
+  size_t span = K * (MAXB + 64) + 64;
+  dataFillRandom(host[0], span, seed);
+  CUDA_OK(cudaMemcpy(S, host[0], span, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(R, 0xEE, span));
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  for (int k = 1; k < K; k++) w.takes[w.ntakes++] = (execReduceTake){S + so[k], R + ro[k], b[k], 1};
+  const void *src = S + so[0];
+  CUDA_OK(execCudaReduceWait(R + ro[0], &src, 1, b[0], dmacclUint8, dmacclSum, 32, &w, 0));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(got, R, span, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < K; k++) {
+    long long d = testFirstDiff(got + ro[k], host[0] + so[k], b[k]);
+    if (d < 0 && got[ro[k] + b[k]] != 0xEE) d = (long long)b[k]; /* nothing past the block */
+    if (d < 0 && ro[k] && got[ro[k] - 1] != 0xEE) d = -2;        /* nor before it */
+    if (d != -1) {
+      TEST_FAIL("plain take %d (%zu bytes, source offset %zu, destination %zu) wrong at %lld", k,
+                b[k], so[k], ro[k], d);
+      return 1;
+    }
+  }
+  return 0;
 }
 
 int main(void) {
@@ -610,6 +652,8 @@ int main(void) {
   for (int v = 0; v < 4 && !rc; v++) /* eager, graph; two seeds each */
     rc = takeCase(v & 1, dev, host, got, 9000u + (uint64_t)v);
   if (!rc) printf("  three line kernels with a take each (one a token): blocks and slots\n");
+  for (int v = 0; v < 4 && !rc; v++) rc = plainTakeCase(dev, host, got, 11000u + (uint64_t)v);
+  if (!rc) printf("  plain takes (stagesm's movement form): aligned, unaligned, empty\n");
   printf(rc ? "FAILED\n" : "all passed\n");
   return rc;
 }

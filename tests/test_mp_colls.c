@@ -6,8 +6,8 @@
  * one stream per rank). Every rank regenerates every rank's inputs from the
  * seed and checks its whole receive allocation (gaps and guard included)
  * against tools/common/colls.c's reference. Both the built-in selection and
- * the direct forms, one collective at a time, and the reductions as
- * stagesm and as stagell, AllReduce as twoshot, Broadcast, Gather and
+ * the direct forms, one collective at a time, every collective but AlltoAllv
+ * as stagesm, the reductions as stagell, AllReduce as twoshot, Broadcast, Gather and
  * Scatter as split and AlltoAllv as pairs. The table's sendrecv
  * row (each rank sends to the next and receives from the previous, one group
  * per rank) runs from 2 ranks on, with the broadcast entry's algorithm
@@ -34,9 +34,13 @@ typedef struct {
 static const char *direct = "allgather:pull1;alltoall:pushn;broadcast:pushb;gather:pulln;"
                             "scatter:push1;allgatherv:pushn;alltoallv:push1;allreduce:pull1;"
                             "reducescatter:pull1;reducescatterv:pull1;reduce:pull1";
-/* The reductions with the kernel moving their data (the rest built in). */
+/* Every collective with the kernel moving its data but AlltoAllv (built in:
+ * stagell's lines or the push form); the movement collectives take it out of
+ * the peers' staging slots (staged.c, addSmMove). */
 static const char *stagesm =
-    "allreduce:stagesm;reducescatter:stagesm;reducescatterv:stagesm;reduce:stagesm";
+    "allreduce:stagesm;reducescatter:stagesm;reducescatterv:stagesm;reduce:stagesm;"
+    "allgather:stagesm;alltoall:stagesm;broadcast:stagesm;gather:stagesm;scatter:stagesm;"
+    "allgatherv:stagesm";
 /* ... with the flags in the data (lines; the sizes that fit, else stagesm's
  * form), and AlltoAllv's lines (else a push that meets every peer) */
 static const char *stagell = "allreduce:stagell;reducescatter:stagell;reducescatterv:stagell;"

@@ -400,13 +400,12 @@ static int testLanes(void) {
 }
 
 /*
- * Staged algorithms: every rank runs a sequence of staged operations under
- * a random interleaving, with the executors' flag rules (a WAIT passes once
- * its slot holds the operation's epoch). Checks: no
- * deadlock; every receive buffer byte right for every operation (fresh
- * random data per operation, so a stale slot shows); no write lands in a
- * staging slot whose owner has not yet copied out the operation before;
- * copies stay inside the slot; no peer touches a user buffer.
+ * Staged algorithms (stage, stage2d, stagesm's movement form): every rank
+ * runs a sequence of staged operations under a random interleaving, with the executors' flag rules
+ * (a WAIT passes once its slot holds the operation's epoch). Checks: no deadlock; every receive
+ * buffer byte right for every operation (fresh random data per operation, so a stale slot shows);
+ * no write lands in a staging slot whose owner has not yet copied out the operation before; copies
+ * stay inside the slot; no peer touches a user buffer.
  */
 #define STAGE_MAXOPS 40
 typedef struct {
@@ -494,9 +493,16 @@ static int runStagedCase(const stageCase *c, planAlgo algo) {
       continue;
     }
     if (st->kind == PLAN_STEP_WAIT) continue;
-    /* COPY: resolve both ends; peers' user buffers are off limits. */
+    /* COPY, or a REDUCE of one source (a copy of bytes: stagesm's movement
+     * form): resolve both ends; peers' user buffers are off limits. */
+    if (st->kind == PLAN_STEP_REDUCE && st->nsrc != 1) {
+      TEST_FAIL("%s rank %d: a REDUCE of %d sources", planAlgoName(algo), r, st->nsrc);
+      rc = 1;
+      break;
+    }
     unsigned char *p[2];
-    const planLoc *loc[2] = {&st->src, &st->dst};
+    const planLoc *loc[2] = {st->kind == PLAN_STEP_REDUCE ? &sch[r].srcs[st->src0] : &st->src,
+                             &st->dst};
     for (int e = 0; e < 2; e++) {
       const planLoc *l = loc[e];
       size_t lim = l->buf == PLAN_BUF_STAGE ? slotBytes : l->buf == PLAN_BUF_SEND ? ss : slotBytes;
@@ -522,7 +528,7 @@ static int runStagedCase(const stageCase *c, planAlgo algo) {
       *o = k;
     }
     memmove(p[1], p[0], st->bytes);
-    if (st->src.buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
+    if (loc[0]->buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
   }
   for (int r = 0; r < n; r++) {
     planScheduleFree(&sch[r]);
@@ -544,7 +550,7 @@ static int testStagedProtocol(void) {
       for (int inPlace = 0; inPlace <= (coll == PLAN_COLL_ALLGATHER); inPlace++)
         for (int si = 0; si < 3; si++)
           for (int ci = 0; ci < 3; ci++)
-            for (int a = PLAN_ALGO_STAGE; a <= PLAN_ALGO_STAGE2D; a++)
+            for (int a = PLAN_ALGO_STAGE; a <= PLAN_ALGO_STAGESM; a++)
               for (unsigned seed = 1; seed <= 3; seed++) {
                 stageCase c = {n,
                                slots[si],
@@ -1612,7 +1618,7 @@ static int runGraphCase(const graphCase *c, int quiet) {
     }
     if (rc) break;
     memmove(p[1], p[0], st->bytes);
-    if (st->src.buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
+    if (loc[0]->buf == PLAN_BUF_STAGE) owed[r][slot] = 0;
   }
   for (int r = 0; r < n; r++) planScheduleFree(&sch[r]);
   return rc;
@@ -1869,6 +1875,102 @@ static int testStageSm(void) {
           if (d < 0) return 1;
           caught += d;
           /* The control: every kernel polls before it signals. */
+          for (int r = 0; r < n && !ctl; r++) pollFirst(&s[r][0], -1, n - 1);
+        }
+      }
+  ASSERT_TRUE(caught > 0);
+  printf("  %d dependency orders simulated; with the waits before the signals %d deadlocked\n",
+         orders, caught);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r][0]);
+  return 0;
+}
+
+/*
+ * stagesm's movement form (staged.c, addSmMove): one kernel per rank on lane
+ * 0 and no copy engine: the copies of the rank's blocks into the peers'
+ * staging slots (every peer it sends to) and of its own block into place
+ * (out of place), DATA to every peer, DATA from every peer, all inKernel in
+ * that order, then the REDUCEs of one source that take each peer's block
+ * out of the rank's own slot into its place; a rank that receives nothing
+ * ends its kernel with one empty REDUCE (the executor needs one). With
+ * stageEntry the ENTRY handshake comes first, in the queues. planCheck
+ * takes them; the simulated queues run them in every dependency order
+ * tried. Control: every kernel polls before it signals: deadlock.
+ */
+static int testStageSmMove(void) {
+  static planSchedule s[4][1];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  int orders = 0, caught = 0;
+  const planColl colls[] = {PLAN_COLL_ALLGATHER, PLAN_COLL_ALLTOALL, PLAN_COLL_BROADCAST,
+                            PLAN_COLL_GATHER, PLAN_COLL_SCATTER};
+  for (int c = 0; c < 5; c++)
+    for (int n = 2; n <= 4; n++)
+      for (int v = 0; v < 4; v++) { /* in place, stageEntry */
+        int inPlace = v & 1, entry = v >> 1;
+        const planCollInfo *ci = planCollOf(colls[c]);
+        planSchedule *ops[4];
+        planSchedule flat[4];
+        for (int r = 0; r < n; r++) {
+          planArgs a = PA(colls[c], r, n, 64, inPlace, 2, 1);
+          a.stageEntry = entry;
+          ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGESM, &s[r][0]), 0);
+          const planSchedule *sc = &s[r][0];
+          ASSERT_EQ_INT(sc->nlanes, 1);
+          int sends = 0, gets = 0, self = 0;
+          for (int p = 0; p < n; p++) {
+            sends += p != r && ci->block(&a, r, p).bytes > 0;
+            gets += p != r && ci->block(&a, p, r).bytes > 0;
+          }
+          self = !inPlace && ci->block(&a, r, r).bytes > 0;
+          int copies = 0, own = 0, signals = 0, waits = 0, reduces = 0, empty = 0, last = -1;
+          for (int i = 0; i < sc->nsteps; i++) {
+            const planStep *st = &sc->steps[i];
+            if (st->phase == PLAN_PHASE_ENTRY && st->kind != PLAN_STEP_COPY &&
+                st->kind != PLAN_STEP_REDUCE) {
+              ASSERT_TRUE(entry && !st->inKernel && last < 0);
+              continue;
+            }
+            /* kernel order: copies, signals, waits, then the REDUCEs */
+            int at = st->kind == PLAN_STEP_COPY     ? 0
+                     : st->kind == PLAN_STEP_SIGNAL ? 1
+                     : st->kind == PLAN_STEP_WAIT   ? 2
+                                                    : 3;
+            ASSERT_TRUE(at >= last);
+            last = at;
+            ASSERT_EQ_INT(st->inKernel, at < 3);
+            if (st->kind == PLAN_STEP_COPY) {
+              int mine = st->dst.rank == r;
+              ASSERT_EQ_INT(st->dst.buf, mine ? PLAN_BUF_RECV : PLAN_BUF_STAGE);
+              copies += !mine, own += mine;
+            } else if (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) {
+              ASSERT_EQ_INT(st->phase, PLAN_PHASE_DATA);
+              signals += st->kind == PLAN_STEP_SIGNAL, waits += st->kind == PLAN_STEP_WAIT;
+            } else {
+              ASSERT_EQ_INT(st->kind, PLAN_STEP_REDUCE);
+              ASSERT_EQ_INT(st->nsrc, 1);
+              reduces++;
+              empty += st->bytes == 0;
+              if (st->bytes) ASSERT_EQ_INT(sc->srcs[st->src0].buf, PLAN_BUF_STAGE);
+            }
+          }
+          ASSERT_EQ_INT(copies, sends);
+          ASSERT_EQ_INT(own, self);
+          ASSERT_EQ_INT(signals, n - 1);
+          ASSERT_EQ_INT(waits, n - 1);
+          ASSERT_EQ_INT(reduces, gets ? gets : 1);
+          ASSERT_EQ_INT(empty, !gets);
+          flat[r] = *sc;
+          ops[r] = &s[r][0];
+        }
+        if (planCheck(flat, n, why, sizeof(why))) {
+          TEST_FAIL("%s stagesm n=%d inPlace=%d entry=%d: %s", ci->name, n, inPlace, entry, why);
+          return 1;
+        }
+        for (int ctl = 0; ctl <= 1; ctl++) {
+          int d = simOrders(ops, n, 20, ctl, &orders);
+          if (d < 0) return 1;
+          caught += d;
           for (int r = 0; r < n && !ctl; r++) pollFirst(&s[r][0], -1, n - 1);
         }
       }
@@ -3499,6 +3601,7 @@ int main(void) {
   RUN(testQueueSafetyControls);
   RUN(testKernelWait);
   RUN(testStageSm);
+  RUN(testStageSmMove);
   RUN(testStageLl);
   RUN(testStagedProtocol);
   RUN(testStagedShape);

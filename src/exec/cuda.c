@@ -716,13 +716,16 @@ static void reduceOf(const planSchedule *sch, const planStep *st, const execBuff
   r->op = bytes ? dmacclSum : (dmacclRedOp_t)sch->redop;
 }
 
-/* The blocks of a kernel of s's GPU doing w. */
-static int kernelCtas(const cudaState *s, const execReduceWait *w) {
+/* The blocks of a kernel of s's GPU doing w; `moves`: a movement
+ * collective's (no arithmetic: every block streams bytes). */
+static int kernelCtas(const cudaState *s, const execReduceWait *w, int moves) {
   int ctas = s->reduceCtas;
   /* Lines double the bytes each thread stores and the kernel polls each:
    * more blocks (the probe's 512 KB line AllReduce: 6.9 us with 32, 12.0
-   * with 8; docs/latency-notes.md). */
-  if (w && (w->lineSrcs || w->ntakes) && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
+   * with 8; docs/latency-notes.md). A movement collective's kernel (stagesm's
+   * and stagell's forms) streams its bytes to and from the peers with its
+   * stores and loads alone: as many. */
+  if (w && (w->lineSrcs || w->ntakes || moves) && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
   if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
   return ctas;
 }
@@ -734,8 +737,10 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
   dmacclResult_t rc = dmacclSuccess;
   kernelReduce r;
   reduceOf(sch, st, b, &r);
-  CUDA_TRY(comm, execCudaReduceLaunched(r.dst, r.srcs, r.nsrc, r.count, r.dtype, r.op,
-                                        kernelCtas(stateOf(comm), w), w, lane, launched));
+  CUDA_TRY(comm,
+           execCudaReduceLaunched(r.dst, r.srcs, r.nsrc, r.count, r.dtype, r.op,
+                                  kernelCtas(stateOf(comm), w, !planCollOf(sch->coll)->reduces), w,
+                                  lane, launched));
 out:
   return rc;
 }
@@ -863,15 +868,19 @@ static int buildKernelRun(dmacclComm_t comm, const planSchedule *sch, int i, con
   }
   /* The REDUCEs of one line source right after it on its lane (stagell's
    * movement form: one per peer, staged.c) ride in the same launch as takes:
-   * one kernel per operation instead of one per peer. */
-  int k = j + 1;
+   * one kernel per operation instead of one per peer; so do those of one
+   * staging slot source after a REDUCE that reads the slot too (stagesm's
+   * movement form: this kernel polled the DATA words that say the bytes are
+   * there). */
+  int k = j + 1, slot = red->nsrc == 1 && sch->srcs[red->src0].buf == PLAN_BUF_STAGE;
   for (; k < sch->nsteps && w.ntakes < EXEC_REDUCE_MAX_MOVES; k++) {
     const planStep *q = &sch->steps[k];
+    planBuf from = q->nsrc == 1 ? sch->srcs[q->src0].buf : PLAN_BUF_SEND;
     if (q->kind != PLAN_STEP_REDUCE || q->lane != st->lane || q->nsrc != 1 || q->pieceBytes ||
-        q->inKernel || sch->srcs[q->src0].buf != PLAN_BUF_LINES)
+        q->inKernel || !(from == PLAN_BUF_LINES || (slot && from == PLAN_BUF_STAGE)))
       break;
-    w.takes[w.ntakes++] =
-        (execReduceTake){execLocate(b, sch->srcs[q->src0]), execLocate(b, q->dst), q->bytes};
+    w.takes[w.ntakes++] = (execReduceTake){execLocate(b, sch->srcs[q->src0]), execLocate(b, q->dst),
+                                           q->bytes, from == PLAN_BUF_STAGE};
   }
   kernelReduce r;
   reduceOf(sch, red, b, &r);
@@ -1241,8 +1250,9 @@ static dmacclResult_t flushHeld(int device) {
     int n = k->first->nranks, prev = cudaEnterDevice(k->device);
     if (k->w.nmoves && movesNeedBarrier(&k->w, &k->r, k->own))
       k->w.moveCount = s->flags + FLAG_KMOVE(n, s->nlanes);
-    cudaError_t e = execCudaReduceLaunched(k->r.dst, k->r.srcs, k->r.nsrc, k->r.count, k->r.dtype,
-                                           k->r.op, kernelCtas(s, &k->w), &k->w, k->stream, NULL);
+    cudaError_t e =
+        execCudaReduceLaunched(k->r.dst, k->r.srcs, k->r.nsrc, k->r.count, k->r.dtype, k->r.op,
+                               kernelCtas(s, &k->w, 1), &k->w, k->stream, NULL);
     for (int o = 0; o < k->nops; o++) {
       cudaError_t te = cudaEventRecord(k->tails[o], k->stream);
       if (e == cudaSuccess) e = te;
@@ -1296,7 +1306,7 @@ static dmacclResult_t holdKernel(dmacclComm_t comm, const coreOp *op, const plan
   } else { /* op's REDUCE (one line source) and takes ride as takes */
     for (int m = 0; m < w.nmoves; m++) k->w.moves[k->w.nmoves++] = w.moves[m];
     k->w.takes[k->w.ntakes++] =
-        (execReduceTake){execLocate(b, sch->srcs[st->src0]), execLocate(b, st->dst), st->bytes};
+        (execReduceTake){execLocate(b, sch->srcs[st->src0]), execLocate(b, st->dst), st->bytes, 0};
     for (int t = 0; t < w.ntakes; t++) k->w.takes[k->w.ntakes++] = w.takes[t];
   }
   k->comms[k->nops] = comm;

@@ -298,9 +298,28 @@ static __device__ void storeLines(const execReduceMove &mv, size_t tid, size_t s
   }
 }
 
-/* stagesm: the blocks together copy every move (16-byte vectors where
- * source, destination and length allow, four loads in flight per thread,
- * bytes otherwise; stagell: lines); countAndSignal then has the last block
+/* Copies bytes from `from` to `to` with the threads of one grid stride:
+ * 16-byte vectors where both addresses allow, four loads in flight per
+ * thread, bytes otherwise. */
+static __device__ void copyPlain(const void *from, void *to, size_t bytes, size_t tid,
+                                 size_t stride) {
+  size_t head = 0;
+  if ((((uintptr_t)from | (uintptr_t)to) & 15) == 0) {
+    const uint4 *src = (const uint4 *)from;
+    uint4 *dst = (uint4 *)to;
+    size_t nv = bytes / 16, v = tid;
+    for (; v + 3 * stride < nv; v += 4 * stride) {
+      uint4 x0 = src[v], x1 = src[v + stride], x2 = src[v + 2 * stride], x3 = src[v + 3 * stride];
+      dst[v] = x0, dst[v + stride] = x1, dst[v + 2 * stride] = x2, dst[v + 3 * stride] = x3;
+    }
+    for (; v < nv; v += stride) dst[v] = src[v];
+    head = nv * 16;
+  }
+  for (size_t i = head + tid; i < bytes; i += stride) ((char *)to)[i] = ((const char *)from)[i];
+}
+
+/* stagesm: the blocks together copy every move (copyPlain; stagell:
+ * lines); countAndSignal then has the last block
  * to finish its stores write the signals. Each block's stores are ordered
  * before its count by the system fence, and the count before the signals
  * (the last block fences again), so a peer that sees a signal sees every
@@ -314,20 +333,7 @@ static __device__ void storeMoves(const execReduceWait &w) {
       storeLines(mv, tid, stride);
       continue;
     }
-    size_t head = 0;
-    if ((((uintptr_t)mv.src | (uintptr_t)mv.dst) & 15) == 0) {
-      const uint4 *src = (const uint4 *)mv.src;
-      uint4 *dst = (uint4 *)mv.dst;
-      size_t nv = mv.bytes / 16, v = tid;
-      for (; v + 3 * stride < nv; v += 4 * stride) {
-        uint4 x0 = src[v], x1 = src[v + stride], x2 = src[v + 2 * stride], x3 = src[v + 3 * stride];
-        dst[v] = x0, dst[v + stride] = x1, dst[v + 2 * stride] = x2, dst[v + 3 * stride] = x3;
-      }
-      for (; v < nv; v += stride) dst[v] = src[v];
-      head = nv * 16;
-    }
-    for (size_t i = head + tid; i < mv.bytes; i += stride)
-      ((char *)mv.dst)[i] = ((const char *)mv.src)[i];
+    copyPlain(mv.src, mv.dst, mv.bytes, tid, stride);
   }
 }
 static __device__ void countAndSignal(const execReduceWait &w) {
@@ -508,16 +514,21 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
 }
 
 /* The takes (execReduceTake), after the reduction: unit v of every take by
- * the thread of that grid stride, each line waited for, read and cleared. */
+ * the thread of that grid stride, each line waited for, read and cleared;
+ * a plain take as storeMoves copies a move. */
 static __device__ void takeAll(const execReduceWait &w) {
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
          stride = (size_t)gridDim.x * blockDim.x;
   for (int t = 0; t < w.ntakes; t++) {
     const execReduceTake &tk = w.takes[t];
+    if (tk.plain) {
+      copyPlain(tk.src, tk.dst, tk.bytes, tid, stride);
+      continue;
+    }
     size_t nl = tk.bytes ? (tk.bytes + 7) / 8 : 1;
     bool aligned = ((uintptr_t)tk.dst & 7) == 0;
     for (size_t v = tid; v < nl; v += stride) {
-      uint2 d = takeLine((uint4 *)tk.lines + v);
+      uint2 d = takeLine((uint4 *)tk.src + v);
       size_t k = tk.bytes <= v * 8 ? 0 : tk.bytes - v * 8 < 8 ? tk.bytes - v * 8 : 8;
       if (aligned && k == 8) {
         *((uint2 *)tk.dst + v) = d;
@@ -587,8 +598,10 @@ cudaError_t launchTyped(void *dst, const Srcs &s, int n, size_t count, int ctas,
     size_t u = w.moves[m].lines ? (w.moves[m].bytes + 7) / 8 : (w.moves[m].bytes + 15) / 16;
     if (u > units) units = u;
   }
-  for (int t = 0; t < w.ntakes; t++)
-    if ((w.takes[t].bytes + 7) / 8 > units) units = (w.takes[t].bytes + 7) / 8;
+  for (int t = 0; t < w.ntakes; t++) {
+    size_t u = w.takes[t].plain ? (w.takes[t].bytes + 15) / 16 : (w.takes[t].bytes + 7) / 8;
+    if (u > units) units = u;
+  }
   size_t blocks = (units + 511) / 512;
   if (blocks > (size_t)ctas) blocks = (size_t)ctas;
   if (blocks < 1) blocks = 1;
@@ -673,8 +686,9 @@ extern "C" cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs
     return cudaSuccess;
   if (w.ntakes < 0 || w.ntakes > EXEC_REDUCE_MAX_MOVES) return cudaErrorInvalidValue;
   for (int t = 0; t < w.ntakes; t++)
-    if (!w.takes[t].lines || ((uintptr_t)w.takes[t].lines & 15) ||
-        (w.takes[t].bytes && !w.takes[t].dst))
+    if (w.takes[t].plain ? w.takes[t].bytes && (!w.takes[t].src || !w.takes[t].dst)
+                         : !w.takes[t].src || ((uintptr_t)w.takes[t].src & 15) ||
+                               (w.takes[t].bytes && !w.takes[t].dst))
       return cudaErrorInvalidValue;
   if (w.lineSrcs && (nsrc > 32 || (nsrc < 32 && w.lineSrcs >> nsrc))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > EXEC_REDUCE_MAX_SRCS || ctas < 1) return cudaErrorInvalidValue;

@@ -49,15 +49,19 @@ typedef struct {
   size_t bytes;
   int lines; /* dst is a line slot (plan.h PLAN_BUF_LINES): write bytes as lines */
 } execReduceMove;
-/* Takes (stagell's movement form: the REDUCEs of one line source after the
- * kernel's own, staged.c): after its reduction the kernel also waits for the
- * lines that carry each take's bytes at `lines`, reads them into dst and sets
- * them to 0; of 0 bytes, one line (a token, plan.h planLines) read and
- * cleared, nothing written. */
+/* Takes (the movement forms of stagell and stagesm: the REDUCEs of one
+ * source after the kernel's own, staged.c): after its reduction the kernel
+ * also copies each take's bytes from src to dst. A take of lines (stagell:
+ * src a line slot) waits for each line that carries them, reads it into dst
+ * and sets it to 0; of 0 bytes, one line (a token, plan.h planLines) read
+ * and cleared, nothing written. A plain take (`plain`, stagesm: src a
+ * staging slot whose DATA word the kernel polled before it reduced) copies
+ * the bytes as they are; of 0 bytes, nothing. */
 typedef struct {
-  void *lines;
+  void *src;
   void *dst;
   size_t bytes;
+  int plain;
 } execReduceTake;
 typedef struct {
   uint32_t *flags;

@@ -42,7 +42,8 @@ const planCollInfo planColl_broadcast = {
     .countArg = "count",
     .rooted = 1,
     .algos = PLAN_ALGOS_MOVE | PLAN_ALGO_BIT(PLAN_ALGO_RELAY) | PLAN_ALGO_BIT(PLAN_ALGO_CHAIN) |
-             PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
+             PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) |
+             PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
     .sendBytes = bcSend,
     .recvBytes = one,
     .inPlace = bcInPlace,
@@ -66,7 +67,8 @@ const planCollInfo planColl_gather = {
     .call = "dmacclGather",
     .countArg = "count",
     .rooted = 1,
-    .algos = PLAN_ALGOS_MOVE | PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
+    .algos = PLAN_ALGOS_MOVE | PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) |
+             PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
     .sendBytes = one,
     .recvBytes = gaRecv,
     .inPlace = gaInPlace,
@@ -90,7 +92,8 @@ const planCollInfo planColl_scatter = {
     .call = "dmacclScatter",
     .countArg = "count",
     .rooted = 1,
-    .algos = PLAN_ALGOS_MOVE | PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
+    .algos = PLAN_ALGOS_MOVE | PLAN_ALGO_BIT(PLAN_ALGO_SPLIT) | PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) |
+             PLAN_ALGO_BIT(PLAN_ALGO_STAGELL),
     .sendBytes = scSend,
     .recvBytes = one,
     .inPlace = scInPlace,

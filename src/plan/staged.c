@@ -257,6 +257,61 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
   return rc;
 }
 
+/* stagesm's movement form (AllGather(V), AlltoAll, Broadcast, Gather,
+ * Scatter): stage's schedule with the kernel on its whole path, as for the
+ * reductions. One kernel stores this rank's block for every peer into the
+ * peer's staging slot at its place (plain stores, the bytes once, where
+ * stagell's lines carry each 8 bytes in 16), copies its own block into
+ * place out of place, writes the peers' DATA words once every block's
+ * stores are done (a system fence first), polls its own, and takes each
+ * peer's block out of its slot into place: one REDUCE of one STAGE source
+ * per peer that sent it something, which copies bytes (plan.h), the first
+ * the kernel's own and the others its takes on the CUDA executor. A rank
+ * that receives nothing (a Broadcast's root, a Gather's non-root) ends the
+ * kernel with an empty REDUCE, as twoshot's second kernel does. DATA goes
+ * to and comes from every peer, a block or none, as the slot argument
+ * above needs. No copy engine and no dependent copy behind a stream wait:
+ * a copy engine's copy after a kernel starts about 13 us late
+ * (docs/results/stagesm-2xh100/), and the staged form's dependent local
+ * copy costs a round of its own. */
+static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase, int lane,
+                   int inKernel);
+
+static int addSmMove(planSchedule *s, const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0, outs = 0;
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + d) % n;
+    planBlock b = ci->block(a, r, p);
+    if (!b.bytes) continue;
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
+                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, 0);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  }
+  planBlock self = ci->block(a, r, r);
+  if (!rc && self.bytes && !a->inPlace) {
+    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
+                     (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
+    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  }
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, 1);
+  s->round++;
+  if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, 0, 1);
+  for (int d = 1; d < n && !rc; d++) {
+    int p = (r + n - d) % n; /* the peer that stored first */
+    planBlock b = ci->block(a, p, r);
+    if (!b.bytes) continue;
+    planLoc src = {r, PLAN_BUF_STAGE, b.dstOff};
+    rc = planAddReduce(s, 0, &src, 1, (planLoc){r, PLAN_BUF_RECV, b.dstOff}, b.bytes);
+    if (!rc) s->steps[s->nsteps - 1].peer = p, outs++;
+  }
+  if (!rc && !outs) {
+    planLoc none = {r, PLAN_BUF_RECV, 0};
+    rc = planAddReduce(s, 0, &none, 1, none, 0);
+  }
+  return rc;
+}
+
 int planVMovesLines(const planArgs *a) {
   for (int r = 0; r < a->nranks; r++)
     if (!a->vec || !a->vec[r]) return 0;
@@ -275,9 +330,6 @@ int planVMovesLines(const planArgs *a) {
  * and meets every peer, as the slot argument above needs: the lines with a
  * token for an empty block, the fallback with its handshakes, so a later
  * operation's lines never land in a share a peer may still read. */
-static int syncAll(planSchedule *s, const planArgs *a, planStepKind kind, planPhase phase, int lane,
-                   int inKernel);
-
 static int buildPeerArrays(const planArgs *a, planAlgo algo, planSchedule *s) {
   int n = a->nranks;
   for (int r = 0; r < n; r++)
@@ -455,6 +507,8 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   }
   if (algo == PLAN_ALGO_STAGELL && !ci->reduces && linesFitMove(a))
     return rc ? rc : addLinesMove(s, a);
+  if (algo == PLAN_ALGO_STAGESM && !ci->reduces && n - 1 <= PLAN_SM_MAX_PEERS)
+    return rc ? rc : addSmMove(s, a);
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
   int selfLate = a->stageSelfLate && !ci->reduces;
