@@ -101,8 +101,8 @@ static int channelTables(dmacclComm_t comm) {
   return 0;
 }
 
-/* The built-in table's split (2 ranks: Broadcast from 2 MB + 1, Scatter
- * from 8 MB) runs stage where it fits a slot, else pushb, where ranks share
+/* The built-in table's split (2 ranks: Broadcast and Scatter from 8 MB + 1)
+ * runs stage where it fits a slot, else pushb, where ranks share
  * a GPU (coreChooseAlgo: there is no second GPU's copy engine to add); a
  * split from a tuning file (measured there), DMACCL_ALGO or the config runs
  * as named. */
@@ -111,20 +111,20 @@ static int testSplitChoice(void) {
   ASSERT_TRUE(c != NULL);
   planTableDefaults(&c->table, 2);
   c->nranks = 2;
-  c->stageBytes = (size_t)8 << 20;
-  planArgs a = {.coll = PLAN_COLL_BROADCAST, .nranks = 2, .count = (size_t)16 << 20, .elemSize = 1};
+  c->stageBytes = (size_t)16 << 20; /* slots larger than the default 8 MB */
+  planArgs a = {.coll = PLAN_COLL_BROADCAST, .nranks = 2, .count = (size_t)32 << 20, .elemSize = 1};
   planArgs sc = a;
   sc.coll = PLAN_COLL_SCATTER;
   sc.count = (size_t)8 << 20; /* per rank: 16 MB at the root */
-  planArgs mid = a;           /* a Broadcast that fits a staging slot */
-  mid.count = (size_t)4 << 20;
+  planArgs mid = a;           /* a Broadcast of split's range that fits a staging slot */
+  mid.count = (size_t)12 << 20;
   int rc = 0;
   for (int g = 0; g < 2 && !rc; g++) {
     c->gpuShared = 0;
     rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_SPLIT;
     rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_SPLIT;
     rc |= coreChooseAlgo(c, &mid, g, NULL) != PLAN_ALGO_SPLIT;
-    c->gpuShared = 1; /* stage where it fits a slot (8 MB per rank), else pushb */
+    c->gpuShared = 1; /* stage where it fits a slot (16 MB per rank), else pushb */
     rc |= coreChooseAlgo(c, &a, g, NULL) != PLAN_ALGO_PUSHB;
     rc |= coreChooseAlgo(c, &sc, g, NULL) != PLAN_ALGO_STAGE;
     rc |= coreChooseAlgo(c, &mid, g, NULL) != PLAN_ALGO_STAGE;

@@ -242,7 +242,8 @@ static int testTuneErrors(void) {
  * override earlier ones, and a plain range clears the graph ranges it
  * overlaps (a later layer decides for captured calls too); a bad
  * qualifier is named and changes nothing. Built in: 2 ranks, AllGather(V)
- * and AlltoAll take stagell up to 4 MB, captured ones push1 at 4-8 MB;
+ * and AlltoAll take stagell up to 1 MB and stagesm above it up to 8 MB,
+ * eager and captured;
  * AllReduce takes stagell up to 4 MB and twoshot above it, ReduceScatterV
  * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
@@ -270,20 +271,19 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGE);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  /* 2 ranks: stagell up to 4 MB (line slots as large as a staging slot),
-   * eager and in graphs but 4 MB itself; from 4 MB push1 in graphs, from
-   * 4 MB + 1 stage eager */
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 1, &why), PLAN_ALGO_STAGELL);
+  /* 2 ranks: stagell up to 1 MB, then stagesm through 8 MB (the receive
+   * buffer fits a staging slot), eager and in graphs; then pushb */
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, (1 << 20) + 1, 1, &why), PLAN_ALGO_STAGESM);
   ASSERT_EQ_INT(why->origin, PLAN_FROM_BUILTIN);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 2 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, (4 << 20) - 1, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, &why), PLAN_ALGO_PUSH1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, (4 << 20) + 1, 0, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, 4 << 20, 0, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHERV, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  const planColl smColls[] = {PLAN_COLL_ALLGATHER, PLAN_COLL_ALLGATHERV, PLAN_COLL_ALLTOALL};
+  for (int c = 0; c < 3; c++)
+    for (int g = 0; g < 2; g++) {
+      ASSERT_EQ_INT(planSelectIn(&t, smColls[c], 1 << 20, g, NULL), PLAN_ALGO_STAGELL);
+      ASSERT_EQ_INT(planSelectIn(&t, smColls[c], (1 << 20) + 1, g, NULL), PLAN_ALGO_STAGESM);
+      ASSERT_EQ_INT(planSelectIn(&t, smColls[c], 4 << 20, g, NULL), PLAN_ALGO_STAGESM);
+      ASSERT_EQ_INT(planSelectIn(&t, smColls[c], 8 << 20, g, NULL), PLAN_ALGO_STAGESM);
+      ASSERT_EQ_INT(planSelectIn(&t, smColls[c], (8 << 20) + 1, g, NULL), PLAN_ALGO_PUSHB);
+    }
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 16 << 20, 1, NULL), PLAN_ALGO_PUSHB);
   planTableDefaults(&t, 4); /* AllGather's graph ranges were measured on 2 ranks only */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
@@ -309,7 +309,7 @@ static int testGraphRanges(void) {
                       PLAN_ALGO_STAGELL);
   }
   planTableDefaults(&t, 2);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_SPLIT);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 4 << 20, 0, NULL), PLAN_ALGO_STAGESM);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCE, 4 << 20, 1, NULL), PLAN_ALGO_STAGE);
   /* ... and a table may leave it at every size, for one mode or both */
   char perr[256];
@@ -339,7 +339,10 @@ static int testGraphRanges(void) {
                 PLAN_ALGO_STAGELL); /* 2 ranks, built in */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL),
                 planSelect(&t, PLAN_COLL_ALLTOALL, 1000, NULL));
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_STAGESM);
+  ASSERT_EQ_INT(planTableParse(&t, "alltoall@graph:4M-8M:push1", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 0, NULL), PLAN_ALGO_STAGESM);
   ASSERT_EQ_INT(planTableParse(&t, "allgather@graph:16K-32K:stage", err, sizeof(err)), 0);
   ASSERT_EQ_INT(t.gnranges[PLAN_COLL_ALLGATHER], 3); /* 0-16K, 16K-32K, 32K-64K */
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLGATHER, 20000, 1, NULL), PLAN_ALGO_STAGE);
@@ -366,7 +369,7 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planTuneParse(&t, 2, "2 alltoall@graph:0-1M:push1\n", err, sizeof(err)), 0);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1000, 1, NULL), PLAN_ALGO_PUSH1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 1 << 20, 1, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLTOALL, 4 << 20, 1, NULL), PLAN_ALGO_STAGESM);
   return 0;
 }
 
@@ -490,8 +493,8 @@ static int pullForm(planAlgo a) {
          a == PLAN_ALGO_SPLIT || a == PLAN_ALGO_CHAIN || a == PLAN_ALGO_RELAY;
 }
 
-/* split in the built-in table: 2-rank Broadcast from 2 MB + 1 (lines
- * below) and Scatter from 8 MB (stage below), eager and captured; other
+/* split in the built-in table: 2-rank Broadcast and Scatter from 8 MB + 1
+ * (stagesm below), eager and captured; other
  * rank counts and Gather never (a 2-rank Gather of 8 MB itself: stage). A
  * Send/Recv channel's table (planTableForChannel) of a parent whose
  * Broadcast ranges are not all built in takes pushb for a tuning file's
@@ -501,14 +504,13 @@ static int testSplitRows(void) {
   planTable t;
   planTableDefaults(&t, 2);
   for (int g = 0; g < 2; g++) {
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M, g, NULL), PLAN_ALGO_STAGESM);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 8 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 8 * M, g, NULL), PLAN_ALGO_STAGE);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 8 * M + 1, g, NULL), PLAN_ALGO_PUSHB);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, SIZE_MAX - 1, g, NULL), PLAN_ALGO_SPLIT);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M - 1, g, NULL), PLAN_ALGO_STAGE);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M, g, NULL), PLAN_ALGO_STAGESM);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 8 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 512 * M, g, NULL), PLAN_ALGO_SPLIT);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 512 * M, g, NULL), PLAN_ALGO_PUSHB);
   }
@@ -588,9 +590,10 @@ static int testChannelRows(void) {
     const char *text;
     int own;
   } layers[] = {
-      {PLAN_FROM_TUNE_FILE, "broadcast:0-2097153:stagell,2097153-inf:split", 1},
-      {PLAN_FROM_ENV, "broadcast:0-2097153:stagell,2097153-inf:split", 1},
-      {PLAN_FROM_ENV, "allreduce:0-1M:stage;broadcast@graph:4M-8M:split", 1},
+      {PLAN_FROM_TUNE_FILE, "broadcast:0-1048577:stagell,1048577-8388609:stagesm,8388609-inf:split",
+       1},
+      {PLAN_FROM_ENV, "broadcast:0-1048577:stagell,1048577-8388609:stagesm,8388609-inf:split", 1},
+      {PLAN_FROM_ENV, "allreduce:0-1M:stage;broadcast@graph:8388609-16M:split", 1},
       {PLAN_FROM_ENV, "broadcast:0-1M:stage", 0},
       {PLAN_FROM_TUNE_FILE, "broadcast:2097153-4M:pushb", 0},
       {PLAN_FROM_CONFIG, "broadcast@graph:4M-8M:stage", 0},
@@ -643,8 +646,8 @@ static int testSelectionDigest(void) {
   planTable a, b;
   planTableDefaults(&a, 2);
   uint64_t d0 = planSelectionDigest(&a, PLAN_COLL_BROADCAST);
-  const char *same[] = {"broadcast:0-2097153:stagell,2097153-inf:split",
-                        "broadcast:0-1K:stagell,1K-2097153:stagell;broadcast@graph:4M-8M:split",
+  const char *same[] = {"broadcast:0-1048577:stagell,1048577-8388609:stagesm,8388609-inf:split",
+                        "broadcast:0-1K:stagell,1K-1048577:stagell;broadcast@graph:4M-8M:stagesm",
                         "allreduce:pull1"};
   for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
     planTableDefaults(&b, 2);
@@ -664,8 +667,9 @@ static int testSelectionDigest(void) {
   return 0;
 }
 
-/* The rooted collectives' line ranges (select.c): on 2 ranks Broadcast and
- * Gather through 2 MB and Scatter through 4 MB, eager and in graphs; on 3
+/* The rooted collectives' line ranges (select.c): on 2 ranks Broadcast
+ * through 1 MB (stagesm above), Gather through 2 MB (stagesm above, to 4
+ * MB) and Scatter below 4 MB (stagesm from there), eager and in graphs; on 3
  * ranks or more Broadcast through 2 MB (a Send/Recv channel takes its
  * parent's Broadcast ranges and has a 2-rank line slot), Scatter through
  * 1 MB, Gather through 1 MB; a channel's table keeps them. */
@@ -675,12 +679,14 @@ static int testLineRows(void) {
   planTableDefaults(&t, 2);
   for (int g = 0; g < 2; g++) {
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 1024, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, 2 * M + 1, g, NULL), PLAN_ALGO_SPLIT);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, M, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_BROADCAST, M + 1, g, NULL), PLAN_ALGO_STAGESM);
     ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M + 1, g, NULL), PLAN_ALGO_STAGE);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M, g, NULL), PLAN_ALGO_STAGELL);
-    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 2 * M + 1, g, NULL), PLAN_ALGO_STAGESM);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 4 * M, g, NULL), PLAN_ALGO_STAGESM);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_GATHER, 4 * M + 1, g, NULL), PLAN_ALGO_STAGE);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M - 1, g, NULL), PLAN_ALGO_STAGELL);
+    ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_SCATTER, 4 * M, g, NULL), PLAN_ALGO_STAGESM);
   }
   for (int nranks = 3; nranks <= 8; nranks++) {
     planTable u;

@@ -206,7 +206,32 @@ const char planDefaultTune[] =
      * communicator takes its parent's Broadcast ranges
      * (planTableForChannel) and its lines fit up to 2 MB. */
     "* broadcast:0-2097153:stagell;scatter:0-1048577:stagell;gather:0-1048577:stagell\n"
-    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n";
+    "2 broadcast:0-2097153:stagell;gather:0-2097153:stagell;scatter:0-4194305:stagell\n"
+    /* 2 ranks, above 1 MB up to 8 MB, eager and in graphs: stagesm's
+     * movement form (staged.c, addSmMove): the kernel stores each block
+     * into the peer's staging slot once, signals, polls and takes the
+     * peer's block out of its own slot, so no copy engine starts behind a
+     * kernel, no dependent copy waits behind a stream wait, and the bytes
+     * cross once where lines double them. 2x H200 at 5d90c6b
+     * (docs/results/stagesm-move-2xh200/, call A, NCCL in the same run):
+     * AllGather 2 / 4 / 8 MB eager 11.1 / 14.8 / 23.6 us against stagell's
+     * 15.7 / 29.1 / 34.8, stage's 23.1 / 28.6 / 36.2 and pushb's 16.5 / 20.3
+     * / 23.1 (NCCL 16.8 / 26.2 / 36.4); in graphs 10.7 / 14.4 / 22.6
+     * against push1's 17.2 / 21.6 / 26.6 (NCCL 16.0 / 25.5 / 35.0);
+     * AlltoAll 11.1 / 15.1 / 23.7 eager, 10.7 / 14.6 / 23.0 in graphs
+     * (NCCL 15.0 / 19.8 / 30.1 and 14.7 / 19.3 / 29.1; the table's forms
+     * before 21.5 / 29.0 / 24.2 and 14.7 / 20.2 / 28.1); AllGatherV as
+     * AllGather; Broadcast 13.4 / 20.5 / 34.8 eager against the table's
+     * 16.6 / 24.5 / 35.9 (NCCL 19.8 / 25.1 / 37.8), in graphs 13.3 / 20.4 /
+     * 34.6 against 15.7 / 25.7 / 36.0; Scatter 4 and 8 MB 13.7 / 20.8
+     * against 16.7 / 26.1 (NCCL 15.0 / 20.1), at 2 MB 15.8 against lines'
+     * 9.8 (lines keep it); Gather at 4 MB 13.2 against 15.5 eager and 12.7
+     * against 13.7 in graphs, level at 2 and 8 MB. At 1 MB the lines and
+     * stagesm are level (9.5-9.8 eager, 8.2-9.2 in graphs): the lines keep
+     * 1 MB. Over 8 MB the receive buffer does not fit the slot. */
+    "2 allgather:1048577-8388609:stagesm;alltoall:1048577-8388609:stagesm;"
+    "allgatherv:1048577-8388609:stagesm;broadcast:1048577-8388609:stagesm;"
+    "gather:2097153-4194305:stagesm;scatter:4194304-8388609:stagesm\n";
 
 static const char *const algoNames[] = {"push1", "pushn", "pushb",   "pull1",   "pulln",
                                         "pullb", "stage", "stage2d", "stagesm", "stagell",
