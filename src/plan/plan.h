@@ -95,9 +95,12 @@ typedef enum {
   PLAN_ALGO_PULLB = 5,
   PLAN_ALGO_STAGE = 6,   /* staging slots, peer copies as one batch command (staged.c) */
   PLAN_ALGO_STAGE2D = 7, /* staging slots, peer copies in rank order: one 2D copy where strided */
-  /* Reductions only: the staged form with no copy engine on its path; the
-   * reduction kernel itself stores the rank's contributions into the peers'
-   * slots, signals DATA, polls the peers' DATA and reduces (staged.c) */
+  /* The staged form with no copy engine on its path; the reduction kernel
+   * itself stores the rank's contributions into the peers' slots, signals
+   * DATA, polls the peers' DATA and reduces (staged.c). Also AllGather(V),
+   * AlltoAll, Broadcast, Gather and Scatter: the kernel stores each peer's
+   * block into its slot, copies its own into place, signals, polls and takes
+   * the peers' blocks out of its slot (addSmMove; not AlltoAllv) */
   PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
   /* stagesm whose stores carry their own flags, as lines (PLAN_BUF_LINES):
    * no fence, no DATA word, no reset (staged.c); where a rank has nothing to
