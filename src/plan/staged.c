@@ -209,6 +209,23 @@ static int linesFitMove(const planArgs *a) {
   return 1;
 }
 
+/* A COPY the kernel does (inKernel), on lane 0. */
+static int addKernelCopy(planSchedule *s, planLoc from, planLoc to, size_t bytes) {
+  int rc = planAddCopy(s, 0, from, to, bytes, 0);
+  if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+  return rc;
+}
+
+/* The movement forms' own block, out of place, straight into its place by
+ * the kernel (in place it is there already). */
+static int addOwnBlockInKernel(planSchedule *s, const planArgs *a) {
+  int r = a->rank;
+  planBlock self = planCollOf(a->coll)->block(a, r, r);
+  if (!self.bytes || a->inPlace) return 0;
+  return addKernelCopy(s, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
+                       (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes);
+}
+
 /* stagell's movement form: one kernel stores this rank's block for every
  * peer as lines into the peer's line slot and (out of place) copies its own
  * block into place; then each peer's lines are taken into that peer's
@@ -233,16 +250,10 @@ static int addLinesMove(planSchedule *s, const planArgs *a) {
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n;
     planBlock b = ci->block(a, r, p);
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.bytes ? b.srcOff : 0},
-                     (planLoc){p, PLAN_BUF_LINES, planLinePlace(r, p, n) * share}, b.bytes, 0);
-    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+    rc = addKernelCopy(s, (planLoc){r, PLAN_BUF_SEND, b.bytes ? b.srcOff : 0},
+                       (planLoc){p, PLAN_BUF_LINES, planLinePlace(r, p, n) * share}, b.bytes);
   }
-  planBlock self = ci->block(a, r, r);
-  if (!rc && self.bytes && !a->inPlace) {
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
-                     (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
-    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
-  }
+  if (!rc) rc = addOwnBlockInKernel(s, a);
   s->round++;
   for (int tokens = 0; tokens < 2; tokens++)
     for (int d = 1; d < n && !rc; d++) {
@@ -283,17 +294,11 @@ static int addSmMove(planSchedule *s, const planArgs *a) {
   for (int d = 1; d < n && !rc; d++) {
     int p = (r + d) % n;
     planBlock b = ci->block(a, r, p);
-    if (!b.bytes) continue;
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
-                     (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes, 0);
-    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
+    if (b.bytes)
+      rc = addKernelCopy(s, (planLoc){r, PLAN_BUF_SEND, b.srcOff},
+                         (planLoc){p, PLAN_BUF_STAGE, b.dstOff}, b.bytes);
   }
-  planBlock self = ci->block(a, r, r);
-  if (!rc && self.bytes && !a->inPlace) {
-    rc = planAddCopy(s, 0, (planLoc){r, PLAN_BUF_SEND, self.srcOff},
-                     (planLoc){r, PLAN_BUF_RECV, self.dstOff}, self.bytes, 0);
-    if (!rc) s->steps[s->nsteps - 1].inKernel = 1;
-  }
+  if (!rc) rc = addOwnBlockInKernel(s, a);
   if (!rc) rc = syncAll(s, a, PLAN_STEP_SIGNAL, PLAN_PHASE_DATA, 0, 1);
   s->round++;
   if (!rc) rc = syncAll(s, a, PLAN_STEP_WAIT, PLAN_PHASE_DATA, 0, 1);
