@@ -454,7 +454,7 @@ static int testArrivalAlgorithms(int n, const int *devs) {
                  .inPlace = inPlace,
                  /* stagell: lines that fit (its kernel moves them);
                   * stagesm: a receive buffer that fits a staging slot
-                  * (on 2 ranks; on more, the fallback) */
+                  * (n x 2 MB: on up to 4 ranks) */
                  .count = !strcmp(algos[a], "stagell")   ? (size_t)16384
                           : !strcmp(algos[a], "stagesm") ? (size_t)1 << 19
                                                          : (size_t)4 << 20,

@@ -237,6 +237,12 @@ static int runColls(int n, const int *devs, int shared) {
         ASSERT_EQ_INT(nKernels, n);
       if (reduces) {
         ASSERT_TRUE(nReduceKernels >= 1);
+      } else if (!strcmp(algo, "stagesm") && !shared && c != COLL_ALLTOALLV && c != COLL_SENDRECV) {
+        /* stagesm's movement form: one kernel per rank, nothing between
+         * GPUs on a copy engine (its fallback, stage, would copy) */
+        ASSERT_EQ_INT(nKernels, n);
+        ASSERT_EQ_INT(nPeerCopies, 0);
+        ASSERT_EQ_INT(nMemsets, 0);
       } else if (!strcmp(algo, "stagell") || !strcmp(algo, "stagesm") || !strcmp(algo, "pairs") ||
                  (a >= CC_NALGOS && policy != dmacclCtaPolicyZero)) {
         /* the lines' kernel (stage where they do not fit; the built-in

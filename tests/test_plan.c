@@ -1981,6 +1981,37 @@ static int testStageSmMove(void) {
   return 0;
 }
 
+/* stagesm's movement form on the most ranks a kernel serves: n - 1 stores
+ * and the own block's copy are at most EXEC_REDUCE_MAX_MOVES (15) moves of
+ * one kernel, so 15 ranks take it and 16 run stage's schedule (a kernel run
+ * of 16 moves is refused by the CUDA executor). */
+static int testStageSmMoveRanks(void) {
+  static planSchedule s[PLAN_SM_MAX_PEERS + 1];
+  const planColl colls[] = {PLAN_COLL_ALLGATHER, PLAN_COLL_ALLTOALL, PLAN_COLL_SCATTER};
+  for (int c = 0; c < 3; c++)
+    for (int n = PLAN_SM_MAX_PEERS; n <= PLAN_SM_MAX_PEERS + 1; n++) {
+      for (int r = 0; r < n; r++) {
+        planArgs a = PA(colls[c], r, n, 64, 0, 2, 1);
+        memset(&s[r], 0, sizeof(s[r]));
+        ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_STAGESM, &s[r]), 0);
+        int moves = 0, kernel = 0;
+        for (int i = 0; i < s[r].nsteps; i++) {
+          moves += s[r].steps[i].kind == PLAN_STEP_COPY && s[r].steps[i].inKernel;
+          kernel |= s[r].steps[i].inKernel;
+        }
+        ASSERT_TRUE(moves <= PLAN_SM_MAX_PEERS);
+        ASSERT_EQ_INT(kernel, n <= PLAN_SM_MAX_PEERS);
+      }
+      char why[256];
+      if (planCheck(s, n, why, sizeof(why))) {
+        TEST_FAIL("%s stagesm on %d ranks: %s", planCollName(colls[c]), n, why);
+        return 1;
+      }
+      for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+    }
+  return 0;
+}
+
 /*
  * stagell: where every rank reduces and the lines fit its slot, each rank's
  * kernel (lane 0: inKernel copies, then the REDUCE) writes lines into every
@@ -3602,6 +3633,7 @@ int main(void) {
   RUN(testKernelWait);
   RUN(testStageSm);
   RUN(testStageSmMove);
+  RUN(testStageSmMoveRanks);
   RUN(testStageLl);
   RUN(testStagedProtocol);
   RUN(testStagedShape);

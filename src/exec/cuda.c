@@ -725,7 +725,7 @@ static int kernelCtas(const cudaState *s, const execReduceWait *w, int moves) {
    * with 8; docs/latency-notes.md). A movement collective's kernel (stagesm's
    * and stagell's forms) streams its bytes to and from the peers with its
    * stores and loads alone: as many. */
-  if (w && (w->lineSrcs || w->ntakes || moves) && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
+  if ((moves || (w && (w->lineSrcs || w->ntakes))) && ctas < EXEC_LINE_CTAS) ctas = EXEC_LINE_CTAS;
   if (w && (w->nmoves || w->nsignals) && ctas > s->smCount) ctas = s->smCount;
   return ctas;
 }

@@ -100,7 +100,8 @@ typedef enum {
    * DATA, polls the peers' DATA and reduces (staged.c). Also AllGather(V),
    * AlltoAll, Broadcast, Gather and Scatter: the kernel stores each peer's
    * block into its slot, copies its own into place, signals, polls and takes
-   * the peers' blocks out of its slot (addSmMove; not AlltoAllv) */
+   * the peers' blocks out of its slot (addSmMove; not AlltoAllv; up to
+   * PLAN_SM_MAX_PEERS ranks, the own block being one more move) */
   PLAN_ALGO_STAGESM = 8, /* up to PLAN_SM_MAX_PEERS peers; more run as stage */
   /* stagesm whose stores carry their own flags, as lines (PLAN_BUF_LINES):
    * no fence, no DATA word, no reset (staged.c); where a rank has nothing to

@@ -512,7 +512,9 @@ int planBuildStaged(const planArgs *a, planAlgo algo, planSchedule *s) {
   }
   if (algo == PLAN_ALGO_STAGELL && !ci->reduces && linesFitMove(a))
     return rc ? rc : addLinesMove(s, a);
-  if (algo == PLAN_ALGO_STAGESM && !ci->reduces && n - 1 <= PLAN_SM_MAX_PEERS)
+  /* n - 1 stores and the own block's copy: one kernel's moves
+   * (EXEC_REDUCE_MAX_MOVES), as for the lines */
+  if (algo == PLAN_ALGO_STAGESM && !ci->reduces && n <= PLAN_SM_MAX_PEERS)
     return rc ? rc : addSmMove(s, a);
   /* Rotated order (peer r+1 first, self last) unless the rows must be in
    * rank order. A reduction reads its own part from its send buffer. */
