@@ -3074,6 +3074,7 @@ static int testTwoShotSequences(void) {
 #define LT_CHUNK 600
 
 static long ltTokens; /* token lines stored */
+static int ltAlgoSm;  /* stagesm instead of stagell */
 
 /* 0 ok, 1 a failure (why says which). */
 static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
@@ -3094,7 +3095,11 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
     planColl c = colls[stageRand(&x) % 4];
     size_t count = stageRand(&x) % 4 == 0 ? stageRand(&x) % 9 : stageRand(&x) % LT_CHUNK;
     int root = (int)(stageRand(&x) % (uint32_t)n);
-    planAlgo al = stageRand(&x) % 3 ? PLAN_ALGO_STAGELL : PLAN_ALGO_STAGE;
+    uint32_t pick = stageRand(&x) % 3;
+    planAlgo al = ltAlgoSm ? (pick == 2 ? PLAN_ALGO_STAGESM
+                              : pick    ? PLAN_ALGO_STAGELL
+                                        : PLAN_ALGO_STAGE)
+                           : (pick ? PLAN_ALGO_STAGELL : PLAN_ALGO_STAGE);
     unsigned long long idx = count ? ++number : 0;
     gslot[k] = (int)(idx % 2);
     for (int r = 0; r < n && !rc; r++) {
@@ -3116,7 +3121,14 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
         int lineCopy = st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES;
         int token = !st->bytes && (lineCopy || (st->kind == PLAN_STEP_REDUCE && st->nsrc == 1 &&
                                                 sc->srcs[st->src0].buf == PLAN_BUF_LINES));
-        if (token && control) continue;
+        if (token && control == 1) continue;
+        /* control 2: stagesm's DATA only with the peers a block moves between */
+        if (control == 2 && al == PLAN_ALGO_STAGESM &&
+            (st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+            st->phase == PLAN_PHASE_DATA) {
+          const planCollInfo *ci2 = planCollOf(c);
+          if (!ci2->block(&a, r, st->peer).bytes && !ci2->block(&a, st->peer, r).bytes) continue;
+        }
         if (token && lineCopy) ltTokens++;
         sc->steps[m++] = *st;
       }
@@ -3202,6 +3214,32 @@ static int lineTokenRun(uint32_t seed, int control, char *why, size_t len) {
   for (int r = 0; r < n; r++)
     for (int k = 0; k < LT_OPS; k++) planScheduleFree(&S[r][k]);
   return rc;
+}
+
+/* stagesm's movement form mixed with stagell and stage in random sequences of
+ * the rooted collectives and AllGather(V) with empty blocks (lineTokenRun:
+ * slot reuse, every byte). Control: DATA only between ranks that share a
+ * block, not with every peer: a later operation overwrites a slot a peer
+ * still reads, and the run is caught. */
+static int testSmMoveSequences(void) {
+  char why[256];
+  ltAlgoSm = 1;
+  for (uint32_t seed = 1; seed <= 3000; seed++)
+    if (lineTokenRun(seed * 2654435761u + 5u, 0, why, sizeof(why))) {
+      TEST_FAIL("stagesm seed %u: %s", seed, why);
+      ltAlgoSm = 0;
+      return 1;
+    }
+  char caught[256] = "";
+  int tries = 0;
+  for (uint32_t seed = 1; seed <= 3000 && !caught[0]; seed++, tries++)
+    if (lineTokenRun(seed * 40503u + 9u, 2, why, sizeof(why)))
+      snprintf(caught, sizeof(caught), "%s", why);
+  printf("  3000 stagesm/stage sequences ok; control (DATA only with block peers): %s after %d\n",
+         caught[0] ? caught : "NOT caught", tries);
+  ltAlgoSm = 0;
+  ASSERT_TRUE(caught[0] != 0);
+  return 0;
 }
 
 static int testLineTokenSequences(void) {
@@ -3635,6 +3673,7 @@ int main(void) {
   RUN(testStageSmMove);
   RUN(testStageSmMoveRanks);
   RUN(testStageLl);
+  RUN(testSmMoveSequences);
   RUN(testStagedProtocol);
   RUN(testStagedShape);
   RUN(testGraphStagedProtocol);
