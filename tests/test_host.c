@@ -2,7 +2,8 @@
  * Host executor: the same schedules as on GPUs, ranks as threads on host
  * memory. All data types, in place and out of place, nranks 1..8, every
  * algorithm, random data, poisoned outputs with guards; one thread per rank
- * without groups; many operations in flight before a synchronize.
+ * without groups; many operations in flight before a synchronize; groups
+ * of every size around the group's inline and stack limits.
  */
 #include "collcheck.h"
 #include "harness.h"
@@ -158,10 +159,73 @@ static int testDeepQueue(void) {
   return 0;
 }
 
+/* Groups of 1 to 60 calls from one thread (group.c keeps up to 8 recorded
+ * calls in the thread's own array and its scratch arrays for up to 16 on
+ * the stack, more on the heap): AllGathers and AlltoAlls, k of each per
+ * rank, then a group of one again after the largest, every byte checked
+ * against a poisoned output. */
+static int testGroupSizes(void) {
+  enum { N = 3, COUNT = 5, MAXK = 10 };
+  const int ks[] = {1, 2, 3, 4, 5, 6, 9, MAXK, 1};
+  dmacclComm_t comms[N];
+  ASSERT_EQ_INT(makeComms(comms, N, "auto"), 0);
+  size_t blk = COUNT * 4;
+  unsigned char *send[N], *recv[N];
+  for (int r = 0; r < N; r++) {
+    send[r] = malloc(2 * MAXK * blk * N);
+    recv[r] = malloc(2 * MAXK * blk * N);
+  }
+  uint64_t seed = 77;
+  for (size_t g = 0; g < sizeof(ks) / sizeof(ks[0]); g++) {
+    int k = ks[g];
+    for (int r = 0; r < N; r++) {
+      testFillRandom(send[r], 2 * MAXK * blk * N, seed++);
+      memset(recv[r], CC_POISON, 2 * MAXK * blk * N);
+    }
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int i = 0; i < k; i++)
+      for (int r = 0; r < N; r++) {
+        size_t at = (size_t)(2 * i) * blk * N, at2 = at + blk * N;
+        ASSERT_EQ_INT(
+            dmacclAllGather(send[r] + at, recv[r] + at, COUNT, dmacclFloat32, comms[r], NULL),
+            dmacclSuccess);
+        ASSERT_EQ_INT(
+            dmacclAlltoAll(send[r] + at2, recv[r] + at2, COUNT, dmacclFloat32, comms[r], NULL),
+            dmacclSuccess);
+      }
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+    for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+    for (int r = 0; r < N; r++)
+      for (int i = 0; i < MAXK; i++) {
+        size_t at = (size_t)(2 * i) * blk * N, at2 = at + blk * N;
+        for (int f = 0; f < N; f++) {
+          /* AllGather: block f is rank f's send; AlltoAll: block f is rank
+           * f's block r; untouched calls' outputs keep the poison */
+          const unsigned char *ag = i < k ? send[f] + at : NULL;
+          const unsigned char *aa = i < k ? send[f] + at2 + (size_t)r * blk : NULL;
+          for (size_t b = 0; b < blk; b++) {
+            unsigned char want = ag ? ag[b] : CC_POISON, got = recv[r][at + (size_t)f * blk + b];
+            unsigned char want2 = aa ? aa[b] : CC_POISON;
+            unsigned char got2 = recv[r][at2 + (size_t)f * blk + b];
+            if (got != want || got2 != want2) {
+              fprintf(stderr, "group of %d calls per rank: rank %d call %d block %d byte %zu\n",
+                      2 * k, r, i, f, b);
+              return 1;
+            }
+          }
+        }
+      }
+  }
+  for (int r = 0; r < N; r++) free(send[r]), free(recv[r]);
+  destroyAll(comms, N);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllTypesRanksAlgos);
   RUN(testLarge);
   RUN(testThreadPerRank);
   RUN(testDeepQueue);
+  RUN(testGroupSizes);
   TEST_EXIT();
 }

@@ -10,6 +10,11 @@
 #include <string.h>
 
 static _Thread_local int depth;
+/* The recorded calls: up to GROUP_INLINE_OPS in the thread's own array (no
+ * allocation per group: an eager call in a group of one costs no malloc),
+ * more on the heap until the group ends. */
+#define GROUP_INLINE_OPS 8
+static _Thread_local coreOp inlineOps[GROUP_INLINE_OPS];
 static _Thread_local coreOp *ops;
 static _Thread_local int nops, capops;
 static _Thread_local int posting; /* inside the outermost dmacclGroupEnd's posts */
@@ -55,10 +60,16 @@ dmacclResult_t dmacclGroupStart(void) {
 }
 
 dmacclResult_t coreGroupRecord(const coreOp *op) {
+  if (!ops) {
+    ops = inlineOps;
+    capops = GROUP_INLINE_OPS;
+  }
   if (nops == capops) {
-    int cap = capops ? 2 * capops : 16;
-    coreOp *n = realloc(ops, (size_t)cap * sizeof(*n));
+    int cap = 2 * capops;
+    coreOp *n = malloc((size_t)cap * sizeof(*n));
     if (!n) return coreError(op->comm, dmacclSystemError, "group: out of memory recording a call");
+    memcpy(n, ops, (size_t)nops * sizeof(*n));
+    if (ops != inlineOps) free(ops);
     ops = n;
     capops = cap;
   }
@@ -72,7 +83,7 @@ dmacclResult_t coreGroupRecord(const coreOp *op) {
 /* Drops the recorded calls and their arrays. */
 static void dropAll(void) {
   for (int i = 0; i < nops; i++) free((void *)ops[i].vec);
-  free(ops);
+  if (ops != inlineOps) free(ops);
   ops = NULL;
   nops = capops = 0;
 }
@@ -164,7 +175,7 @@ static dmacclResult_t expandPairs(dmacclComm_t *done, unsigned char *host,
   }
   free(take);
   if (extra) {
-    free(ops);
+    if (ops != inlineOps) free(ops);
     ops = out;
     nops = capops = m;
   }
@@ -180,20 +191,37 @@ static void drainHost(dmacclComm_t *done, const unsigned char *host, int n) {
     }
 }
 
+/* A group's end's scratch array of n bytes: buf (cap bytes, on the
+ * caller's stack) when it fits, else the heap (unscratch frees it). */
+#define GROUP_STACK_OPS 16
+static void *scratch(void *buf, size_t cap, size_t n) {
+  return n <= cap ? buf : malloc(n);
+}
+static void unscratch(void *p, const void *buf) {
+  if (p != buf) free(p);
+}
+
 dmacclResult_t dmacclGroupEnd(void) {
   if (depth == 0)
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
   /* nops grows with expansion, but only AlltoAllv calls (one each) are listed */
-  dmacclComm_t *done = calloc((size_t)nops + 1, sizeof(*done));
-  unsigned char *host = calloc(2 * ((size_t)nops + 1), 1), *uncaptured = host + nops + 1;
+  dmacclComm_t doneBuf[GROUP_STACK_OPS + 1];
+  unsigned char hostBuf[2 * (GROUP_STACK_OPS + 1)];
+  uint64_t keyBuf[2 * GROUP_STACK_OPS + 1];
+  int postedBuf[GROUP_STACK_OPS + 1];
+  dmacclComm_t *done = scratch(doneBuf, sizeof(doneBuf), ((size_t)nops + 1) * sizeof(*done));
+  unsigned char *host = scratch(hostBuf, sizeof(hostBuf), 2 * ((size_t)nops + 1));
+  if (done) memset(done, 0, ((size_t)nops + 1) * sizeof(*done));
+  if (host) memset(host, 0, 2 * ((size_t)nops + 1));
+  unsigned char *uncaptured = host ? host + nops + 1 : NULL;
   int ndone = 0;
   dmacclResult_t expanded =
       done && host ? expandPairs(done, host, uncaptured, &ndone)
                    : coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   if (expanded != dmacclSuccess) {
-    free(done), free(host);
+    unscratch(done, doneBuf), unscratch(host, hostBuf);
     dropAll();
     return expanded;
   }
@@ -202,9 +230,10 @@ dmacclResult_t dmacclGroupEnd(void) {
    * calls, then call order (one thread may post for every rank of a set
    * without waiting on itself); then Send/Recv, by channel, position and
    * call order, so that every rank posts them in one order (p2p.c). */
-  uint64_t *key = calloc(2 * (size_t)nops + 1, sizeof(uint64_t));
+  uint64_t *key = scratch(keyBuf, sizeof(keyBuf), (2 * (size_t)nops + 1) * sizeof(uint64_t));
+  if (key) memset(key, 0, (2 * (size_t)nops + 1) * sizeof(uint64_t));
   if (!key) {
-    free(done), free(host);
+    unscratch(done, doneBuf), unscratch(host, hostBuf);
     dropAll(); /* the group is dropped, not left for the next one */
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
@@ -225,12 +254,13 @@ dmacclResult_t dmacclGroupEnd(void) {
       key[j] = key[j - 1], rankIdx[j] = rankIdx[j - 1];
       key[j - 1] = tk, rankIdx[j - 1] = ti;
     }
-  free(key);
+  unscratch(key, keyBuf);
   markDetached();
   dmacclResult_t first = dmacclSuccess;
-  int *posted = calloc((size_t)nops + 1, sizeof(int));
+  int *posted = scratch(postedBuf, sizeof(postedBuf), ((size_t)nops + 1) * sizeof(int));
+  if (posted) memset(posted, 0, ((size_t)nops + 1) * sizeof(int));
   if (!posted) {
-    free(done), free(host);
+    unscratch(done, doneBuf), unscratch(host, hostBuf);
     dropAll();
     return coreError(NULL, dmacclSystemError, "dmacclGroupEnd: out of memory");
   }
@@ -266,7 +296,7 @@ dmacclResult_t dmacclGroupEnd(void) {
     if (rc != dmacclSuccess && first == dmacclSuccess) first = rc;
     if (posted[i]) coreLeave(ops[i].comm);
   }
-  free(posted);
+  unscratch(posted, postedBuf);
   /* After a failed post a peer's matching piece may never launch: no wait
    * then, and the channels are not taken as ready. */
   if (first == dmacclSuccess) {
@@ -277,8 +307,8 @@ dmacclResult_t dmacclGroupEnd(void) {
         coreLeave(done[i]);
       }
   }
-  free(done), free(host);
-  /* The list lives only while a group is open: a thread that ends leaves nothing. */
+  unscratch(done, doneBuf), unscratch(host, hostBuf);
+  /* The list's heap lives only while a group is open: a thread that ends leaves nothing. */
   dropAll();
   return first;
 }
