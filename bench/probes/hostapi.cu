@@ -48,6 +48,7 @@ static double now() {
 
 typedef CUresult (*PtrAttrs)(unsigned, CUpointer_attribute *, void **, CUdeviceptr);
 typedef CUresult (*WriteValue)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
+typedef CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                  unsigned, unsigned, CUstream, void **, void **);
 
@@ -74,6 +75,9 @@ int main(int argc, char **argv) {
   LaunchKernel launchKernel = nullptr;
   CK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", (void **)&launchKernel, 12000,
                                       cudaEnableDefault, &q));
+  MemcpyDtoD memcpyDtoD = nullptr;
+  CK(cudaGetDriverEntryPointByVersion("cuMemcpyDtoDAsync", (void **)&memcpyDtoD, 12000,
+                                      cudaEnableDefault, &q));
   cudaFunction_t fn;
   CK(cudaGetFuncBySymbol(&fn, (const void *)bigArgs));
   Big big{};
@@ -86,6 +90,8 @@ int main(int argc, char **argv) {
     void *v = &size;
     if (ptrAttrs(1, &a, &v, (CUdeviceptr)buf) != CUDA_SUCCESS ||
         writeValue((CUstream)st, (CUdeviceptr)buf, 1, 0) != CUDA_SUCCESS ||
+        memcpyDtoD((CUdeviceptr)buf + 4096, (CUdeviceptr)buf, 1024, (CUstream)st) !=
+            CUDA_SUCCESS ||
         launchKernel((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)st, kargs, nullptr) !=
             CUDA_SUCCESS) {
       std::fprintf(stderr, "a driver call failed before timing\n");
@@ -148,6 +154,12 @@ int main(int argc, char **argv) {
       {"cudaEventRecord (sparse)", [&] { cudaEventRecord(ev, st); }, 1},
       {"cudaMemcpyAsync D2D 1 KB (sparse)",
        [&] { cudaMemcpyAsync((char *)buf + 4096, buf, 1024, cudaMemcpyDeviceToDevice, st); }, 1},
+      {"cuMemcpyDtoDAsync 1 KB",
+       [&] { memcpyDtoD((CUdeviceptr)buf + 4096, (CUdeviceptr)buf, 1024, (CUstream)st); }},
+      {"cuMemcpyDtoDAsync 1 KB (sparse)",
+       [&] { memcpyDtoD((CUdeviceptr)buf + 4096, (CUdeviceptr)buf, 1024, (CUstream)st); }, 1},
+      {"cuLaunchKernel, 1.6 KB, 32 x 512",
+       [&] { launchKernel((CUfunction)fn, 32, 1, 1, 512, 1, 1, 0, (CUstream)st, kargs, nullptr); }},
       {"the same without export and record",
        [&] {
          cudaStreamGetCaptureInfo(st, &cs, &cid);
