@@ -336,6 +336,20 @@ class PythonProcessGroupDmaccl(_Dmaccl, _C10dProcessGroup):
         # flight recorder skips a group without one, else asks its default)
         if device_id is not None:
             self.bound_device_id = device_id
+        self._group_name = None
+
+    def _set_group_name(self, name):
+        """torch names the group once made. c10d answers a group's name from
+        its first backend, and this group registers none, so its name (what
+        functional collectives and DTensor find the group by) is kept here."""
+        self._group_name = name
+        _C10dProcessGroup._set_group_name(self, name)
+
+    @property
+    def group_name(self):
+        if self._group_name is None:
+            raise RuntimeError("ProcessGroup name not set")
+        return self._group_name
 
     @staticmethod
     def _gloo_group(store, rank, size, timeout, torch_group):

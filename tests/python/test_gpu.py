@@ -306,6 +306,22 @@ def backend_body(uid, rank, n, port):
     w.wait()
     same(a, torch.cat([xs[s][1000 * rank:1000 * (rank + 1)] for s in range(n)]),
          "dist.all_to_all_single")
+    # functional collectives and DTensor, what torch's tensor parallelism calls
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+
+    world = dist.group.WORLD
+    same(funcol.wait_tensor(funcol.all_reduce(xs[rank].to(dev), "sum", world)), rank_sum(xs),
+         "funcol.all_reduce")
+    ag = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor
+    same(funcol.wait_tensor(ag(xs[rank].to(dev), 0, world)), torch.cat(xs), "funcol all-gather")
+    mesh = init_device_mesh("cuda", (n,))
+    p = DTensor.from_local(xs[rank].to(dev), mesh, [Partial()])
+    same(p.redistribute(mesh, [Replicate()]).to_local(), rank_sum(xs),
+         "DTensor Partial -> Replicate")
+    same(p.redistribute(mesh, [Shard(0)]).to_local(),
+         rank_sum(xs)[1000 * rank:1000 * (rank + 1)], "DTensor Partial -> Shard(0)")
     dist.barrier()
     dist.destroy_process_group()
 

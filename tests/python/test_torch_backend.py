@@ -277,6 +277,82 @@ def test_mixed_cpu_on_gloo(route, config):
     run_ranks(mixed_body, 2, free_port(), route, config)
 
 
+def funcol_body(uid, rank, n, port, route):
+    """PyTorch's functional collectives (what DTensor and torch.compile
+    call) and DTensor redistributions on the dmaccl group, each result
+    compared exactly with gloo's or with the tensor it was cut from."""
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group(backend_name(route), rank=rank, world_size=n)
+    world = dist.group.WORLD
+    gloo = dist.new_group(backend="gloo")
+    gen = torch.Generator().manual_seed(500 + rank)
+
+    def ints(*shape):  # integers in float: every sum exact, in any order
+        return torch.randint(-1000, 1000, shape, generator=gen).to(torch.float32)
+
+    def gathered(x):
+        out = [torch.empty_like(x) for _ in range(n)]
+        dist.all_gather(out, x, group=gloo)
+        return torch.cat(out)
+
+    x = ints(24)
+    ref = x.clone()
+    dist.all_reduce(ref, group=gloo)
+    assert torch.equal(funcol.wait_tensor(funcol.all_reduce(x, "sum", world)), ref)
+    ag = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor
+    assert torch.equal(funcol.wait_tensor(ag(x, 0, world)), gathered(x))
+    rs = getattr(funcol, "reduce_scatter_single", None) or funcol.reduce_scatter_tensor
+    big = ints(8 * n)
+    whole = big.clone()
+    dist.all_reduce(whole, group=gloo)
+    got = funcol.wait_tensor(rs(big, "sum", 0, world))
+    assert torch.equal(got, whole[8 * rank:8 * (rank + 1)])
+    # uneven splits: rank i sends rank j (i + j) % 3 + 1 elements
+    send_split = [(rank + j) % 3 + 1 for j in range(n)]
+    recv_split = [(i + rank) % 3 + 1 for i in range(n)]
+    src = ints(sum(send_split))
+    got = funcol.wait_tensor(funcol.all_to_all_single(src, recv_split, send_split, world))
+    ref = torch.empty(sum(recv_split))
+    dist.all_to_all_single(ref, src, recv_split, send_split, group=gloo)
+    assert torch.equal(got, ref)
+    b = ints(10)
+    ref = b.clone()
+    dist.broadcast(ref, 1, group=gloo)
+    assert torch.equal(funcol.wait_tensor(funcol.broadcast(b, 1, world)), ref)
+
+    # DTensor on a mesh over the dmaccl group: shards gathered (AllGather),
+    # partial sums made whole (AllReduce) and scattered (ReduceScatter)
+    mesh = init_device_mesh("cpu", (n,))
+    torch.manual_seed(7)  # the same tensor on every rank
+    t = torch.randint(-50, 50, (4 * n, 6)).to(torch.float32)
+    d = distribute_tensor(t, mesh, [Shard(0)])
+    assert torch.equal(d.to_local(), t[4 * rank:4 * (rank + 1)])
+    assert torch.equal(d.redistribute(mesh, [Replicate()]).to_local(), t)
+    part = ints(4 * n, 6)
+    total = part.clone()
+    dist.all_reduce(total, group=gloo)
+    p = DTensor.from_local(part, mesh, [Partial()])
+    assert torch.equal(p.redistribute(mesh, [Replicate()]).to_local(), total)
+    assert torch.equal(p.redistribute(mesh, [Shard(0)]).to_local(),
+                       total[4 * rank:4 * (rank + 1)])
+    # all of it ran on dmaccl's host communicator, not on gloo
+    assert list(dmaccl_of(world, "cpu")._comms) == [-1]
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("n", [2, 3])
+def test_functional_collectives_and_dtensor(n, route):
+    route_param(route)
+    run_ranks(funcol_body, n, free_port(), route)
+
+
 def test_unique_id_names_agree_across_devices():
     """With one GPU per rank, rank 0's tensor is on cuda:0 and rank 1's on
     cuda:1: both must ask the store for the same unique id (a key named by
