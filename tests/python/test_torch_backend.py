@@ -279,8 +279,9 @@ def test_mixed_cpu_on_gloo(route, config):
 
 def funcol_body(uid, rank, n, port, route):
     """PyTorch's functional collectives (what DTensor and torch.compile
-    call) and DTensor redistributions on the dmaccl group, each result
-    compared exactly with gloo's or with the tensor it was cut from."""
+    call), DTensor redistributions and a tensor-parallel MLP on the dmaccl
+    group, each result compared exactly with gloo's, with the tensor it was
+    cut from or with the module unsharded."""
     import torch.distributed._functional_collectives as funcol
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
@@ -341,6 +342,22 @@ def funcol_body(uid, rank, n, port, route):
     assert torch.equal(p.redistribute(mesh, [Replicate()]).to_local(), total)
     assert torch.equal(p.redistribute(mesh, [Shard(0)]).to_local(),
                        total[4 * rank:4 * (rank + 1)])
+    # tensor parallelism as torch writes it: a column- then a row-parallel
+    # Linear (the second's partial sums made whole on the group), against
+    # the same module unsharded; small integers make every sum exact
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    torch.manual_seed(11)  # the same module and input on every rank
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 4 * n, bias=False), torch.nn.ReLU(),
+                              torch.nn.Linear(4 * n, 8, bias=False))
+    with torch.no_grad():
+        for m in (mlp[0], mlp[2]):
+            m.weight.copy_(torch.randint(-3, 4, m.weight.shape).to(torch.float32))
+    inp = torch.randint(-3, 4, (5, 8)).to(torch.float32)
+    want = mlp(inp)
+    tp = parallelize_module(mlp, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    assert torch.equal(tp(inp), want)
     # all of it ran on dmaccl's host communicator, not on gloo
     assert list(dmaccl_of(world, "cpu")._comms) == [-1]
     dist.destroy_process_group()
