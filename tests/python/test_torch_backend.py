@@ -279,9 +279,9 @@ def test_mixed_cpu_on_gloo(route, config):
 
 def funcol_body(uid, rank, n, port, route):
     """PyTorch's functional collectives (what DTensor and torch.compile
-    call), DTensor redistributions and a tensor-parallel MLP on the dmaccl
-    group, each result compared exactly with gloo's, with the tensor it was
-    cut from or with the module unsharded."""
+    call), eager and compiled, DTensor redistributions and a tensor-parallel
+    MLP on the dmaccl group, each result compared exactly with gloo's, with
+    the tensor it was cut from or with the module unsharded."""
     import torch.distributed._functional_collectives as funcol
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
@@ -326,6 +326,14 @@ def funcol_body(uid, rank, n, port, route):
     ref = b.clone()
     dist.broadcast(ref, 1, group=gloo)
     assert torch.equal(funcol.wait_tensor(funcol.broadcast(b, 1, world)), ref)
+
+    # the same calls traced by torch.compile into one graph (aot_eager: no
+    # code generated), against the eager calls
+    def twice(t):
+        return ag(funcol.all_reduce(t * 2, "sum", world) + 1, 0, world)
+
+    compiled = torch.compile(twice, backend="aot_eager", fullgraph=True)
+    assert torch.equal(compiled(x), twice(x))
 
     # DTensor on a mesh over the dmaccl group: shards gathered (AllGather),
     # partial sums made whole (AllReduce) and scattered (ReduceScatter)
