@@ -378,6 +378,45 @@ def test_functional_collectives_and_dtensor(n, route):
     run_ranks(funcol_body, n, free_port(), route)
 
 
+def mesh2d_body(uid, rank, n, port, route):
+    """A 2 x 2 device mesh (data parallel x tensor parallel) over dmaccl:
+    its row and column groups are dmaccl subgroups that functional
+    collectives and DTensor find by name; sums checked exactly."""
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate
+
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group(backend_name(route), rank=rank, world_size=n)
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    # every rank's inputs, the same on every rank, so each knows the sums
+    torch.manual_seed(13)
+    mine = [torch.randint(-1000, 1000, (6,)).to(torch.float32) for _ in range(n)]
+    for dim in ("dp", "tp"):
+        g = mesh[dim].get_group()
+        peers = dist.get_process_group_ranks(g)
+        assert rank in peers and len(peers) == 2, (dim, peers)
+        want = mine[peers[0]] + mine[peers[1]]
+        got = funcol.wait_tensor(funcol.all_reduce(mine[rank], "sum", g))
+        assert torch.equal(got, want), (dim, got, want)
+        x = mine[rank].clone()
+        dist.all_reduce(x, group=g)
+        assert torch.equal(x, want), (dim, x, want)
+    tp_peers = dist.get_process_group_ranks(mesh["tp"].get_group())
+    p = DTensor.from_local(mine[rank].reshape(3, 2), mesh, [Replicate(), Partial()])
+    got = p.redistribute(mesh, [Replicate(), Replicate()]).to_local()
+    assert torch.equal(got, (mine[tp_peers[0]] + mine[tp_peers[1]]).reshape(3, 2))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_two_dim_mesh(route):
+    route_param(route)
+    run_ranks(mesh2d_body, 4, free_port(), route)
+
+
 def test_unique_id_names_agree_across_devices():
     """With one GPU per rank, rank 0's tensor is on cuda:0 and rank 1's on
     cuda:1: both must ask the store for the same unique id (a key named by
