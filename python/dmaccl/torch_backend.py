@@ -85,10 +85,23 @@ class _Dmaccl:
     """The collectives, on one communicator per device kind; the classes below
     add the c10d base. The names torch 2.13 renamed are served under both."""
 
-    # torch's own property recurses for a backend written in Python (2.15);
-    # without coalescing, batch_isend_irecv issues its calls one by one, and
-    # a send returns without waiting for its receiver up to the staged sizes
+    # torch's own supports_* properties recurse for a backend written in
+    # Python (2.15: the property asks the C++ method, which asks Python's
+    # attribute of that name, the property again), so each is answered here.
+    # Without coalescing, batch_isend_irecv issues its calls one by one, and
+    # a send returns without waiting for its receiver up to the staged sizes.
     supports_coalescing = False
+    # No split (torch then makes new groups through the store, and
+    # split_group says the backend cannot), shrink, reconfigure, windows or
+    # time estimates. torch asks supports_splitting in init_process_group
+    # with a device_id and in new_group: it recursed there.
+    supports_splitting = False
+    supports_shrinking = False
+    supports_reconfigure = False
+    supports_window = False
+    _supports_time_estimate = False
+    supports_abort_hooks = False
+    supports_completion_hooks = False
 
     def _setup(self, store, rank, size):
         self._store = store
@@ -316,8 +329,6 @@ class PythonProcessGroupDmaccl(_Dmaccl, _C10dProcessGroup):
     other devices; so when the group maps "cpu" to gloo, CPU tensors go to a
     torch ProcessGroup holding gloo: torch's own, when it made gloo before
     this, else one made here."""
-
-    supports_splitting = False
 
     def __init__(self, store, rank, size, timeout, device_backends, torch_group=None,
                  device_id=None):

@@ -417,6 +417,42 @@ def test_two_dim_mesh(route):
     run_ranks(mesh2d_body, 4, free_port(), route)
 
 
+def flags_body(uid, rank, n, port, route):
+    """Every supports_* answer of the group and of its backend is a bool
+    (torch 2.15's own properties recursed for a backend written in Python:
+    split_group, new_group and init_process_group with a device_id ask
+    supports_splitting), and split_group says the backend cannot split
+    instead of recursing; the group still works after."""
+    import sys
+
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group(backend_name(route), rank=rank, world_size=n)
+    sys.setrecursionlimit(400)  # a recursion fails fast
+    pg = dist.group.WORLD
+    for obj in (pg, dmaccl_of(pg, "cpu")):
+        for name in dir(obj):
+            if not name.lstrip("_").startswith("supports"):
+                continue
+            v = getattr(obj, name)
+            v = v(torch.device("cpu")) if callable(v) else v
+            assert isinstance(v, bool), (type(obj).__name__, name, v)
+    if hasattr(dist, "split_group"):
+        with pytest.raises(RuntimeError, match="support splitting"):
+            dist.split_group(split_ranks=[[r] for r in range(n)])
+    x = torch.full((5,), float(rank + 1))
+    dist.all_reduce(x)
+    assert torch.equal(x, torch.full((5,), float(n * (n + 1) // 2)))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_supports_flags_and_split(route):
+    route_param(route)
+    run_ranks(flags_body, 2, free_port(), route)
+
+
 def test_unique_id_names_agree_across_devices():
     """With one GPU per rank, rank 0's tensor is on cuda:0 and rank 1's on
     cuda:1: both must ask the store for the same unique id (a key named by
