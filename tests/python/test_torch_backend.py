@@ -417,6 +417,60 @@ def test_two_dim_mesh(route):
     run_ranks(mesh2d_body, 4, free_port(), route)
 
 
+def training_body(uid, rank, n, port, route):
+    """Data parallelism as PyTorch users write it, on the dmaccl group:
+    DistributedDataParallel (its bucket all-reduces and parameter
+    broadcast) against one model trained on every rank's batch, and FSDP2's
+    fully_shard (all-gathers of the parameters, reduce-scatter of the
+    gradients) against the unsharded module's forward and gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    import dmaccl.torch_backend  # noqa: F401 (registers "dmaccl")
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group(backend_name(route), rank=rank, world_size=n)
+
+    def mlp():
+        torch.manual_seed(0)  # the same start on every rank
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                   torch.nn.Linear(16, 4))
+
+    model, ref = mlp(), mlp()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    for step in range(3):
+        batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(10 * step + r))
+                   for r in range(n)]
+        opt.zero_grad()
+        ddp(batches[rank]).square().sum().backward()
+        opt.step()
+        ref_opt.zero_grad()  # DDP averages the ranks' gradients
+        (sum(ref(b).square().sum() for b in batches) / n).backward()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+    mesh = init_device_mesh("cpu", (n,))
+    sharded, ref = mlp(), mlp()
+    fully_shard(sharded, mesh=mesh)
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(99))  # the same on every rank
+    y, want = sharded(x), ref(x)
+    torch.testing.assert_close(y, want, rtol=1e-6, atol=1e-6)
+    y.square().sum().backward()
+    want.square().sum().backward()  # every rank's gradient is this one: their mean too
+    for p, q in zip(sharded.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6)
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_ddp_and_fsdp(route):
+    route_param(route)
+    run_ranks(training_body, 2, free_port(), route)
+
+
 def flags_body(uid, rank, n, port, route):
     """Every supports_* answer of the group and of its backend is a bool
     (torch 2.15's own properties recursed for a backend written in Python:
