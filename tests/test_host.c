@@ -159,11 +159,11 @@ static int testDeepQueue(void) {
   return 0;
 }
 
-/* Groups of 1 to 60 calls from one thread (group.c keeps up to 8 recorded
- * calls in the thread's own array and its scratch arrays for up to 16 on
- * the stack, more on the heap): AllGathers and AlltoAlls, k of each per
- * rank, then a group of one again after the largest, every byte checked
- * against a poisoned output. */
+/* Groups of 6 to 60 recorded calls from one thread, 2 to 20 per rank
+ * (group.c keeps up to 8 recorded calls in the thread's own array and its
+ * scratch arrays for up to 16 on the stack, more on the heap): k
+ * AllGathers and k AlltoAlls per rank, then k = 1 again after the largest,
+ * every byte checked against a poisoned output. */
 static int testGroupSizes(void) {
   enum { N = 3, COUNT = 5, MAXK = 10 };
   const int ks[] = {1, 2, 3, 4, 5, 6, 9, MAXK, 1};

@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
     if (ptrAttrs(1, &a, &v, (CUdeviceptr)buf) != CUDA_SUCCESS ||
         writeValue((CUstream)st, (CUdeviceptr)buf, 1, 0) != CUDA_SUCCESS ||
         memcpyDtoD((CUdeviceptr)buf + 4096, (CUdeviceptr)buf, 1024, (CUstream)st) != CUDA_SUCCESS ||
-        launchKernel((CUfunction)fn, 1, 1, 1, 32, 1, 1, 0, (CUstream)st, kargs, nullptr) !=
+        launchKernel((CUfunction)fn, 32, 1, 1, 512, 1, 1, 0, (CUstream)st, kargs, nullptr) !=
             CUDA_SUCCESS) {
       std::fprintf(stderr, "a driver call failed before timing\n");
       return 1;

@@ -322,6 +322,11 @@ def backend_body(uid, rank, n, port):
          "DTensor Partial -> Replicate")
     same(p.redistribute(mesh, [Shard(0)]).to_local(),
          rank_sum(xs)[1000 * rank:1000 * (rank + 1)], "DTensor Partial -> Shard(0)")
+    # ... all of it on dmaccl's CUDA communicator (gloo runs some CUDA ops too)
+    import dmaccl.torch_backend as tb
+
+    ours = world if isinstance(world, tb.PythonProcessGroupDmaccl) else world._get_backend(dev)
+    assert isinstance(ours, tb._Dmaccl) and any(k >= 0 for k in ours._comms), ours
     dist.barrier()
     dist.destroy_process_group()
 

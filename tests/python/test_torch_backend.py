@@ -314,9 +314,10 @@ def funcol_body(uid, rank, n, port, route):
     dist.all_reduce(whole, group=gloo)
     got = funcol.wait_tensor(rs(big, "sum", 0, world))
     assert torch.equal(got, whole[8 * rank:8 * (rank + 1)])
-    # uneven splits: rank i sends rank j (i + j) % 3 + 1 elements
-    send_split = [(rank + j) % 3 + 1 for j in range(n)]
-    recv_split = [(i + rank) % 3 + 1 for i in range(n)]
+    # uneven splits, not symmetric (a swap of the two lists would show):
+    # rank i sends rank j (2i + j) % 3 + 1 elements
+    send_split = [(2 * rank + j) % 3 + 1 for j in range(n)]
+    recv_split = [(2 * i + rank) % 3 + 1 for i in range(n)]
     src = ints(sum(send_split))
     got = funcol.wait_tensor(funcol.all_to_all_single(src, recv_split, send_split, world))
     ref = torch.empty(sum(recv_split))
@@ -404,6 +405,8 @@ def mesh2d_body(uid, rank, n, port, route):
         x = mine[rank].clone()
         dist.all_reduce(x, group=g)
         assert torch.equal(x, want), (dim, x, want)
+        # ... on a dmaccl subgroup, which made its own host communicator
+        assert list(dmaccl_of(g, "cpu")._comms) == [-1], dim
     tp_peers = dist.get_process_group_ranks(mesh["tp"].get_group())
     p = DTensor.from_local(mine[rank].reshape(3, 2), mesh, [Replicate(), Partial()])
     got = p.redistribute(mesh, [Replicate(), Replicate()]).to_local()
