@@ -191,11 +191,13 @@ static void drainHost(dmacclComm_t *done, const unsigned char *host, int n) {
     }
 }
 
-/* A group's end's scratch array of n bytes: buf (cap bytes, on the
- * caller's stack) when it fits, else the heap (unscratch frees it). */
+/* A group's end's scratch array of n zeroed bytes: buf (cap bytes, on
+ * the caller's stack) when it fits, else the heap (unscratch frees it). */
 #define GROUP_STACK_OPS 16
 static void *scratch(void *buf, size_t cap, size_t n) {
-  return n <= cap ? buf : malloc(n);
+  if (n > cap) return calloc(1, n);
+  memset(buf, 0, n);
+  return buf;
 }
 static void unscratch(void *p, const void *buf) {
   if (p != buf) free(p);
@@ -213,8 +215,6 @@ dmacclResult_t dmacclGroupEnd(void) {
   int postedBuf[GROUP_STACK_OPS + 1];
   dmacclComm_t *done = scratch(doneBuf, sizeof(doneBuf), ((size_t)nops + 1) * sizeof(*done));
   unsigned char *host = scratch(hostBuf, sizeof(hostBuf), 2 * ((size_t)nops + 1));
-  if (done) memset(done, 0, ((size_t)nops + 1) * sizeof(*done));
-  if (host) memset(host, 0, 2 * ((size_t)nops + 1));
   unsigned char *uncaptured = host ? host + nops + 1 : NULL;
   int ndone = 0;
   dmacclResult_t expanded =
@@ -231,7 +231,6 @@ dmacclResult_t dmacclGroupEnd(void) {
    * without waiting on itself); then Send/Recv, by channel, position and
    * call order, so that every rank posts them in one order (p2p.c). */
   uint64_t *key = scratch(keyBuf, sizeof(keyBuf), (2 * (size_t)nops + 1) * sizeof(uint64_t));
-  if (key) memset(key, 0, (2 * (size_t)nops + 1) * sizeof(uint64_t));
   if (!key) {
     unscratch(done, doneBuf), unscratch(host, hostBuf);
     dropAll(); /* the group is dropped, not left for the next one */
@@ -258,7 +257,6 @@ dmacclResult_t dmacclGroupEnd(void) {
   markDetached();
   dmacclResult_t first = dmacclSuccess;
   int *posted = scratch(postedBuf, sizeof(postedBuf), ((size_t)nops + 1) * sizeof(int));
-  if (posted) memset(posted, 0, ((size_t)nops + 1) * sizeof(int));
   if (!posted) {
     unscratch(done, doneBuf), unscratch(host, hostBuf);
     dropAll();
