@@ -93,8 +93,9 @@ class _Dmaccl:
     supports_coalescing = False
     # No split (torch then makes new groups through the store, and
     # split_group says the backend cannot), shrink, reconfigure, windows or
-    # time estimates. torch asks supports_splitting in init_process_group
-    # with a device_id and in new_group: it recursed there.
+    # time estimates. torch asks supports_splitting in split_group (where
+    # the recursion was seen), new_group and init_process_group with a
+    # device_id.
     supports_splitting = False
     supports_shrinking = False
     supports_reconfigure = False
