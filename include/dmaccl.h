@@ -262,6 +262,32 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
                                   const dmacclConfig_t *config);
 
 /*
+ * Makes new communicators from comm's ranks, as ncclCommSplit: the ranks
+ * that pass one color form one communicator, ordered by key (ties by their
+ * rank in comm); a rank that passes DMACCL_SPLIT_NOCOLOR joins none and gets
+ * *newcomm = NULL. Each new rank uses its comm rank's device and executor.
+ * config NULL: comm's configuration (executor, CTA policy, algorithm
+ * string; the selection table is made anew for the new size); else config
+ * as for dmacclCommInitRank (its executor must be comm's). The new
+ * communicator is independent of comm: either may be destroyed first.
+ *
+ * Collective over comm: every rank calls it, in the same order relative to
+ * comm's other collective management calls (dmacclMemAlloc, other splits),
+ * not inside a group and not at the same time as those on another thread.
+ * A rank's wrong argument (newcomm NULL, a negative color other than
+ * DMACCL_SPLIT_NOCOLOR, a bad config) fails that rank with
+ * dmacclInvalidArgument and every other rank with dmacclRemoteError naming
+ * it; nothing is made, *newcomm is left as it was, comm stays usable. Ranks
+ * that do not arrive within DMACCL_INIT_TIMEOUT make the others fail with
+ * dmacclTimeout. Communicators of dmacclCommInitRank only: a rank of a
+ * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
+ * dmacclCommInitAll from its devices).
+ */
+#define DMACCL_SPLIT_NOCOLOR (-1)
+dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm_t *newcomm,
+                               const dmacclConfig_t *config);
+
+/*
  * Abandons the communicator: releases every wait it has queued on its
  * streams (so no stream, the caller's included, waits forever; operations
  * not complete are left with undefined buffer contents), then frees it like

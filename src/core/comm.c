@@ -162,6 +162,7 @@ static dmacclResult_t coreCheckConfig(const dmacclConfig_t *config, const char *
 
 void coreFreeClique(coreClique *c) {
   if (!c) return;
+  free(c->algorithm);
   if (c->mp) {
     coreShmRelease(&c->board);
     bootClose(c->boot);

@@ -1,7 +1,8 @@
-/* dmacclGetUniqueId and dmacclCommInitRank: one rank per process. */
+/* dmacclGetUniqueId, dmacclCommInitRank and dmacclCommSplit: one rank per process. */
 #include "../exec/exec.h"
 #include "../boot/boot.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,8 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, int channel, char *
   return dmacclSuccess;
 }
 
+static void keepAlgorithm(dmacclComm_t comm, const dmacclConfig_t *config);
+
 dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
                                   const dmacclConfig_t *config) {
   const char *call = "dmacclCommInitRank";
@@ -95,7 +98,161 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
   planTable table;
   dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
-  return coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, 0, call);
+  rc = coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, 0, call);
+  if (rc == dmacclSuccess) keepAlgorithm(*out, config);
+  return rc;
+}
+
+/* ... the config's algorithm string, for the splits of the communicator
+ * (they rebuild its table for their own number of ranks). Without memory a
+ * split selects as if the string were not there; init itself succeeded. */
+static void keepAlgorithm(dmacclComm_t comm, const dmacclConfig_t *config) {
+  const char *a = config && config->size >= offsetof(dmacclConfig_t, algorithm) + sizeof(char *)
+                      ? config->algorithm
+                      : NULL;
+  if (a && !(comm->clique->algorithm = strdup(a)))
+    coreLog(CORE_LOG_WARN,
+            "out of memory keeping config->algorithm; communicators split from "
+            "rank %d's communicator select without it",
+            comm->rank);
+}
+
+/* What each rank of a split tells the others. */
+typedef struct {
+  int32_t color, key;
+  int32_t ok; /* this rank's arguments passed its own checks */
+  int32_t pad;
+  dmacclUniqueId id; /* the rendezvous of its new communicator, if it leads one */
+} splitInfo;
+
+/* The calling thread's last sentence (a failure without a communicator) put
+ * on comm. */
+static dmacclResult_t onComm(dmacclComm_t comm, dmacclResult_t rc) {
+  char why[sizeof(comm->lastError)];
+  snprintf(why, sizeof(why), "%s", dmacclCommGetLastError(NULL));
+  return coreError(comm, rc, "%s", why);
+}
+
+/* The config of a split: the caller's (its default executor: comm's), or
+ * (NULL) one that rebuilds comm's table: its executor, CTA policy and
+ * algorithm string. */
+static dmacclConfig_t splitConfig(dmacclComm_t comm, const dmacclConfig_t *given) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  if (given) { /* (as much of it as the caller's version has) */
+    size_t size = given->size < sizeof(cfg) ? given->size : sizeof(cfg);
+    memcpy(&cfg, given, size);
+    cfg.size = size;
+    if (size >= offsetof(dmacclConfig_t, executor) + sizeof(cfg.executor) &&
+        cfg.executor == dmacclExecutorDefault)
+      cfg.executor = comm->executor;
+    return cfg;
+  }
+  cfg.executor = comm->executor;
+  cfg.algorithm = comm->clique->algorithm;
+  cfg.ctaPolicy = comm->clique->table.ctaPolicy;
+  return cfg;
+}
+
+dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm_t *newcomm,
+                               const dmacclConfig_t *config) {
+  const char *call = "dmacclCommSplit";
+  dmacclResult_t rc = coreEnter(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  coreClique *c = comm->clique;
+  char err[256];
+  splitInfo mine, *all = NULL;
+  memset(&mine, 0, sizeof(mine));
+  dmacclConfig_t cfg;
+  planTable table;
+  dmacclExecutor_t executor = comm->executor;
+  /* Refused before meeting anyone: the peers' calls cannot be met either. */
+  if (coreGroupActive()) {
+    rc = coreError(comm, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+    goto out;
+  }
+  if (!c->mp) {
+    rc = coreError(comm, dmacclInvalidUsage,
+                   "%s: comm is a rank of a dmacclCommInitAll set (one process); splitting "
+                   "needs communicators of dmacclCommInitRank: make the new set with "
+                   "dmacclCommInitAll from its devices",
+                   call);
+    goto out;
+  }
+  /* This rank's own checks; the verdict travels with the exchange, so that
+   * a rank refused fails every rank, with nothing made and comm usable. */
+  if (!newcomm)
+    rc = coreError(comm, dmacclInvalidArgument, "%s: newcomm is NULL", call);
+  else if (color < 0 && color != DMACCL_SPLIT_NOCOLOR)
+    rc = coreError(comm, dmacclInvalidArgument,
+                   "%s: color %d is negative and not DMACCL_SPLIT_NOCOLOR (-1)", call, color);
+  else {
+    cfg = splitConfig(comm, config);
+    /* the config's checks (the table for comm's size; made again below for the new one) */
+    rc = coreInitPrelude(&cfg, call, comm->nranks, &executor, &table);
+    if (rc == dmacclSuccess && executor != comm->executor)
+      rc = coreError(NULL, dmacclInvalidArgument,
+                     "%s: config selects the %s executor but comm runs on the %s executor", call,
+                     executor == dmacclExecutorCuda ? "cuda" : "host",
+                     comm->executor == dmacclExecutorCuda ? "cuda" : "host");
+    if (rc != dmacclSuccess) rc = onComm(comm, rc);
+  }
+  dmacclResult_t own = rc;
+  mine.color = color;
+  mine.key = key;
+  mine.ok = own == dmacclSuccess;
+  if (mine.ok && color != DMACCL_SPLIT_NOCOLOR &&
+      (rc = bootIdCreate(&mine.id, err, sizeof(err))) != dmacclSuccess) {
+    own = rc = coreError(comm, rc, "%s: %s", call, err);
+    mine.ok = 0;
+  }
+  if (!(all = calloc((size_t)comm->nranks, sizeof(*all)))) {
+    rc = coreError(comm, dmacclSystemError, "%s: out of memory", call);
+    goto out; /* (the peers time out in the exchange, naming this rank) */
+  }
+  rc = bootAllGather(c->boot, &mine, all, sizeof(mine), err, sizeof(err));
+  if (rc != dmacclSuccess) {
+    rc = coreError(comm, rc, "%s (rank %d): %s", call, comm->rank, err);
+    goto out;
+  }
+  if (own != dmacclSuccess) {
+    rc = own; /* its sentence is on comm */
+    goto out;
+  }
+  for (int r = 0; r < comm->nranks; r++)
+    if (!all[r].ok) {
+      rc = coreError(comm, dmacclRemoteError,
+                     "%s: rank %d's call was refused (see its error); nothing was made", call, r);
+      goto out;
+    }
+  if (color == DMACCL_SPLIT_NOCOLOR) {
+    *newcomm = NULL;
+    goto out;
+  }
+  /* The new set: the ranks of this color by (key, rank in comm); its rank 0,
+   * the first, hosts the rendezvous under the id it sent. */
+  int n = 0, me = 0, lead = -1;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (all[r].color != color) continue;
+    n++;
+    if (all[r].key < key || (all[r].key == key && r < comm->rank)) me++;
+    if (lead < 0 || all[r].key < all[lead].key) lead = r;
+  }
+  rc = coreInitPrelude(&cfg, call, n, &executor, &table);
+  dmacclComm_t made = NULL;
+  if (rc == dmacclSuccess)
+    rc = coreInitRankWith(&made, n, &all[lead].id, me, executor, &table, comm->device, 0, call);
+  if (rc != dmacclSuccess) {
+    rc = onComm(comm, rc);
+    goto out;
+  }
+  keepAlgorithm(made, &cfg);
+  *newcomm = made;
+  CORE_INFO("%s: rank %d of %d (color %d, key %d) is rank %d of %d", call, comm->rank, comm->nranks,
+            color, key, me, n);
+out:
+  free(all);
+  coreLeave(comm);
+  return rc;
 }
 
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,

@@ -161,6 +161,8 @@ typedef struct coreClique {
   coreBoardSlot slots[CORE_BOARD_DEPTH];
   uint64_t nextLaunch; /* lowest sequence number not yet launched */
   planTable table;     /* algorithm selection, one for all ranks */
+  char *algorithm;     /* the config's algorithm string (dmacclCommInitRank and dmacclCommSplit;
+                          NULL for none): a split without a config builds its table from it */
   size_t stageBytes;   /* bytes of one staging slot (0: no staged algorithms) */
   size_t lineBytes;    /* bytes of one line slot (stagell; coreLineBytes) */
   size_t scratchBytes; /* bytes of each rank's scratch buffer (reductions; 0 in a channel's

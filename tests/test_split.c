@@ -1,0 +1,284 @@
+/*
+ * dmacclCommSplit with ranks as processes: host executor (CI; buffers from
+ * dmacclMemAlloc) and, with the argument "gpu", the CUDA executor (rank r on
+ * GPU r % GPUs: ranks share a GPU on a one-GPU machine; cudaMalloc buffers).
+ *
+ * - Colors by parity, keys reversing the order: each new communicator's
+ *   size and ranks, and an AllGather whose order shows who is where, an
+ *   AllReduce that shows who is in it (random int64 values, every element
+ *   compared), on the new communicator while the parent still works.
+ * - DMACCL_SPLIT_NOCOLOR: NULL, and the others' communicator lacks the rank.
+ * - A split of a split, with a config (CTA policy zero), and the parent
+ *   destroyed before its children are used again.
+ * - Wrong arguments on one rank (newcomm NULL, a negative color, a config
+ *   not initialized): that rank's specific error, dmacclRemoteError naming it
+ *   on the others, *newcomm untouched, and the parent usable, and splittable
+ *   again, afterwards. Inside a group: dmacclInvalidUsage on every rank.
+ * - One process (dmacclCommInitAll, host executor): dmacclInvalidUsage.
+ */
+#include "harness.h"
+#include "mp.h"
+
+#include <cuda_runtime_api.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAXN 6
+#define CNT 257
+
+typedef struct {
+  int gpu;
+} spArg;
+
+typedef struct {
+  int gpu;
+  cudaStream_t st;
+  char *buf; /* 2 * MAXN * CNT int64 values */
+} spBufs;
+
+static uint64_t valueOf(int parentRank, int i, uint64_t salt) {
+  uint64_t x = (uint64_t)parentRank * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xBF58476D1CE4E5B9ull +
+               salt * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x * 0xD6E8FEB86659FD93ull;
+}
+
+static int put(const spBufs *b, size_t off, const void *src, size_t bytes) {
+  if (!b->gpu) return memcpy(b->buf + off, src, bytes), 0;
+  return cudaMemcpy(b->buf + off, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+         cudaDeviceSynchronize() != cudaSuccess;
+}
+static int get(const spBufs *b, size_t off, void *dst, size_t bytes) {
+  if (!b->gpu) return memcpy(dst, b->buf + off, bytes), 0;
+  return cudaMemcpy(dst, b->buf + off, bytes, cudaMemcpyDeviceToHost) != cudaSuccess;
+}
+
+/* On `comm`, whose rank k is parent rank members[k]: an AllGather of each
+ * rank's values and an AllReduce (sum) of them, every element checked. */
+static int checkComm(int rank, dmacclComm_t comm, const int *members, int n, const spBufs *b,
+                     uint64_t salt) {
+  int cn = -1, me = -1;
+  RANK_CHECK(dmacclCommCount(comm, &cn) == dmacclSuccess && cn == n);
+  RANK_CHECK(dmacclCommUserRank(comm, &me) == dmacclSuccess && me >= 0 && me < n);
+  RANK_CHECK(members[me] == rank);
+  uint64_t mine[CNT], got[MAXN * CNT], poison[MAXN * CNT];
+  for (int i = 0; i < CNT; i++) mine[i] = valueOf(rank, i, salt);
+  memset(poison, 0xA5, sizeof(poison));
+  size_t recvOff = CNT * sizeof(uint64_t);
+  RANK_CHECK(put(b, 0, mine, sizeof(mine)) == 0 && put(b, recvOff, poison, sizeof(poison)) == 0);
+  RANK_CHECK(dmacclAllGather(b->buf, b->buf + recvOff, CNT, dmacclUint64, comm, b->st) ==
+             dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  if (b->gpu) RANK_CHECK(cudaStreamSynchronize(b->st) == cudaSuccess);
+  RANK_CHECK(get(b, recvOff, got, sizeof(got)) == 0);
+  for (int k = 0; k < n; k++)
+    for (int i = 0; i < CNT; i++) RANK_CHECK(got[k * CNT + i] == valueOf(members[k], i, salt));
+  for (int i = n * CNT; i < MAXN * CNT; i++) RANK_CHECK(got[i] == poison[i]);
+  RANK_CHECK(put(b, recvOff, poison, sizeof(poison)) == 0);
+  RANK_CHECK(dmacclAllReduce(b->buf, b->buf + recvOff, CNT, dmacclUint64, dmacclSum, comm, b->st) ==
+             dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+  if (b->gpu) RANK_CHECK(cudaStreamSynchronize(b->st) == cudaSuccess);
+  RANK_CHECK(get(b, recvOff, got, sizeof(got)) == 0);
+  for (int i = 0; i < CNT; i++) {
+    uint64_t want = 0;
+    for (int k = 0; k < n; k++) want += valueOf(members[k], i, salt);
+    RANK_CHECK(got[i] == want);
+  }
+  for (int i = CNT; i < MAXN * CNT; i++) RANK_CHECK(got[i] == poison[i]);
+  return 0;
+}
+
+/* The parent ranks of color `color` ordered by (key, rank), keys given. */
+static int membersOf(int n, const int *colors, const int *keys, int color, int *out) {
+  int m = 0;
+  for (int r = 0; r < n; r++)
+    if (colors[r] == color) out[m++] = r;
+  for (int i = 1; i < m; i++) /* insertion sort by (key, rank) */
+    for (int j = i; j > 0 && (keys[out[j]] < keys[out[j - 1]] ||
+                              (keys[out[j]] == keys[out[j - 1]] && out[j] < out[j - 1]));
+         j--) {
+      int t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return m;
+}
+
+/* This rank's buffer for comm (the host executor across processes needs
+ * the communicator's shared memory; GPUs any device memory). */
+static int bufsFor(dmacclComm_t comm, int gpu, cudaStream_t st, spBufs *b) {
+  b->gpu = gpu;
+  b->st = st;
+  size_t bytes = 2 * MAXN * CNT * sizeof(uint64_t);
+  if (gpu) return cudaMalloc((void **)&b->buf, bytes) != cudaSuccess;
+  return dmacclMemAlloc(comm, bytes, (void **)&b->buf) != dmacclSuccess;
+}
+static void bufsFree(dmacclComm_t comm, spBufs *b) {
+  if (b->gpu)
+    cudaFree(b->buf);
+  else
+    dmacclMemFree(comm, b->buf);
+}
+
+static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  const spArg *a = arg;
+  cudaStream_t st = NULL;
+  if (a->gpu) {
+    int ngpu = 0;
+    RANK_CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+    RANK_CHECK(cudaSetDevice(rank % ngpu) == cudaSuccess);
+    RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = a->gpu ? dmacclExecutorCuda : dmacclExecutorHost;
+  cfg.algorithm = "allgather:pull1"; /* inherited by the splits without a config */
+  dmacclComm_t parent;
+  RANK_CHECK(dmacclCommInitRank(&parent, n, *id, rank, &cfg) == dmacclSuccess);
+  int dev = -2, sub = -2;
+  RANK_CHECK(dmacclCommCuDevice(parent, &dev) == dmacclSuccess);
+  spBufs pb;
+  RANK_CHECK(bufsFor(parent, a->gpu, st, &pb) == 0);
+  int all[MAXN];
+  for (int r = 0; r < MAXN; r++) all[r] = r;
+  RANK_CHECK(checkComm(rank, parent, all, n, &pb, 1) == 0);
+
+  /* 1. parity colors, reversed keys; rank 0 joins none when n > 2 */
+  int colors[MAXN], keys[MAXN], members[MAXN];
+  for (int r = 0; r < n; r++) {
+    colors[r] = n > 2 && r == 0 ? DMACCL_SPLIT_NOCOLOR : r % 2;
+    keys[r] = -r;
+  }
+  dmacclComm_t half = (dmacclComm_t)(uintptr_t)1;
+  RANK_CHECK(dmacclCommSplit(parent, colors[rank], keys[rank], &half, NULL) == dmacclSuccess);
+  spBufs hb = {0};
+  if (colors[rank] == DMACCL_SPLIT_NOCOLOR) {
+    RANK_CHECK(half == NULL);
+  } else {
+    RANK_CHECK(half != NULL && half != (dmacclComm_t)(uintptr_t)1);
+    RANK_CHECK(dmacclCommCuDevice(half, &sub) == dmacclSuccess && sub == dev);
+    int m = membersOf(n, colors, keys, colors[rank], members);
+    RANK_CHECK(bufsFor(half, a->gpu, st, &hb) == 0);
+    RANK_CHECK(checkComm(rank, half, members, m, &hb, 2) == 0);
+  }
+  RANK_CHECK(checkComm(rank, parent, all, n, &pb, 3) == 0); /* the parent still works */
+
+  /* 2. wrong arguments on one rank: its own error, the others' remote
+   * error naming it, nothing made, the parent usable and splittable */
+  int bad = n - 1;
+  for (int how = 0; how < 3; how++) {
+    dmacclComm_t keep = (dmacclComm_t)(uintptr_t)7;
+    dmacclConfig_t broken = DMACCL_CONFIG_INITIALIZER;
+    broken.magic = 0;
+    dmacclResult_t rc;
+    if (rank != bad)
+      rc = dmacclCommSplit(parent, 0, rank, &keep, NULL);
+    else if (how == 0)
+      rc = dmacclCommSplit(parent, 0, rank, NULL, NULL);
+    else if (how == 1)
+      rc = dmacclCommSplit(parent, -5, rank, &keep, NULL);
+    else
+      rc = dmacclCommSplit(parent, 0, rank, &keep, &broken);
+    const char *why = dmacclCommGetLastError(parent);
+    if (rank == bad) {
+      RANK_CHECK(rc == dmacclInvalidArgument);
+      RANK_CHECK(strstr(why, how == 0 ? "newcomm" : how == 1 ? "color -5" : "config"));
+    } else {
+      RANK_CHECK(rc == dmacclRemoteError);
+      char rk[32];
+      snprintf(rk, sizeof(rk), "rank %d", bad);
+      RANK_CHECK(strstr(why, rk) != NULL);
+    }
+    RANK_CHECK(keep == (dmacclComm_t)(uintptr_t)7);
+    RANK_CHECK(checkComm(rank, parent, all, n, &pb, 4 + (uint64_t)how) == 0);
+  }
+  RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+  dmacclComm_t none = NULL;
+  RANK_CHECK(dmacclCommSplit(parent, 0, 0, &none, NULL) == dmacclInvalidUsage && !none);
+  RANK_CHECK(strstr(dmacclCommGetLastError(parent), "group"));
+  RANK_CHECK(dmacclGroupEnd() == dmacclSuccess);
+
+  /* 3. everyone in one color, keys = rank, with a config (CTA policy zero);
+   * then a split of that one, and the parent destroyed before it is used */
+  dmacclConfig_t zero = DMACCL_CONFIG_INITIALIZER;
+  zero.ctaPolicy = dmacclCtaPolicyZero;
+  dmacclComm_t whole = NULL, again = NULL;
+  RANK_CHECK(dmacclCommSplit(parent, 7, rank, &whole, &zero) == dmacclSuccess && whole);
+  spBufs wb;
+  RANK_CHECK(bufsFor(whole, a->gpu, st, &wb) == 0);
+  RANK_CHECK(checkComm(rank, whole, all, n, &wb, 8) == 0);
+  int c2[MAXN], k2[MAXN];
+  for (int r = 0; r < n; r++) {
+    c2[r] = r < (n + 1) / 2 ? 0 : 1;
+    k2[r] = 5;
+  }
+  RANK_CHECK(dmacclCommSplit(whole, c2[rank], k2[rank], &again, NULL) == dmacclSuccess && again);
+  bufsFree(parent, &pb);
+  RANK_CHECK(dmacclCommDestroy(parent) == dmacclSuccess);
+  int m2 = membersOf(n, c2, k2, c2[rank], members);
+  spBufs ab;
+  RANK_CHECK(bufsFor(again, a->gpu, st, &ab) == 0);
+  RANK_CHECK(checkComm(rank, again, members, m2, &ab, 9) == 0);
+  if (half) {
+    int m = membersOf(n, colors, keys, colors[rank], members);
+    RANK_CHECK(checkComm(rank, half, members, m, &hb, 10) == 0);
+    bufsFree(half, &hb);
+    RANK_CHECK(dmacclCommDestroy(half) == dmacclSuccess);
+  }
+  bufsFree(again, &ab);
+  bufsFree(whole, &wb);
+  RANK_CHECK(dmacclCommDestroy(again) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(whole) == dmacclSuccess);
+  return 0;
+}
+
+static int run(int gpu) {
+  spArg a = {gpu};
+  const int sizes[] = {1, 2, 3, 5};
+  for (int i = 0; i < 4; i++) {
+    int failed = mpRun(sizes[i], body, &a, 300, 0);
+    if (failed) {
+      TEST_FAIL("%s, %d ranks: %d rank(s) failed", gpu ? "cuda" : "host", sizes[i], failed);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int testHost(void) {
+  return run(0);
+}
+
+static int testCuda(void) {
+  if (!mpGpusPresent()) {
+    printf("test_split gpu: SKIPPED: no GPU\n");
+    exit(TEST_SKIP_CODE);
+  }
+  return run(1);
+}
+
+/* A set of one process cannot be split (each rank's call would wait for the
+ * others on this one thread). */
+static int testOneProcess(void) {
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  dmacclComm_t comms[2], out = (dmacclComm_t)(uintptr_t)3;
+  ASSERT_EQ_INT(dmacclCommInitAll(comms, 2, NULL, &cfg), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommSplit(comms[0], 0, 0, &out, NULL), dmacclInvalidUsage);
+  ASSERT_CONTAINS(dmacclCommGetLastError(comms[0]), "dmacclCommInitAll");
+  ASSERT_TRUE(out == (dmacclComm_t)(uintptr_t)3);
+  ASSERT_EQ_INT(dmacclCommSplit(NULL, 0, 0, &out, NULL), dmacclInvalidArgument);
+  for (int r = 0; r < 2; r++) ASSERT_EQ_INT(dmacclCommDestroy(comms[r]), dmacclSuccess);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  if (!only) {
+    RUN(testHost);
+    RUN(testOneProcess);
+  } else if (!strcmp(only, "gpu")) {
+    RUN(testCuda);
+  }
+  TEST_EXIT();
+}
