@@ -9,9 +9,11 @@
 
 The C library (libdmaccl.so) is loaded on first use: from the installed
 package, the source tree's build folder, or DMACCL_LIBRARY.
+nccl_library_path() names its NCCL-compatible twin (libnccl.so.2) for
+bindings that load NCCL by path (vLLM: VLLM_NCCL_SO_PATH).
 """
 
-from ._lib import DmacclError, version as _version
+from ._lib import DmacclError, nccl_library_path, version as _version
 from ._buffers import TYPE_NAMES
 from .communicator import (
     Communicator,
@@ -40,4 +42,5 @@ __all__ = [
     "group_end",
     "group_start",
     "library_version",
+    "nccl_library_path",
 ]

@@ -60,6 +60,7 @@ _PROTOS = {
     "dmacclGetUniqueId": [_c.POINTER(UniqueIdStruct)],
     "dmacclCommInitRank": [_c.POINTER(_p), _i, UniqueIdStruct, _i, _c.POINTER(ConfigStruct)],
     "dmacclCommInitAll": [_c.POINTER(_p), _i, _c.POINTER(_i), _c.POINTER(ConfigStruct)],
+    "dmacclCommSplit": [_p, _i, _i, _c.POINTER(_p), _c.POINTER(ConfigStruct)],
     "dmacclCommDestroy": [_p],
     "dmacclCommAbort": [_p],
     "dmacclCommCount": [_p, _c.POINTER(_i)],
@@ -147,6 +148,25 @@ def lib():
             "dmaccl: cannot load libdmaccl.so; tried " + "; ".join(tried) +
             ". Install the package (pip install .) or set DMACCL_LIBRARY to the library's path."
         )
+
+
+def nccl_library_path():
+    """The path of dmaccl's NCCL-compatible library (libnccl.so.2: NCCL 2.28's
+    C API over dmaccl, docs/nccl.md), for whatever loads NCCL by path, e.g.
+    ``VLLM_NCCL_SO_PATH``. DMACCL_NCCL_LIBRARY if set; else the one beside
+    the libdmaccl.so this package loads (``nccl/libnccl.so.2``), which it
+    links. FileNotFoundError when there is none."""
+    env = os.environ.get("DMACCL_NCCL_LIBRARY")
+    if env:
+        if not os.path.exists(env):
+            raise FileNotFoundError(f"DMACCL_NCCL_LIBRARY={env} does not exist")
+        return env
+    path = os.path.join(os.path.dirname(os.path.abspath(lib().path)), "nccl", "libnccl.so.2")
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"dmaccl: no NCCL-compatible library at {path}; build the project (it makes "
+            "nccl/libnccl.so.2 beside libdmaccl.so) or set DMACCL_NCCL_LIBRARY")
+    return path
 
 
 def check(rc, comm=None):

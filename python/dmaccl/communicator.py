@@ -263,6 +263,49 @@ class Communicator:
             out.append(c)
         return out
 
+    def split(self, color, key=None, *, algorithm=None, cta_policy=None):
+        """A new Communicator of the ranks that pass the same color, ordered by
+        key (default: this rank), as ncclCommSplit; None for a rank whose color
+        is None (it joins none). Collective: every rank of this communicator
+        calls it. With neither algorithm nor cta_policy the new one inherits
+        this one's configuration; the host executor's shared buffer has this
+        one's size. Ranks of ``init_all`` cannot split (DmacclError)."""
+        self._live("split")
+        if color is not None and (not isinstance(color, int) or color < 0):
+            raise ValueError(f"split: color {color!r} must be a non-negative int or None")
+        if key is None:
+            key = self.rank
+        if not isinstance(key, int) or not -2**31 <= key < 2**31:
+            raise ValueError(f"split: key {key!r} must be a 32-bit int")
+        _lib.cta_policy_value(cta_policy)
+        cfg = None
+        if algorithm is not None or cta_policy is not None:
+            cfg = _lib.make_config(
+                _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST, algorithm,
+                cta_policy)
+        out = ctypes.c_void_p()
+        check(lib().dmacclCommSplit(self._comm, -1 if color is None else color, key,
+                                    ctypes.byref(out), ctypes.byref(cfg) if cfg else None),
+              self._comm)
+        if color is None:
+            return None
+        c = type(self).__new__(type(self))
+        c._comm, c._host_buf, c._mp = out, None, True
+        c.disabled, c.available = False, True
+        c.executor, c.device = self.executor, self.device
+        n, r = ctypes.c_int(), ctypes.c_int()
+        check(lib().dmacclCommCount(out, ctypes.byref(n)), out)
+        check(lib().dmacclCommUserRank(out, ctypes.byref(r)), out)
+        c.rank, c.world_size = r.value, n.value
+        if self.executor == "host":
+            try:
+                c._alloc_host_buffer(self._host_buf[1])
+            except BaseException:
+                c._comm = None
+                lib().dmacclCommDestroy(out)
+                raise
+        return c
+
     # --- lifetime -----------------------------------------------------------------------------
     def destroy(self):
         """Waits for this rank's queued work and frees the communicator."""

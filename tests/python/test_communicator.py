@@ -280,6 +280,70 @@ def test_bad_arguments_leave_everything_usable():
     run_ranks(errors_body, 2)
 
 
+def split_body(uid, rank, n):
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host",
+                               host_buffer_bytes=1 << 16)
+    # parity colors, keys reversing the order; rank 0 joins none when n > 2
+    color = None if n > 2 and rank == 0 else rank % 2
+    sub = comm.split(color, key=-rank)
+    xs = [data(11, r, 257, "int32") for r in range(n)]
+    # the parent still works (every rank)
+    s = comm.all_reduce(xs[rank], poison(np.empty(257, np.int32)))
+    np.testing.assert_array_equal(s, reduce(xs, "sum"))
+    if color is None:
+        assert sub is None
+        comm.destroy()
+    else:
+        mates = sorted((r for r in range(n) if r % 2 == color and not (n > 2 and r == 0)),
+                       reverse=True)
+        assert (sub.rank, sub.world_size, sub.executor) == (mates.index(rank), len(mates), "host")
+        g = sub.all_gather(poison(np.empty(257 * len(mates), np.int32)), xs[rank])
+        np.testing.assert_array_equal(g, np.concatenate([xs[r] for r in mates]))
+        s = sub.all_reduce(xs[rank], poison(np.empty(257, np.int32)), op="max")
+        np.testing.assert_array_equal(s, reduce([xs[r] for r in mates], "max"))
+        # a split of the split, with a config of its own, after the parent is gone
+        comm.destroy()
+        again = sub.split(0, cta_policy="zero")
+        assert again.world_size == len(mates)
+        g = again.all_gather(poison(np.empty(257 * len(mates), np.int32)), xs[rank])
+        np.testing.assert_array_equal(g, np.concatenate([xs[r] for r in mates]))
+        again.destroy()
+        sub.destroy()
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_split(n):
+    run_ranks(split_body, n)
+
+
+def split_errors_body(uid, rank, n):
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host",
+                               host_buffer_bytes=1 << 16)
+    for bad, exc in ((-1, ValueError), ("a", ValueError)):
+        with pytest.raises(exc, match="color"):
+            comm.split(bad)
+    with pytest.raises(ValueError, match="key"):
+        comm.split(0, key=2**40)
+    with pytest.raises(ValueError, match="cta_policy"):
+        comm.split(0, cta_policy="fast")
+    # refused by the library on one rank: every rank learns it, nothing is made
+    with pytest.raises(dmaccl.DmacclError, match="algorithm" if rank == 0 else "rank 0"):
+        comm.split(0, algorithm="allgather:nosuch" if rank == 0 else None)
+    x = np.arange(8, dtype=np.float32) + rank
+    np.testing.assert_array_equal(comm.all_reduce(x, np.empty(8, np.float32)),
+                                  sum(np.arange(8, dtype=np.float32) + r for r in range(n)))
+    comm.destroy()
+
+
+def test_split_errors():
+    run_ranks(split_errors_body, 2)
+    comms = dmaccl.Communicator.init_all(2, executor="host")
+    with pytest.raises(dmaccl.DmacclError, match="dmacclCommInitAll"):
+        comms[0].split(0)
+    for c in comms:
+        c.destroy()
+
+
 def test_init_all_one_process_drives_every_rank():
     n = 3
     comms = dmaccl.Communicator.init_all(n, executor="host")
