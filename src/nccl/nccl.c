@@ -141,6 +141,9 @@ EXPORT const char *ncclGetLastError(ncclComm_t comm) {
   return dmacclCommGetLastError(C(comm));
 }
 
+#ifdef ncclResetDebugInit /* NCCL 2.30's header makes it an empty macro; 2.28 still exports it */
+#undef ncclResetDebugInit
+#endif
 EXPORT void ncclResetDebugInit(void) {}
 
 EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
