@@ -247,6 +247,13 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * this process cannot use fails this rank with dmacclInvalidArgument. On
  * failure nothing is created. config as for dmacclCommInitAll.
  *
+ * Inside a group (NCCL's way for one thread to make several ranks, each
+ * after cudaSetDevice to its GPU): the call checks its arguments, takes the
+ * current device and returns; the outermost dmacclGroupEnd makes every
+ * communicator recorded so, all at once, and writes *comm only if every one
+ * of them succeeded (else it frees those made and returns the first
+ * failure, naming the call). Until then *comm is not set.
+ *
  * Buffers of such a communicator: device memory from cudaMalloc (reached by
  * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The
  * host executor across processes needs buffers from dmacclMemAlloc (shared

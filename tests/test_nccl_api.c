@@ -32,6 +32,7 @@
 #include "common/colls.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -459,11 +460,133 @@ static int testInitAll(void) {
   return 0;
 }
 
+/* NCCL's idiom for several ranks in one thread (and nccl-tests' for one):
+ * ncclCommInitRank calls inside a group, made at its end. Process 0 makes
+ * ranks 0 and 1 of a 3-rank communicator in one group, process 1 rank 2 in
+ * a group of its own; then process 0 issues for both of its ranks from one
+ * thread in a group, process 1 for its one, and every byte is compared.
+ * Before that, a group whose two inits disagree about nranks fails at its
+ * end, with nothing written to either comm. */
+typedef struct {
+  ncclComm_t comm;
+  char *buf;
+  int rank, gpu;
+  int rc;
+} grRank;
+
+static void *grAlloc(void *arg) { /* collective: each rank on its own thread */
+  grRank *g = arg;
+  g->rc = g->gpu ? cudaMalloc((void **)&g->buf, SPAN) != cudaSuccess
+                 : dmacclMemAlloc((dmacclComm_t)(void *)g->comm, SPAN, (void **)&g->buf) !=
+                       dmacclSuccess;
+  return NULL;
+}
+
+static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) {
+  const ncArg *a = arg;
+  int rank = proc; /* (RANK_CHECK's name) */
+  (void)nproc;
+  int ngpu = 1;
+  cudaStream_t st = NULL;
+  if (a->gpu) {
+    RANK_CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
+    RANK_CHECK(cudaSetDevice(0) == cudaSuccess);
+    RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  ncclUniqueId id;
+  memcpy(&id, did, sizeof(id));
+  grRank g[2] = {{.rank = proc == 0 ? 0 : 2, .gpu = a->gpu}, {.rank = 1, .gpu = a->gpu}};
+  int mine = proc == 0 ? 2 : 1;
+  if (proc == 0) { /* a group that cannot succeed: nranks disagree (fresh id) */
+    ncclUniqueId other;
+    RANK_CHECK(ncclGetUniqueId(&other) == ncclSuccess);
+    ncclComm_t x = (ncclComm_t)(uintptr_t)5, y = (ncclComm_t)(uintptr_t)6;
+    RANK_CHECK(ncclGroupStart() == ncclSuccess);
+    RANK_CHECK(ncclCommInitRank(&x, 2, other, 0) == ncclSuccess);
+    RANK_CHECK(ncclCommInitRank(&y, 3, other, 1) == ncclSuccess);
+    RANK_CHECK(ncclGroupEnd() == ncclInvalidArgument);
+    RANK_CHECK(strstr(ncclGetLastError(NULL), "nranks") != NULL);
+    RANK_CHECK(x == (ncclComm_t)(uintptr_t)5 && y == (ncclComm_t)(uintptr_t)6);
+  }
+  RANK_CHECK(ncclGroupStart() == ncclSuccess);
+  for (int k = 0; k < mine; k++) {
+    if (a->gpu) RANK_CHECK(cudaSetDevice(g[k].rank % ngpu) == cudaSuccess);
+    RANK_CHECK(ncclCommInitRank(&g[k].comm, 3, id, g[k].rank) == ncclSuccess);
+  }
+  ncclResult_t rc = ncclGroupEnd();
+  if (rc != ncclSuccess) fprintf(stderr, "process %d: %s\n", proc, ncclGetLastError(NULL));
+  RANK_CHECK(rc == ncclSuccess);
+  pthread_t th[2];
+  for (int k = 0; k < mine; k++) {
+    int r = -1;
+    RANK_CHECK(ncclCommUserRank(g[k].comm, &r) == ncclSuccess && r == g[k].rank);
+    RANK_CHECK(pthread_create(&th[k], NULL, grAlloc, &g[k]) == 0);
+  }
+  for (int k = 0; k < mine; k++) RANK_CHECK(pthread_join(th[k], NULL) == 0 && g[k].rc == 0);
+  /* an AllReduce and an AllGather of each rank's values, from one thread */
+  enum { CNT = 1031 };
+  static int32_t in[3][CNT];
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < CNT; i++)
+      in[r][i] = (int32_t)((uint32_t)(i * 2654435761u) ^ (uint32_t)(r * 40503u));
+  int32_t got[5 * CNT]; /* send, the AllGather's 3 blocks, the AllReduce */
+  for (int k = 0; k < mine; k++) {
+    memset(got, 0xA5, sizeof(got));
+    memcpy(got, in[g[k].rank], sizeof(in[0]));
+    RANK_CHECK(toDev(a->gpu, g[k].buf, got, sizeof(got)) == 0);
+  }
+  if (a->gpu) RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  RANK_CHECK(ncclGroupStart() == ncclSuccess);
+  for (int k = 0; k < mine; k++) {
+    char *b = g[k].buf;
+    RANK_CHECK(ncclAllReduce(b, b + 4 * CNT * 4, CNT, ncclInt32, ncclMax, g[k].comm, st) ==
+               ncclSuccess);
+  }
+  RANK_CHECK(ncclGroupEnd() == ncclSuccess);
+  RANK_CHECK(ncclGroupStart() == ncclSuccess);
+  for (int k = 0; k < mine; k++)
+    RANK_CHECK(ncclAllGather(g[k].buf, g[k].buf + CNT * 4, CNT, ncclInt32, g[k].comm, st) ==
+               ncclSuccess);
+  RANK_CHECK(ncclGroupEnd() == ncclSuccess);
+  for (int k = 0; k < mine; k++) RANK_CHECK(ncclCommFinalize(g[k].comm) == ncclSuccess);
+  if (a->gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+  for (int k = 0; k < mine; k++) {
+    RANK_CHECK(fromDev(a->gpu, got, g[k].buf, sizeof(got)) == 0);
+    for (int r = 0; r < 3; r++) RANK_CHECK(memcmp(got + CNT + r * CNT, in[r], sizeof(in[0])) == 0);
+    RANK_CHECK(memcmp(got, in[g[k].rank], sizeof(in[0])) == 0);
+    for (int i = 0; i < CNT; i++) {
+      int32_t m = in[0][i];
+      for (int r = 1; r < 3; r++) m = in[r][i] > m ? in[r][i] : m;
+      RANK_CHECK(got[4 * CNT + i] == m);
+    }
+  }
+  for (int k = 0; k < mine; k++) {
+    if (a->gpu)
+      cudaFree(g[k].buf);
+    else
+      RANK_CHECK(dmacclMemFree((dmacclComm_t)(void *)g[k].comm, g[k].buf) == dmacclSuccess);
+  }
+  for (int k = 0; k < mine; k++) RANK_CHECK(ncclCommDestroy(g[k].comm) == ncclSuccess);
+  return 0;
+}
+
 static int testHostProcesses(void) {
   return testProcesses(0);
 }
 static int testGpuProcesses(void) {
   return testProcesses(1);
+}
+static int testInitInGroup(int gpu) {
+  ncArg a = {gpu};
+  int failed = mpRun(2, groupBody, &a, 300, 0);
+  if (failed) TEST_FAIL("%s: %d process(es) failed", gpu ? "cuda" : "host", failed);
+  return failed != 0;
+}
+static int testHostInitInGroup(void) {
+  return testInitInGroup(0);
+}
+static int testGpuInitInGroup(void) {
+  return testInitInGroup(1);
 }
 
 int main(int argc, char **argv) {
@@ -472,9 +595,11 @@ int main(int argc, char **argv) {
     setenv("DMACCL_EXECUTOR", "host", 1);
     RUN(testNoComm);
     RUN(testHostProcesses);
+    RUN(testHostInitInGroup);
     RUN(testInitAll);
   } else {
     RUN(testGpuProcesses);
+    RUN(testGpuInitInGroup);
   }
   TEST_EXIT();
 }

@@ -184,6 +184,11 @@ dmacclResult_t coreInitPrelude(const dmacclConfig_t *config, const char *call, i
                                dmacclExecutor_t *executor, planTable *table) {
   if (coreGroupActive())
     return coreError(NULL, dmacclInvalidUsage, "%s: not allowed inside a group", call);
+  return coreInitCheck(config, call, nranks, executor, table);
+}
+
+dmacclResult_t coreInitCheck(const dmacclConfig_t *config, const char *call, int nranks,
+                             dmacclExecutor_t *executor, planTable *table) {
   dmacclResult_t rc = coreCheckConfig(config, call);
   if (rc == dmacclSuccess) rc = coreResolveExecutor(config, executor, call);
   char note[512];

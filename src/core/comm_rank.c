@@ -2,6 +2,7 @@
 #include "../exec/exec.h"
 #include "../boot/boot.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,8 @@ static dmacclResult_t checkInfos(const rankInfo *all, int n, int channel, char *
 }
 
 static void keepAlgorithm(dmacclComm_t comm, const dmacclConfig_t *config);
+static dmacclResult_t recordInit(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
+                                 const dmacclConfig_t *config);
 
 dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
                                   const dmacclConfig_t *config) {
@@ -95,11 +98,122 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId 
     return coreError(NULL, dmacclInvalidArgument, "%s: rank %d is not in 0..%d (nranks %d)", call,
                      rank, nranks - 1, nranks);
   dmacclExecutor_t executor = dmacclExecutorDefault;
+  if (coreGroupActive()) return recordInit(out, nranks, &id, rank, config);
   planTable table;
   dmacclResult_t rc = coreInitPrelude(config, call, nranks, &executor, &table);
   if (rc != dmacclSuccess) return rc;
   rc = coreInitRankWith(out, nranks, &id, rank, executor, &table, -1, 0, call);
   if (rc == dmacclSuccess) keepAlgorithm(*out, config);
+  return rc;
+}
+
+/* A dmacclCommInitRank inside a group (core.h): its arguments checked and
+ * its device taken now (the calling thread's current one), the rest at the
+ * group's end. */
+struct coreInitCall {
+  dmacclComm_t *out;
+  int nranks, rank, device;
+  dmacclUniqueId id;
+  dmacclExecutor_t executor;
+  char *algorithm; /* the config's (kept on the communicator) */
+  dmacclComm_t made;
+  dmacclResult_t rc;
+  char why[512];
+  planTable table;
+};
+
+void coreFreeInit(coreInitCall *call) {
+  if (!call) return;
+  free(call->algorithm);
+  free(call);
+}
+
+static dmacclResult_t recordInit(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
+                                 const dmacclConfig_t *config) {
+  const char *call = "dmacclCommInitRank";
+  coreInitCall *c = calloc(1, sizeof(*c));
+  if (!c) return coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+  c->out = out;
+  c->nranks = nranks;
+  c->rank = rank;
+  c->id = *id;
+  c->device = -1;
+  char name[32];
+  dmacclResult_t rc = coreInitCheck(config, call, nranks, &c->executor, &c->table);
+  if (rc == dmacclSuccess) {
+    const execOps *ops = c->executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
+    rc = ops->identify(&c->device, name, sizeof(name));
+  }
+  const char *a = config && config->size >= offsetof(dmacclConfig_t, algorithm) + sizeof(char *)
+                      ? config->algorithm
+                      : NULL;
+  if (rc == dmacclSuccess && a && !(c->algorithm = strdup(a)))
+    rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
+  if (rc != dmacclSuccess) {
+    coreFreeInit(c);
+    return rc;
+  }
+  return coreGroupRecordInit(c);
+}
+
+static void makeRecorded(coreInitCall *c) {
+  c->rc = coreInitRankWith(&c->made, c->nranks, &c->id, c->rank, c->executor, &c->table, c->device,
+                           0, "dmacclCommInitRank");
+  if (c->rc != dmacclSuccess)
+    snprintf(c->why, sizeof(c->why), "%s", dmacclCommGetLastError(NULL));
+  else if (c->algorithm) {
+    c->made->clique->algorithm = c->algorithm;
+    c->algorithm = NULL;
+  }
+}
+
+static void *makeRecordedThread(void *arg) {
+  makeRecorded(arg);
+  return NULL;
+}
+
+dmacclResult_t coreRunInits(coreInitCall **calls, int n) {
+  pthread_t *th = n > 1 ? calloc((size_t)n, sizeof(*th)) : NULL;
+  int *started = n > 1 ? calloc((size_t)n, sizeof(*started)) : NULL;
+  if (n > 1 && (!th || !started)) {
+    for (int i = 0; i < n; i++) {
+      calls[i]->rc = dmacclSystemError;
+      snprintf(calls[i]->why, sizeof(calls[i]->why), "out of memory");
+    }
+  } else if (n == 1) {
+    makeRecorded(calls[0]);
+  } else {
+    /* at once: ranks of one set made by this thread meet each other */
+    for (int i = 0; i < n; i++) {
+      started[i] = pthread_create(&th[i], NULL, makeRecordedThread, calls[i]) == 0;
+      if (!started[i]) {
+        calls[i]->rc = dmacclSystemError;
+        snprintf(calls[i]->why, sizeof(calls[i]->why), "no thread to make it on");
+      }
+    }
+    for (int i = 0; i < n; i++)
+      if (started[i]) pthread_join(th[i], NULL);
+  }
+  free(th);
+  free(started);
+  int bad = -1;
+  for (int i = 0; i < n && bad < 0; i++)
+    if (calls[i]->rc != dmacclSuccess) bad = i;
+  dmacclResult_t rc = dmacclSuccess;
+  if (bad >= 0) /* all or nothing: what was made is freed, no *out written */
+    rc = coreError(NULL, calls[bad]->rc,
+                   "dmacclGroupEnd: dmacclCommInitRank (rank %d of %d, call %d of the group's %d) "
+                   "failed: %s%s",
+                   calls[bad]->rank, calls[bad]->nranks, bad + 1, n, calls[bad]->why,
+                   n > 1 ? "; none of the group's communicators was made" : "");
+  for (int i = 0; i < n; i++) {
+    if (bad >= 0 && calls[i]->made)
+      dmacclCommDestroy(calls[i]->made);
+    else if (bad < 0)
+      *calls[i]->out = calls[i]->made;
+    coreFreeInit(calls[i]);
+  }
+  free(calls);
   return rc;
 }
 

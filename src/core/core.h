@@ -328,6 +328,16 @@ dmacclComm_t coreNewComm(coreClique *c, int rank, int device, dmacclExecutor_t e
 dmacclResult_t coreMakeSet(dmacclComm_t *comms, int ndev, const int *devlist,
                            dmacclExecutor_t executor, const planTable *table, int channel,
                            const char *call);
+/* coreInitPrelude without the group rule (dmacclCommInitRank inside a group). */
+dmacclResult_t coreInitCheck(const dmacclConfig_t *config, const char *call, int nranks,
+                             dmacclExecutor_t *executor, planTable *table);
+/* dmacclCommInitRank inside a group: recorded by the call (coreGroupRecordInit,
+ * which takes it), made at the outermost dmacclGroupEnd by coreRunInits, all
+ * of the thread's at once (one thread each: a thread may make several ranks
+ * of one set), *out written only if every one succeeded (comm_rank.c). */
+typedef struct coreInitCall coreInitCall;
+dmacclResult_t coreRunInits(coreInitCall **calls, int n); /* frees calls[] and the list */
+void coreFreeInit(coreInitCall *call);
 /* dmacclCommInitRank's body: device -1 is the calling thread's current one;
  * `channel` as for coreMakeSet. */
 dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
@@ -511,6 +521,7 @@ void coreMemReleaseAll(dmacclComm_t comm);
 
 /* Groups (group.c). */
 int coreGroupActive(void);
+dmacclResult_t coreGroupRecordInit(coreInitCall *call); /* takes call, also on failure */
 /* This thread is posting its group's calls (the outermost dmacclGroupEnd):
  * an executor may hold their launches until execOps.flush. */
 int coreGroupPosting(void);

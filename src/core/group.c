@@ -30,8 +30,28 @@ static _Thread_local struct {
 } solo[SOLO_SLOTS];
 static _Thread_local int nsolo;
 
+/* dmacclCommInitRank calls recorded in the open group (made at its end). */
+static _Thread_local coreInitCall **inits;
+static _Thread_local int ninits, capinits;
+
 int coreGroupActive(void) {
   return depth > 0;
+}
+
+dmacclResult_t coreGroupRecordInit(coreInitCall *call) {
+  if (ninits == capinits) {
+    int cap = capinits ? 2 * capinits : 8;
+    coreInitCall **n = realloc(inits, (size_t)cap * sizeof(*n));
+    if (!n) {
+      coreFreeInit(call);
+      return coreError(NULL, dmacclSystemError,
+                       "dmacclCommInitRank: out of memory recording the call in a group");
+    }
+    inits = n;
+    capinits = cap;
+  }
+  inits[ninits++] = call;
+  return dmacclSuccess;
 }
 
 int coreGroupPosting(void) {
@@ -208,6 +228,17 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
+  /* Communicators first (the group's calls cannot use them: they did not
+   * exist when the calls were checked); the calls go on whatever became of
+   * them, as after a call refused inside a group. */
+  dmacclResult_t made = dmacclSuccess;
+  if (ninits) {
+    coreInitCall **list = inits;
+    int n = ninits;
+    inits = NULL, ninits = capinits = 0;
+    made = coreRunInits(list, n);
+    if (!nops) return made;
+  }
   /* nops grows with expansion, but only AlltoAllv calls (one each) are listed */
   dmacclComm_t doneBuf[GROUP_STACK_OPS + 1];
   unsigned char hostBuf[2 * (GROUP_STACK_OPS + 1)];
@@ -308,7 +339,7 @@ dmacclResult_t dmacclGroupEnd(void) {
   unscratch(done, doneBuf), unscratch(host, hostBuf);
   /* The list's heap lives only while a group is open: a thread that ends leaves nothing. */
   dropAll();
-  return first;
+  return first != dmacclSuccess ? first : made;
 }
 
 dmacclResult_t coreCheckSoloUse(dmacclComm_t comm, const char *call) {
