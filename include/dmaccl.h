@@ -252,7 +252,11 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * current device and returns; the outermost dmacclGroupEnd makes every
  * communicator recorded so, all at once, and writes *comm only if every one
  * of them succeeded (else it frees those made and returns the first
- * failure, naming the call). Until then *comm is not set.
+ * failure, naming the call). Until then *comm is not set. On the CUDA
+ * executor such ranks are then driven by a thread each: a call of one may
+ * wait inside the call for its peers' calls (above the staged sizes), so
+ * one thread issuing for two in a group can wait on itself; one thread
+ * driving several GPUs uses dmacclCommInitAll.
  *
  * Buffers of such a communicator: device memory from cudaMalloc (reached by
  * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The
@@ -282,11 +286,16 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
  * comm's other collective management calls (dmacclMemAlloc, other splits),
  * not inside a group and not at the same time as those on another thread.
  * A rank's wrong argument (newcomm NULL, a negative color other than
- * DMACCL_SPLIT_NOCOLOR, a bad config) fails that rank with
- * dmacclInvalidArgument and every other rank with dmacclRemoteError naming
- * it; nothing is made, *newcomm is left as it was, comm stays usable. Ranks
- * that do not arrive within DMACCL_INIT_TIMEOUT make the others fail with
- * dmacclTimeout. Communicators of dmacclCommInitRank only: a rank of a
+ * DMACCL_SPLIT_NOCOLOR, a bad config, a call inside a group) fails that
+ * rank with its own code (dmacclInvalidArgument, dmacclInvalidUsage) and
+ * every other rank with dmacclRemoteError naming it; nothing is made,
+ * *newcomm is left as it was, comm stays usable (every rank still takes part
+ * in the one exchange). A config's dmacclExecutorDefault means comm's
+ * executor; another executor than comm's is a wrong argument. Ranks that do
+ * not arrive within DMACCL_INIT_TIMEOUT make the others fail with
+ * dmacclTimeout (and comm's later exchanges with them are then out of step:
+ * destroy it); dmacclCommAbort from another thread waits for the split to
+ * return. Communicators of dmacclCommInitRank only: a rank of a
  * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
  * dmacclCommInitAll from its devices).
  */
@@ -368,6 +377,11 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm);
  */
 dmacclResult_t dmacclGroupStart(void);
 dmacclResult_t dmacclGroupEnd(void);
+/* Ends the innermost group as dmacclGroupEnd does, but issues nothing: at the
+ * outermost level every call recorded since dmacclGroupStart is dropped and
+ * the communicators recorded by dmacclCommInitRank are not made (NCCL's
+ * ncclGroupSimulateEnd, without its time estimate). */
+dmacclResult_t dmacclGroupDrop(void);
 
 /*
  * AllGather: every rank contributes sendcount elements; rank r's elements end

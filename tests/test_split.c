@@ -10,14 +10,17 @@
  * - DMACCL_SPLIT_NOCOLOR: NULL, and the others' communicator lacks the rank.
  * - A split of a split, with a config (CTA policy zero), and the parent
  *   destroyed before its children are used again.
+ * - Without a config the parent's executor, CTA policy and algorithm string
+ *   (white box); with one, its CTA policy, passed on to its own splits.
  * - Wrong arguments on one rank (newcomm NULL, a negative color, a config
- *   not initialized): that rank's specific error, dmacclRemoteError naming it
- *   on the others, *newcomm untouched, and the parent usable, and splittable
- *   again, afterwards. Inside a group: dmacclInvalidUsage on every rank.
+ *   not initialized, another executor, a call inside a group): that rank's
+ *   specific error, dmacclRemoteError naming it on the others, *newcomm
+ *   untouched, and the parent usable, and splittable again, afterwards.
  * - One process (dmacclCommInitAll, host executor): dmacclInvalidUsage.
  */
 #include "harness.h"
 #include "mp.h"
+#include "../src/core/core.h" /* white box: what a split inherited */
 
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -157,6 +160,10 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   } else {
     RANK_CHECK(half != NULL && half != (dmacclComm_t)(uintptr_t)1);
     RANK_CHECK(dmacclCommCuDevice(half, &sub) == dmacclSuccess && sub == dev);
+    /* no config: the parent's executor, CTA policy and algorithm string */
+    RANK_CHECK(half->executor == parent->executor);
+    RANK_CHECK(half->clique->table.ctaPolicy == parent->clique->table.ctaPolicy);
+    RANK_CHECK(half->clique->algorithm && !strcmp(half->clique->algorithm, "allgather:pull1"));
     int m = membersOf(n, colors, keys, colors[rank], members);
     RANK_CHECK(bufsFor(half, a->gpu, st, &hb) == 0);
     RANK_CHECK(checkComm(rank, half, members, m, &hb, 2) == 0);
@@ -166,7 +173,7 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   /* 2. wrong arguments on one rank: its own error, the others' remote
    * error naming it, nothing made, the parent usable and splittable */
   int bad = n - 1;
-  for (int how = 0; how < 3; how++) {
+  for (int how = 0; how < 4; how++) {
     dmacclComm_t keep = (dmacclComm_t)(uintptr_t)7;
     dmacclConfig_t broken = DMACCL_CONFIG_INITIALIZER;
     broken.magic = 0;
@@ -177,12 +184,20 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
       rc = dmacclCommSplit(parent, 0, rank, NULL, NULL);
     else if (how == 1)
       rc = dmacclCommSplit(parent, -5, rank, &keep, NULL);
-    else
+    else if (how == 2)
       rc = dmacclCommSplit(parent, 0, rank, &keep, &broken);
+    else { /* another executor than the parent's */
+      dmacclConfig_t other = DMACCL_CONFIG_INITIALIZER;
+      other.executor = a->gpu ? dmacclExecutorHost : dmacclExecutorCuda;
+      rc = dmacclCommSplit(parent, 0, rank, &keep, &other);
+    }
     const char *why = dmacclCommGetLastError(parent);
     if (rank == bad) {
       RANK_CHECK(rc == dmacclInvalidArgument);
-      RANK_CHECK(strstr(why, how == 0 ? "newcomm" : how == 1 ? "color -5" : "config"));
+      RANK_CHECK(strstr(why, how == 0   ? "newcomm"
+                             : how == 1 ? "color -5"
+                             : how == 2 ? "DMACCL_CONFIG_INITIALIZER"
+                                        : "executor"));
     } else {
       RANK_CHECK(rc == dmacclRemoteError);
       char rk[32];
@@ -192,11 +207,15 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
     RANK_CHECK(keep == (dmacclComm_t)(uintptr_t)7);
     RANK_CHECK(checkComm(rank, parent, all, n, &pb, 4 + (uint64_t)how) == 0);
   }
-  RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+  /* inside a group (rank 0 only): refused there, and the others learn it */
   dmacclComm_t none = NULL;
-  RANK_CHECK(dmacclCommSplit(parent, 0, 0, &none, NULL) == dmacclInvalidUsage && !none);
-  RANK_CHECK(strstr(dmacclCommGetLastError(parent), "group"));
-  RANK_CHECK(dmacclGroupEnd() == dmacclSuccess);
+  if (rank == 0) RANK_CHECK(dmacclGroupStart() == dmacclSuccess);
+  dmacclResult_t grc = dmacclCommSplit(parent, 0, 0, &none, NULL);
+  RANK_CHECK(!none);
+  RANK_CHECK(grc == (rank == 0 ? dmacclInvalidUsage : dmacclRemoteError));
+  RANK_CHECK(strstr(dmacclCommGetLastError(parent), rank == 0 ? "group" : "rank 0"));
+  if (rank == 0) RANK_CHECK(dmacclGroupEnd() == dmacclSuccess);
+  RANK_CHECK(checkComm(rank, parent, all, n, &pb, 7) == 0);
 
   /* 3. everyone in one color, keys = rank, with a config (CTA policy zero);
    * then a split of that one, and the parent destroyed before it is used */
@@ -204,6 +223,7 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   zero.ctaPolicy = dmacclCtaPolicyZero;
   dmacclComm_t whole = NULL, again = NULL;
   RANK_CHECK(dmacclCommSplit(parent, 7, rank, &whole, &zero) == dmacclSuccess && whole);
+  RANK_CHECK(whole->clique->table.ctaPolicy == dmacclCtaPolicyZero && !whole->clique->algorithm);
   spBufs wb;
   RANK_CHECK(bufsFor(whole, a->gpu, st, &wb) == 0);
   RANK_CHECK(checkComm(rank, whole, all, n, &wb, 8) == 0);
@@ -213,6 +233,7 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
     k2[r] = 5;
   }
   RANK_CHECK(dmacclCommSplit(whole, c2[rank], k2[rank], &again, NULL) == dmacclSuccess && again);
+  RANK_CHECK(again->clique->table.ctaPolicy == dmacclCtaPolicyZero); /* whole's */
   bufsFree(parent, &pb);
   RANK_CHECK(dmacclCommDestroy(parent) == dmacclSuccess);
   int m2 = membersOf(n, c2, k2, c2[rank], members);

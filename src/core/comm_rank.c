@@ -247,24 +247,33 @@ static dmacclResult_t onComm(dmacclComm_t comm, dmacclResult_t rc) {
   return coreError(comm, rc, "%s", why);
 }
 
-/* The config of a split: the caller's (its default executor: comm's), or
- * (NULL) one that rebuilds comm's table: its executor, CTA policy and
- * algorithm string. */
-static dmacclConfig_t splitConfig(dmacclComm_t comm, const dmacclConfig_t *given) {
+/* The config of a split: the caller's, checked as dmacclCommInitRank checks
+ * it, with the fields its version lacks at their defaults and a default
+ * executor meaning comm's; or (NULL) one that rebuilds comm's table: its
+ * executor, CTA policy and algorithm string. */
+static dmacclResult_t splitConfig(dmacclComm_t comm, const dmacclConfig_t *given,
+                                  dmacclConfig_t *out) {
   dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
-  if (given) { /* (as much of it as the caller's version has) */
-    size_t size = given->size < sizeof(cfg) ? given->size : sizeof(cfg);
-    memcpy(&cfg, given, size);
-    cfg.size = size;
-    if (size >= offsetof(dmacclConfig_t, executor) + sizeof(cfg.executor) &&
+  if (given) {
+    if (given->magic != DMACCL_CONFIG_MAGIC || given->size < offsetof(dmacclConfig_t, executor) ||
+        given->size > sizeof(cfg))
+      return coreError(comm, dmacclInvalidArgument,
+                       "dmacclCommSplit: config was not initialized with "
+                       "DMACCL_CONFIG_INITIALIZER (size %zu, magic 0x%x)",
+                       given->size, given->magic);
+    memcpy(&cfg, given, given->size);
+    cfg.size = sizeof(cfg);
+    if (given->size < offsetof(dmacclConfig_t, executor) + sizeof(cfg.executor) ||
         cfg.executor == dmacclExecutorDefault)
       cfg.executor = comm->executor;
-    return cfg;
+    *out = cfg;
+    return dmacclSuccess;
   }
   cfg.executor = comm->executor;
   cfg.algorithm = comm->clique->algorithm;
   cfg.ctaPolicy = comm->clique->table.ctaPolicy;
-  return cfg;
+  *out = cfg;
+  return dmacclSuccess;
 }
 
 dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm_t *newcomm,
@@ -279,12 +288,7 @@ dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm
   dmacclConfig_t cfg;
   planTable table;
   dmacclExecutor_t executor = comm->executor;
-  /* Refused before meeting anyone: the peers' calls cannot be met either. */
-  if (coreGroupActive()) {
-    rc = coreError(comm, dmacclInvalidUsage, "%s: not allowed inside a group", call);
-    goto out;
-  }
-  if (!c->mp) {
+  if (!c->mp) { /* (no bootstrap: nothing to meet the peers through) */
     rc = coreError(comm, dmacclInvalidUsage,
                    "%s: comm is a rank of a dmacclCommInitAll set (one process); splitting "
                    "needs communicators of dmacclCommInitRank: make the new set with "
@@ -292,15 +296,19 @@ dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm
                    call);
     goto out;
   }
-  /* This rank's own checks; the verdict travels with the exchange, so that
-   * a rank refused fails every rank, with nothing made and comm usable. */
+  /* This rank's own checks (inside a group too); the verdict travels with
+   * the exchange, so that a rank refused fails every rank, with nothing made,
+   * and the bootstrap's exchanges stay in step: every rank takes part. */
+  if (!(all = calloc((size_t)comm->nranks, sizeof(*all)))) {
+    rc = coreError(comm, dmacclSystemError, "%s: out of memory", call);
+    goto out; /* (the one way not to take part: the peers time out, naming this rank) */
+  }
   if (!newcomm)
     rc = coreError(comm, dmacclInvalidArgument, "%s: newcomm is NULL", call);
   else if (color < 0 && color != DMACCL_SPLIT_NOCOLOR)
     rc = coreError(comm, dmacclInvalidArgument,
                    "%s: color %d is negative and not DMACCL_SPLIT_NOCOLOR (-1)", call, color);
-  else {
-    cfg = splitConfig(comm, config);
+  else if ((rc = splitConfig(comm, config, &cfg)) == dmacclSuccess) {
     /* the config's checks (the table for comm's size; made again below for the new one) */
     rc = coreInitPrelude(&cfg, call, comm->nranks, &executor, &table);
     if (rc == dmacclSuccess && executor != comm->executor)
@@ -318,10 +326,6 @@ dmacclResult_t dmacclCommSplit(dmacclComm_t comm, int color, int key, dmacclComm
       (rc = bootIdCreate(&mine.id, err, sizeof(err))) != dmacclSuccess) {
     own = rc = coreError(comm, rc, "%s: %s", call, err);
     mine.ok = 0;
-  }
-  if (!(all = calloc((size_t)comm->nranks, sizeof(*all)))) {
-    rc = coreError(comm, dmacclSystemError, "%s: out of memory", call);
-    goto out; /* (the peers time out in the exchange, naming this rank) */
   }
   rc = bootAllGather(c->boot, &mine, all, sizeof(mine), err, sizeof(err));
   if (rc != dmacclSuccess) {

@@ -223,6 +223,18 @@ static void unscratch(void *p, const void *buf) {
   if (p != buf) free(p);
 }
 
+dmacclResult_t dmacclGroupDrop(void) {
+  if (depth == 0)
+    return coreError(NULL, dmacclInvalidUsage,
+                     "dmacclGroupDrop: no group is open (call dmacclGroupStart first)");
+  if (--depth > 0) return dmacclSuccess;
+  for (int i = 0; i < ninits; i++) coreFreeInit(inits[i]);
+  free(inits);
+  inits = NULL, ninits = capinits = 0;
+  dropAll();
+  return dmacclSuccess;
+}
+
 dmacclResult_t dmacclGroupEnd(void) {
   if (depth == 0)
     return coreError(NULL, dmacclInvalidUsage,
