@@ -90,7 +90,8 @@ static void makeSend(void *buf, size_t count, dmacclDataType_t t, uint64_t seed,
 }
 
 /* One case on this rank: the allocation poisoned, the inputs written, the
- * call, ncclCommFinalize (and the stream) awaited, every byte compared. */
+ * call completed (the stream, or the host executor's synchronize), every
+ * byte compared. */
 static int oneCase(int rank, int n, ncclComm_t comm, int gpu, cudaStream_t st, char *dev, collId c,
                    dmacclDataType_t t, dmacclRedOp_t op, size_t count, int inPlace, uint64_t seed) {
   collShape s = {.nranks = n, .count = count, .root = (int)(seed % (uint64_t)n)};
@@ -130,8 +131,12 @@ static int oneCase(int rank, int n, ncclComm_t comm, int gpu, cudaStream_t st, c
     fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, collTable[c].call, ncclGetErrorString(rc),
             ncclGetLastError(comm));
   RANK_CHECK(rc == ncclSuccess);
-  if (gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
-  RANK_CHECK(ncclCommFinalize(comm) == ncclSuccess);
+  /* complete: on a GPU the stream; the host executor's calls across
+   * processes complete at dmaccl's synchronize (NCCL has no host executor) */
+  if (gpu)
+    RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+  else
+    RANK_CHECK(dmacclCommSynchronize((dmacclComm_t)(void *)comm) == dmacclSuccess);
   RANK_CHECK(fromDev(gpu, host, dev, span) == 0);
   long long d = testFirstDiff(host, want, span);
   if (d >= 0)
@@ -204,12 +209,22 @@ static int wrongArguments(int rank, int n, ncclComm_t comm, int gpu, cudaStream_
   if (refused(rank, comm, gpu, dev, ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument,
               "built-in"))
     return 1;
+  /* a simulated end ends the group and issues nothing (every rank records
+   * an AllReduce into the probed bytes and drops it) */
   RANK_CHECK(ncclGroupStart() == ncclSuccess);
+  RANK_CHECK(ncclAllReduce(a, b, 16, ncclFloat, ncclSum, comm, st) == ncclSuccess);
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   if (refused(rank, comm, gpu, dev, ncclGroupSimulateEnd(&sim), ncclInvalidUsage,
               "ncclGroupSimulateEnd"))
     return 1;
-  RANK_CHECK(ncclGroupEnd() == ncclSuccess); /* the group was still open */
+  RANK_CHECK(ncclGroupEnd() == ncclInvalidUsage); /* no group is open any more */
+  if (gpu)
+    RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
+  else
+    RANK_CHECK(dmacclCommSynchronize((dmacclComm_t)(void *)comm) == dmacclSuccess);
+  if (refused(rank, comm, gpu, dev, ncclInvalidUsage, ncclInvalidUsage, "no group is open"))
+    return 1;
+  RANK_CHECK(ncclCommDestroy(NULL) == ncclSuccess && ncclCommAbort(NULL) == ncclSuccess);
   ncclResult_t async = ncclInternalError;
   RANK_CHECK(ncclCommGetAsyncError(comm, &async) == ncclSuccess && async == ncclSuccess);
   return 0;
@@ -439,7 +454,8 @@ static int testInitAll(void) {
     ASSERT_EQ_INT(ncclAllReduce(in[r], out[r], CNT, ncclInt32, ncclSum, comms[r], NULL),
                   ncclSuccess);
   ASSERT_EQ_INT(ncclGroupEnd(), ncclSuccess);
-  for (int r = 0; r < N; r++) ASSERT_EQ_INT(ncclCommFinalize(comms[r]), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]), dmacclSuccess);
   for (int r = 0; r < N; r++)
     for (int i = 0; i < CNT; i++) {
       uint32_t want = 0;
@@ -450,7 +466,8 @@ static int testInitAll(void) {
   for (int r = 0; r < N; r++)
     ASSERT_EQ_INT(ncclBcast(in[r], CNT, ncclInt32, N - 1, comms[r], NULL), ncclSuccess);
   ASSERT_EQ_INT(ncclGroupEnd(), ncclSuccess);
-  for (int r = 0; r < N; r++) ASSERT_EQ_INT(ncclCommFinalize(comms[r]), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]), dmacclSuccess);
   for (int r = 0; r < N; r++)
     for (int i = 0; i < CNT; i++) ASSERT_TRUE(in[r][i] == (int32_t)(i * 31 + (N - 1) * 1000003));
   for (int r = 0; r < N; r++) {
@@ -463,22 +480,47 @@ static int testInitAll(void) {
 /* NCCL's idiom for several ranks in one thread (and nccl-tests' for one):
  * ncclCommInitRank calls inside a group, made at its end. Process 0 makes
  * ranks 0 and 1 of a 3-rank communicator in one group, process 1 rank 2 in
- * a group of its own; then process 0 issues for both of its ranks from one
- * thread in a group, process 1 for its one, and every byte is compared.
- * Before that, a group whose two inits disagree about nranks fails at its
- * end, with nothing written to either comm. */
+ * a group of its own; then an AllReduce and an AllGather on every rank,
+ * every element compared. Host executor: process 0's one thread issues for
+ * both of its ranks in a group. CUDA executor: a thread per rank (a rank of
+ * dmacclCommInitRank may wait inside a call for its peers' calls, so one
+ * thread cannot drive two of them: docs/nccl.md). Before that, a group
+ * whose two inits disagree about nranks fails at its end, with nothing
+ * written to either comm. */
+enum { GR_CNT = 1031 };
 typedef struct {
   ncclComm_t comm;
   char *buf;
+  cudaStream_t st;
   int rank, gpu;
   int rc;
 } grRank;
 
+static int32_t grIn[3][GR_CNT];
+
 static void *grAlloc(void *arg) { /* collective: each rank on its own thread */
   grRank *g = arg;
-  g->rc = g->gpu ? cudaMalloc((void **)&g->buf, SPAN) != cudaSuccess
-                 : dmacclMemAlloc((dmacclComm_t)(void *)g->comm, SPAN, (void **)&g->buf) !=
-                       dmacclSuccess;
+  g->rc =
+      g->gpu
+          ? cudaSetDevice(0) != cudaSuccess || cudaMalloc((void **)&g->buf, SPAN) != cudaSuccess ||
+                cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking) != cudaSuccess
+          : dmacclMemAlloc((dmacclComm_t)(void *)g->comm, SPAN, (void **)&g->buf) != dmacclSuccess;
+  return NULL;
+}
+
+/* rank's inputs, then recv of the AllGather at 1 block in, the AllReduce's at 4 */
+static void grIssue(grRank *g) {
+  char *b = g->buf;
+  ncclResult_t a = ncclAllReduce(b, b + 4 * GR_CNT * 4, GR_CNT, ncclInt32, ncclMax, g->comm, g->st);
+  ncclResult_t c = ncclAllGather(b, b + GR_CNT * 4, GR_CNT, ncclInt32, g->comm, g->st);
+  g->rc = a != ncclSuccess || c != ncclSuccess;
+}
+
+static void *grIssueThread(void *arg) {
+  grRank *g = arg;
+  if (g->gpu && cudaSetDevice(0) != cudaSuccess) return g->rc = 1, NULL;
+  grIssue(g);
+  if (!g->rc && g->gpu) g->rc = cudaStreamSynchronize(g->st) != cudaSuccess;
   return NULL;
 }
 
@@ -486,13 +528,7 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
   const ncArg *a = arg;
   int rank = proc; /* (RANK_CHECK's name) */
   (void)nproc;
-  int ngpu = 1;
-  cudaStream_t st = NULL;
-  if (a->gpu) {
-    RANK_CHECK(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0);
-    RANK_CHECK(cudaSetDevice(0) == cudaSuccess);
-    RANK_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess);
-  }
+  if (a->gpu) RANK_CHECK(cudaSetDevice(0) == cudaSuccess);
   ncclUniqueId id;
   memcpy(&id, did, sizeof(id));
   grRank g[2] = {{.rank = proc == 0 ? 0 : 2, .gpu = a->gpu}, {.rank = 1, .gpu = a->gpu}};
@@ -509,10 +545,8 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
     RANK_CHECK(x == (ncclComm_t)(uintptr_t)5 && y == (ncclComm_t)(uintptr_t)6);
   }
   RANK_CHECK(ncclGroupStart() == ncclSuccess);
-  for (int k = 0; k < mine; k++) {
-    if (a->gpu) RANK_CHECK(cudaSetDevice(g[k].rank % ngpu) == cudaSuccess);
+  for (int k = 0; k < mine; k++)
     RANK_CHECK(ncclCommInitRank(&g[k].comm, 3, id, g[k].rank) == ncclSuccess);
-  }
   ncclResult_t rc = ncclGroupEnd();
   if (rc != ncclSuccess) fprintf(stderr, "process %d: %s\n", proc, ncclGetLastError(NULL));
   RANK_CHECK(rc == ncclSuccess);
@@ -523,41 +557,37 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
     RANK_CHECK(pthread_create(&th[k], NULL, grAlloc, &g[k]) == 0);
   }
   for (int k = 0; k < mine; k++) RANK_CHECK(pthread_join(th[k], NULL) == 0 && g[k].rc == 0);
-  /* an AllReduce and an AllGather of each rank's values, from one thread */
-  enum { CNT = 1031 };
-  static int32_t in[3][CNT];
   for (int r = 0; r < 3; r++)
-    for (int i = 0; i < CNT; i++)
-      in[r][i] = (int32_t)((uint32_t)(i * 2654435761u) ^ (uint32_t)(r * 40503u));
-  int32_t got[5 * CNT]; /* send, the AllGather's 3 blocks, the AllReduce */
+    for (int i = 0; i < GR_CNT; i++)
+      grIn[r][i] = (int32_t)((uint32_t)i * 2654435761u ^ (uint32_t)r * 40503u);
+  int32_t got[5 * GR_CNT]; /* the input, the AllGather's 3 blocks, the AllReduce */
   for (int k = 0; k < mine; k++) {
     memset(got, 0xA5, sizeof(got));
-    memcpy(got, in[g[k].rank], sizeof(in[0]));
+    memcpy(got, grIn[g[k].rank], sizeof(grIn[0]));
     RANK_CHECK(toDev(a->gpu, g[k].buf, got, sizeof(got)) == 0);
   }
-  if (a->gpu) RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
-  RANK_CHECK(ncclGroupStart() == ncclSuccess);
-  for (int k = 0; k < mine; k++) {
-    char *b = g[k].buf;
-    RANK_CHECK(ncclAllReduce(b, b + 4 * CNT * 4, CNT, ncclInt32, ncclMax, g[k].comm, st) ==
-               ncclSuccess);
+  if (a->gpu) {
+    RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    for (int k = 0; k < mine; k++)
+      RANK_CHECK(pthread_create(&th[k], NULL, grIssueThread, &g[k]) == 0);
+    for (int k = 0; k < mine; k++) RANK_CHECK(pthread_join(th[k], NULL) == 0 && g[k].rc == 0);
+  } else { /* one thread, every rank of this process, one group */
+    RANK_CHECK(ncclGroupStart() == ncclSuccess);
+    for (int k = 0; k < mine; k++) grIssue(&g[k]);
+    RANK_CHECK(ncclGroupEnd() == ncclSuccess);
+    for (int k = 0; k < mine; k++) RANK_CHECK(g[k].rc == 0);
+    for (int k = 0; k < mine; k++)
+      RANK_CHECK(dmacclCommSynchronize((dmacclComm_t)(void *)g[k].comm) == dmacclSuccess);
   }
-  RANK_CHECK(ncclGroupEnd() == ncclSuccess);
-  RANK_CHECK(ncclGroupStart() == ncclSuccess);
-  for (int k = 0; k < mine; k++)
-    RANK_CHECK(ncclAllGather(g[k].buf, g[k].buf + CNT * 4, CNT, ncclInt32, g[k].comm, st) ==
-               ncclSuccess);
-  RANK_CHECK(ncclGroupEnd() == ncclSuccess);
-  for (int k = 0; k < mine; k++) RANK_CHECK(ncclCommFinalize(g[k].comm) == ncclSuccess);
-  if (a->gpu) RANK_CHECK(cudaStreamSynchronize(st) == cudaSuccess);
   for (int k = 0; k < mine; k++) {
     RANK_CHECK(fromDev(a->gpu, got, g[k].buf, sizeof(got)) == 0);
-    for (int r = 0; r < 3; r++) RANK_CHECK(memcmp(got + CNT + r * CNT, in[r], sizeof(in[0])) == 0);
-    RANK_CHECK(memcmp(got, in[g[k].rank], sizeof(in[0])) == 0);
-    for (int i = 0; i < CNT; i++) {
-      int32_t m = in[0][i];
-      for (int r = 1; r < 3; r++) m = in[r][i] > m ? in[r][i] : m;
-      RANK_CHECK(got[4 * CNT + i] == m);
+    RANK_CHECK(memcmp(got, grIn[g[k].rank], sizeof(grIn[0])) == 0);
+    for (int r = 0; r < 3; r++)
+      RANK_CHECK(memcmp(got + (1 + r) * GR_CNT, grIn[r], sizeof(grIn[0])) == 0);
+    for (int i = 0; i < GR_CNT; i++) {
+      int32_t m = grIn[0][i];
+      for (int r = 1; r < 3; r++) m = grIn[r][i] > m ? grIn[r][i] : m;
+      RANK_CHECK(got[4 * GR_CNT + i] == m);
     }
   }
   for (int k = 0; k < mine; k++) {

@@ -1,11 +1,13 @@
 /*
  * libnccl.so.2 from dmaccl: NCCL 2.28's C API over dmaccl's, so that a
  * program or binding that loads NCCL by name (vLLM's and SGLang's ctypes
- * wrapper through VLLM_NCCL_SO_PATH, a C++ runtime through LD_LIBRARY_PATH)
+ * wrappers through VLLM_NCCL_SO_PATH and SGLANG_NCCL_SO_PATH, a C++ runtime
+ * through LD_LIBRARY_PATH)
  * runs its collectives on dmaccl without a change (docs/nccl.md).
  *
  * A layer above the public API: it includes dmaccl.h and nothing of src/,
- * and every call is one dmaccl call. The numbers line up (dmaccl.h gives
+ * and each call is one dmaccl call (ncclMemAlloc and ncclMemFree: the CUDA
+ * runtime's; the calls dmaccl does not serve: none). The numbers line up (dmaccl.h gives
  * types, operations and result codes 0-7 NCCL's values, and the unique id
  * NCCL's 128 bytes), so arguments pass through unchanged and dmaccl's own
  * checks name a wrong one; ncclComm_t is the dmacclComm_t. What dmaccl does
@@ -34,19 +36,34 @@
 #define API_VERSION NCCL_VERSION(2, 28, 0)
 
 _Static_assert(sizeof(ncclUniqueId) == sizeof(dmacclUniqueId), "unique id size");
-_Static_assert(ncclInProgress == (int)dmacclInProgress &&
+_Static_assert(ncclSuccess == (int)dmacclSuccess &&
+                   ncclUnhandledCudaError == (int)dmacclUnhandledCudaError &&
+                   ncclSystemError == (int)dmacclSystemError &&
+                   ncclInternalError == (int)dmacclInternalError &&
+                   ncclInvalidArgument == (int)dmacclInvalidArgument &&
+                   ncclInvalidUsage == (int)dmacclInvalidUsage &&
                    ncclRemoteError == (int)dmacclRemoteError &&
-                   ncclInvalidUsage == (int)dmacclInvalidUsage,
+                   ncclInProgress == (int)dmacclInProgress,
                "result codes 0-7");
-_Static_assert(ncclFloat32 == (int)dmacclFloat32 && ncclBfloat16 == (int)dmacclBfloat16 &&
-                   ncclFloat8e5m2 == (int)dmacclFloat8e5m2 && ncclNumTypes == (int)dmacclNumTypes,
+_Static_assert(ncclInt8 == (int)dmacclInt8 && ncclUint8 == (int)dmacclUint8 &&
+                   ncclInt32 == (int)dmacclInt32 && ncclUint32 == (int)dmacclUint32 &&
+                   ncclInt64 == (int)dmacclInt64 && ncclUint64 == (int)dmacclUint64 &&
+                   ncclFloat16 == (int)dmacclFloat16 && ncclFloat32 == (int)dmacclFloat32 &&
+                   ncclFloat64 == (int)dmacclFloat64 && ncclBfloat16 == (int)dmacclBfloat16 &&
+                   ncclFloat8e4m3 == (int)dmacclFloat8e4m3 &&
+                   ncclFloat8e5m2 == (int)dmacclFloat8e5m2,
                "data types");
-_Static_assert(ncclAvg == (int)dmacclAvg && ncclNumOps == (int)dmacclNumOps, "operations");
+_Static_assert(ncclSum == (int)dmacclSum && ncclProd == (int)dmacclProd &&
+                   ncclMax == (int)dmacclMax && ncclMin == (int)dmacclMin &&
+                   ncclAvg == (int)dmacclAvg && ncclNumOps == (int)dmacclNumOps,
+               "operations");
 _Static_assert(NCCL_SPLIT_NOCOLOR == DMACCL_SPLIT_NOCOLOR, "split's no-color");
 _Static_assert(sizeof(ncclRedOp_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int),
                "enum sizes");
-/* the fields read, where NCCL 2.28's struct has them */
-_Static_assert(offsetof(ncclConfig_t, CTAPolicy) == 60 && offsetof(ncclConfig_t, blocking) == 16,
+/* the fields read, where NCCL 2.28's struct has them (a later NCCL's struct
+ * may be longer, never shorter) */
+_Static_assert(offsetof(ncclConfig_t, magic) == 8 && offsetof(ncclConfig_t, blocking) == 16 &&
+                   offsetof(ncclConfig_t, CTAPolicy) == 60 && sizeof(ncclConfig_t) >= 80,
                "config layout");
 
 /* The last failure this layer found itself (not dmaccl), per thread; a later
@@ -136,9 +153,13 @@ EXPORT const char *ncclGetErrorString(ncclResult_t result) {
   }
 }
 
+/* As NCCL: the calling thread's last failure, whatever comm is (NCCL leaves
+ * it unused; dmaccl's sentence for a failure on a communicator is the
+ * thread's too, and asking a destroyed one would record a new failure). */
 EXPORT const char *ncclGetLastError(ncclComm_t comm) {
+  (void)comm;
   if (ownErrorSet) return ownError;
-  return dmacclCommGetLastError(C(comm));
+  return dmacclCommGetLastError(NULL);
 }
 
 #ifdef ncclResetDebugInit /* NCCL 2.30's header makes it an empty macro; 2.28 still exports it */
@@ -187,12 +208,13 @@ EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   return of(dmacclCommSynchronize(C(comm)));
 }
 
+/* NULL (a rank split into no communicator) is nothing to free, as NCCL. */
 EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  return of(dmacclCommDestroy(C(comm)));
+  return comm ? of(dmacclCommDestroy(C(comm))) : of(dmacclSuccess);
 }
 
 EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  return of(dmacclCommAbort(C(comm)));
+  return comm ? of(dmacclCommAbort(C(comm))) : of(dmacclSuccess);
 }
 
 EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
@@ -205,8 +227,14 @@ EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                   ncclConfig_t *config) {
   dmacclConfig_t cfg;
-  ncclResult_t rc = configOf("ncclCommSplit", config, &cfg);
-  if (rc != ncclSuccess) return rc;
+  ncclResult_t bad = configOf("ncclCommSplit", config, &cfg);
+  if (bad != ncclSuccess) { /* still take part, so that the peers fail too */
+    char why[sizeof(ownError)];
+    snprintf(why, sizeof(why), "%s", ownError);
+    cfg.magic = 0; /* refused by dmaccl: this rank's verdict goes to the peers */
+    dmacclCommSplit(C(comm), color, key, (dmacclComm_t *)(void *)newcomm, &cfg);
+    return fail(bad, "%s", why);
+  }
   return of(
       dmacclCommSplit(C(comm), color, key, (dmacclComm_t *)(void *)newcomm, config ? &cfg : NULL));
 }
@@ -290,7 +318,7 @@ EXPORT ncclResult_t ncclMemFree(void *ptr) {
   cudaError_t e = cudaFree(ptr);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return fail(ncclInvalidArgument, "ncclMemFree: cudaFree(%p) failed: %s", ptr,
+    return fail(ncclUnhandledCudaError, "ncclMemFree: cudaFree(%p) failed: %s", ptr,
                 cudaGetErrorString(e));
   }
   ownErrorSet = 0;
@@ -391,8 +419,12 @@ EXPORT ncclResult_t ncclGroupEnd(void) {
   return of(dmacclGroupEnd());
 }
 
-/* The group stays open: the caller's ncclGroupEnd still issues it. */
+/* As NCCL, it ends the group without launching; with no time to estimate,
+ * it says so (the group's calls are dropped, nothing was issued). */
 EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
   (void)simInfo;
-  return unsupported("ncclGroupSimulateEnd", "no time model; the group is still open");
+  ncclResult_t rc = of(dmacclGroupDrop());
+  if (rc != ncclSuccess) return rc;
+  return unsupported("ncclGroupSimulateEnd",
+                     "no time model; the group was ended and its calls dropped");
 }

@@ -41,6 +41,8 @@ typedef enum {
 } ncclResult_t;
 
 #define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define NCCL_CONFIG_UNDEF_PTR NULL
+#define NCCL_UNDEF_FLOAT -1.0f
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
@@ -70,12 +72,26 @@ typedef struct ncclConfig_v22800 {
   int nvlinkCentricSched;
 } ncclConfig_t;
 
+/* Every field at its default: size, magic and version first, the rest
+ * undefined. */
+#define NCCL_CONFIG_INITIALIZER                                                                    \
+  {                                                                                                \
+    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(2, 28, 0), NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                       \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                       \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                       \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT \
+  }
+
 typedef struct ncclSimInfo_v22200 {
   size_t size;
   unsigned int magic;
   unsigned int version;
   float estimatedTime;
 } ncclSimInfo_t;
+
+#define NCCL_SIM_INFO_INITIALIZER                                                                  \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(2, 28, 0), NCCL_UNDEF_FLOAT }
 
 /* ncclRedOp_t is an int-sized enum; values from ncclNumOps on are operators
  * made by ncclRedOpCreatePreMulSum. */
