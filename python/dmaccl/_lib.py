@@ -153,9 +153,10 @@ def lib():
 def nccl_library_path():
     """The path of dmaccl's NCCL-compatible library (libnccl.so.2: NCCL 2.28's
     C API over dmaccl, docs/nccl.md), for whatever loads NCCL by path, e.g.
-    ``VLLM_NCCL_SO_PATH``. DMACCL_NCCL_LIBRARY if set; else the one beside
-    the libdmaccl.so this package loads (``nccl/libnccl.so.2``), which it
-    links. FileNotFoundError when there is none."""
+    ``VLLM_NCCL_SO_PATH`` (SGLang: ``SGLANG_NCCL_SO_PATH``). DMACCL_NCCL_LIBRARY
+    if set; else the one beside the libdmaccl.so this package loads
+    (``nccl/libnccl.so.2``), which it links. FileNotFoundError when there is
+    none; ImportError when libdmaccl.so itself cannot be loaded."""
     env = os.environ.get("DMACCL_NCCL_LIBRARY")
     if env:
         if not os.path.exists(env):

@@ -267,17 +267,34 @@ class Communicator:
         """A new Communicator of the ranks that pass the same color, ordered by
         key (default: this rank), as ncclCommSplit; None for a rank whose color
         is None (it joins none). Collective: every rank of this communicator
-        calls it. With neither algorithm nor cta_policy the new one inherits
+        calls it, outside a group; a wrong argument on one rank raises there
+        (ValueError, TypeError) and DmacclError on the others. With neither algorithm nor cta_policy the new one inherits
         this one's configuration; the host executor's shared buffer has this
         one's size. Ranks of ``init_all`` cannot split (DmacclError)."""
         self._live("split")
-        if color is not None and (not isinstance(color, int) or color < 0):
-            raise ValueError(f"split: color {color!r} must be a non-negative int or None")
+        if _in_group():
+            raise ValueError("split: not allowed inside a group (dmaccl.group / group_start)")
+        why = None
+        if color is not None and (isinstance(color, bool) or not isinstance(color, int) or
+                                  not 0 <= color < 2**31):
+            why = ValueError(f"split: color {color!r} must be an int in 0..2**31-1, or None")
+        elif key is not None and (isinstance(key, bool) or not isinstance(key, int) or
+                                  not -2**31 <= key < 2**31):
+            why = ValueError(f"split: key {key!r} must be a 32-bit int")
+        elif algorithm is not None and not isinstance(algorithm, str):
+            why = TypeError(f"split: algorithm must be a selection string or None, not "
+                            f"{type(algorithm).__name__}")
+        else:
+            try:
+                _lib.cta_policy_value(cta_policy)
+            except ValueError as e:
+                why = e
+        if why is not None:
+            # still take part in the exchange, so that every rank fails, in step
+            lib().dmacclCommSplit(self._comm, 0, 0, None, None)
+            raise why
         if key is None:
             key = self.rank
-        if not isinstance(key, int) or not -2**31 <= key < 2**31:
-            raise ValueError(f"split: key {key!r} must be a 32-bit int")
-        _lib.cta_policy_value(cta_policy)
         cfg = None
         if algorithm is not None or cta_policy is not None:
             cfg = _lib.make_config(
@@ -294,8 +311,13 @@ class Communicator:
         c.disabled, c.available = False, True
         c.executor, c.device = self.executor, self.device
         n, r = ctypes.c_int(), ctypes.c_int()
-        check(lib().dmacclCommCount(out, ctypes.byref(n)), out)
-        check(lib().dmacclCommUserRank(out, ctypes.byref(r)), out)
+        try:
+            check(lib().dmacclCommCount(out, ctypes.byref(n)), out)
+            check(lib().dmacclCommUserRank(out, ctypes.byref(r)), out)
+        except BaseException:
+            c._comm = None
+            lib().dmacclCommDestroy(out)
+            raise
         c.rank, c.world_size = r.value, n.value
         if self.executor == "host":
             try:

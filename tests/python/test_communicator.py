@@ -319,13 +319,28 @@ def test_split(n):
 def split_errors_body(uid, rank, n):
     comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host",
                                host_buffer_bytes=1 << 16)
-    for bad, exc in ((-1, ValueError), ("a", ValueError)):
-        with pytest.raises(exc, match="color"):
+    # wrong on every rank: each raises its own error
+    for bad in (-1, "a", True, 2**32 - 1, 2**31):
+        with pytest.raises(ValueError, match="color"):
             comm.split(bad)
     with pytest.raises(ValueError, match="key"):
         comm.split(0, key=2**40)
+    with pytest.raises(ValueError, match="key"):
+        comm.split(0, key=False)
     with pytest.raises(ValueError, match="cta_policy"):
         comm.split(0, cta_policy="fast")
+    with pytest.raises(TypeError, match="algorithm"):
+        comm.split(0, algorithm=5)
+    # wrong on one rank: it raises its own, the others the library's, in step
+    if rank == 1:
+        with pytest.raises(ValueError, match="color"):
+            comm.split(-3)
+    else:
+        with pytest.raises(dmaccl.DmacclError, match="rank 1"):
+            comm.split(0)
+    with dmaccl.group():
+        with pytest.raises(ValueError, match="group"):
+            comm.split(0)
     # refused by the library on one rank: every rank learns it, nothing is made
     with pytest.raises(dmaccl.DmacclError, match="algorithm" if rank == 0 else "rank 0"):
         comm.split(0, algorithm="allgather:nosuch" if rank == 0 else None)
