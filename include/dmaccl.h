@@ -254,9 +254,10 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * of them succeeded (else it frees those made and returns the first
  * failure, naming the call). Until then *comm is not set. On the CUDA
  * executor such ranks are then driven by a thread each: a call of one may
- * wait inside the call for its peers' calls (above the staged sizes), so
- * one thread issuing for two in a group can wait on itself; one thread
- * driving several GPUs uses dmacclCommInitAll.
+ * wait inside the call for its peers' calls (above the staged sizes), so a
+ * group of one thread's calls for two ranks of one set is refused at its
+ * end with dmacclInvalidUsage, nothing issued (it would wait on itself);
+ * one thread driving several GPUs uses dmacclCommInitAll.
  *
  * Buffers of such a communicator: device memory from cudaMalloc (reached by
  * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The

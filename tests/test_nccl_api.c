@@ -484,7 +484,9 @@ static int testInitAll(void) {
  * every element compared. Host executor: process 0's one thread issues for
  * both of its ranks in a group. CUDA executor: a thread per rank (a rank of
  * dmacclCommInitRank may wait inside a call for its peers' calls, so one
- * thread cannot drive two of them: docs/nccl.md). Before that, a group
+ * thread cannot drive two of them: docs/nccl.md), and then process 0's
+ * one-thread group for both is refused at its end with nothing issued
+ * (it hung before the refusal). Before that, a group
  * whose two inits disagree about nranks fails at its end, with nothing
  * written to either comm. */
 enum { GR_CNT = 1031 };
@@ -589,6 +591,19 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
       for (int r = 1; r < 3; r++) m = grIn[r][i] > m ? grIn[r][i] : m;
       RANK_CHECK(got[4 * GR_CNT + i] == m);
     }
+  }
+  if (a->gpu && mine == 2) { /* one thread for both: refused at the group's end, nothing issued */
+    int32_t before[5 * GR_CNT];
+    RANK_CHECK(fromDev(1, before, g[0].buf, sizeof(before)) == 0);
+    RANK_CHECK(ncclGroupStart() == ncclSuccess);
+    for (int k = 0; k < 2; k++)
+      RANK_CHECK(ncclAllGather(g[k].buf + GR_CNT * 4, g[k].buf, GR_CNT, ncclInt32, g[k].comm,
+                               g[k].st) == ncclSuccess);
+    RANK_CHECK(ncclGroupEnd() == ncclInvalidUsage);
+    RANK_CHECK(strstr(ncclGetLastError(NULL), "one thread cannot drive two") != NULL);
+    RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    RANK_CHECK(fromDev(1, got, g[0].buf, sizeof(got)) == 0);
+    RANK_CHECK(memcmp(got, before, sizeof(got)) == 0);
   }
   for (int k = 0; k < mine; k++) {
     if (a->gpu)

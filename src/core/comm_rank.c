@@ -401,6 +401,10 @@ dmacclResult_t coreInitRankWith(dmacclComm_t *out, int nranks, const dmacclUniqu
   }
   c->mp = 1;
   c->id = coreNewCliqueId();
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the id's bytes */
+  for (size_t i = 0; i < sizeof(id->internal); i++)
+    h = (h ^ (unsigned char)id->internal[i]) * 1099511628211ull;
+  c->setKey = h | 1;
   c->localRank = rank;
   c->nranks = nranks;
   c->alive = 1;

@@ -153,6 +153,9 @@ typedef struct coreMem {
  * a dmacclCommInitRank set (mp). */
 typedef struct coreClique {
   unsigned long id; /* unique in the process, from 1 (coreNewCliqueId) */
+  uint64_t setKey;  /* ranks as processes: the same for every rank of the set made from one
+                       unique id (a hash of it), so that a thread holding two ranks of it can
+                       tell (group.c); 0 for one process */
   int nranks;
   dmacclComm_t *comms;
   int alive;

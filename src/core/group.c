@@ -251,6 +251,33 @@ dmacclResult_t dmacclGroupEnd(void) {
     made = coreRunInits(list, n);
     if (!nops) return made;
   }
+  /* Two ranks of one set of processes on the CUDA executor cannot be driven
+   * by one thread: a call of one may wait inside for its peers' calls
+   * (launch_mp.c), the other's among them. Refused before anything is
+   * issued (it would wait on itself). */
+  for (int i = 0, same = -1, ri = 0, rj = 0; nops > 1 && i < nops && same < 0; i++) {
+    /* (a communicator destroyed since its call was recorded is left to the posts below) */
+    if (coreEnter(ops[i].comm, "dmacclGroupEnd") != dmacclSuccess) continue;
+    const coreClique *a = ops[i].comm->clique;
+    for (int j = i + 1; a->mp && ops[i].comm->executor == dmacclExecutorCuda && j < nops; j++) {
+      if (ops[j].comm == ops[i].comm || coreEnter(ops[j].comm, "dmacclGroupEnd") != dmacclSuccess)
+        continue;
+      if (ops[j].comm->clique->setKey == a->setKey && ops[j].comm->rank != ops[i].comm->rank)
+        same = j, ri = ops[i].comm->rank, rj = ops[j].comm->rank;
+      coreLeave(ops[j].comm);
+      if (same >= 0) break;
+    }
+    coreLeave(ops[i].comm);
+    if (same >= 0) {
+      dropAll();
+      return coreError(NULL, dmacclInvalidUsage,
+                       "dmacclGroupEnd: this thread's group issues for ranks %d and %d of one "
+                       "dmacclCommInitRank set on the CUDA executor; a call of such a rank may "
+                       "wait for its peers' calls, so one thread cannot drive two of them: use "
+                       "a thread per rank, or dmacclCommInitAll (nothing was issued)",
+                       ri, rj);
+    }
+  }
   /* nops grows with expansion, but only AlltoAllv calls (one each) are listed */
   dmacclComm_t doneBuf[GROUP_STACK_OPS + 1];
   unsigned char hostBuf[2 * (GROUP_STACK_OPS + 1)];
