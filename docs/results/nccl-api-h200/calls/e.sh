@@ -5,8 +5,9 @@
 # after the per-thread collectives; the rest of the GPU tests touched by
 # group.c again.
 # Prediction: test_nccl_api gpu passes with the refusal (ncclInvalidUsage,
-# nothing written) in seconds; test_split gpu, test_gpu_mp and test_p2p_gpu
-# pass (groups of one comm or of one-process sets are not refused).
+# nothing written) in seconds; test_split gpu and test_p2p gpu (groups of
+# Send/Recv per rank, one rank per process) pass. (test_gpu_mp left out:
+# it needs more than the device time left.)
 source "$(dirname "$0")/../../one-rank-h200/calls/env.sh"
 O=$OUT; R=/tmp/rese; rm -rf $R; mkdir -p $R; trap "tar czf $O/e.tgz -C $R ." EXIT
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDMACCL_WERROR=ON > $R/build.log 2>&1 &&
@@ -17,5 +18,3 @@ for t in "test_nccl_api gpu" "test_split gpu" "test_p2p gpu"; do
   s=$(date +%s); timeout 150 build-gpu/tests/$t > "$R/${t// /-}.log" 2>&1
   echo "$t: rc $?, $(( $(date +%s) - s )) s"; tail -4 "$R/${t// /-}.log"
 done
-s=$(date +%s); timeout 200 build-gpu/tests/test_gpu_mp > $R/test_gpu_mp.log 2>&1
-echo "test_gpu_mp: rc $?, $(( $(date +%s) - s )) s"; tail -12 $R/test_gpu_mp.log
