@@ -597,7 +597,7 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
     RANK_CHECK(fromDev(1, before, g[0].buf, sizeof(before)) == 0);
     RANK_CHECK(ncclGroupStart() == ncclSuccess);
     for (int k = 0; k < 2; k++)
-      RANK_CHECK(ncclAllGather(g[k].buf + GR_CNT * 4, g[k].buf, GR_CNT, ncclInt32, g[k].comm,
+      RANK_CHECK(ncclAllGather(g[k].buf, g[k].buf + GR_CNT * 4, GR_CNT, ncclInt32, g[k].comm,
                                g[k].st) == ncclSuccess);
     RANK_CHECK(ncclGroupEnd() == ncclInvalidUsage);
     RANK_CHECK(strstr(ncclGetLastError(NULL), "one thread cannot drive two") != NULL);
