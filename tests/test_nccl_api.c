@@ -593,8 +593,11 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
     }
   }
   if (a->gpu && mine == 2) { /* one thread for both: refused at the group's end, nothing issued */
-    int32_t before[5 * GR_CNT];
-    RANK_CHECK(fromDev(1, before, g[0].buf, sizeof(before)) == 0);
+    int32_t before[5 * GR_CNT]; /* rank 0's input, its receive blocks poisoned */
+    memcpy(before, grIn[0], sizeof(grIn[0]));
+    memset(before + GR_CNT, 0x5A, sizeof(before) - sizeof(grIn[0]));
+    RANK_CHECK(toDev(1, g[0].buf, before, sizeof(before)) == 0);
+    RANK_CHECK(cudaDeviceSynchronize() == cudaSuccess);
     RANK_CHECK(ncclGroupStart() == ncclSuccess);
     for (int k = 0; k < 2; k++)
       RANK_CHECK(ncclAllGather(g[k].buf, g[k].buf + GR_CNT * 4, GR_CNT, ncclInt32, g[k].comm,
