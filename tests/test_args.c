@@ -156,7 +156,21 @@ static int testGroupMisuse(void) {
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
-  return 0;
+  /* dmacclGroupDrop: no group, then a nested group of every rank's call
+   * dropped at the outermost level (nothing written, no group left open),
+   * and the same calls issued afterwards */
+  EXPECT_ERR(dmacclGroupDrop(), dmacclInvalidUsage, NULL, "no group is open");
+  poison();
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclAllGather(sendb[r], recvb[r], COUNT, dmacclFloat32, comms[r], NULL),
+                  dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupDrop(), dmacclSuccess); /* inner: nothing dropped yet */
+  ASSERT_EQ_INT(dmacclGroupDrop(), dmacclSuccess);
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidUsage, NULL, "no group is open");
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  return untouchedAndUsable();
 }
 
 static int testInitArgs(void) {
