@@ -255,7 +255,9 @@ dmacclResult_t dmacclGroupEnd(void) {
    * by one thread: a call of one may wait inside for its peers' calls
    * (launch_mp.c), the other's among them. Refused before anything is
    * issued (it would wait on itself). */
-  for (int i = 0, same = -1, ri = 0, rj = 0; nops > 1 && i < nops && same < 0; i++) {
+  int several = 0; /* (calls on one communicator, the common group, lock nothing here) */
+  for (int i = 1; i < nops && !several; i++) several = ops[i].comm != ops[0].comm;
+  for (int i = 0, same = -1, ri = 0, rj = 0; several && i < nops && same < 0; i++) {
     /* (a communicator destroyed since its call was recorded is left to the posts below) */
     if (coreEnter(ops[i].comm, "dmacclGroupEnd") != dmacclSuccess) continue;
     const coreClique *a = ops[i].comm->clique;
