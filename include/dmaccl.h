@@ -250,14 +250,17 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * Inside a group (NCCL's way for one thread to make several ranks, each
  * after cudaSetDevice to its GPU): the call checks its arguments, takes the
  * current device and returns; the outermost dmacclGroupEnd makes every
- * communicator recorded so, all at once, and writes *comm only if every one
- * of them succeeded (else it frees those made and returns the first
- * failure, naming the call). Until then *comm is not set. On the CUDA
- * executor such ranks are then driven by a thread each: a call of one may
- * wait inside the call for its peers' calls (above the staged sizes), so a
- * group of one thread's calls for two ranks of one set is refused at its
- * end with dmacclInvalidUsage, nothing issued (it would wait on itself);
- * one thread driving several GPUs uses dmacclCommInitAll.
+ * communicator recorded so, all at once, before the group's other calls,
+ * and writes *comm only if every one of them succeeded (else it frees those
+ * made and returns the first failure, naming the call). So *comm is not set
+ * until then (NCCL sets it at the call), and the pointer must stay valid
+ * until the outermost dmacclGroupEnd or dmacclGroupDrop (which makes
+ * none). On the CUDA executor such ranks are then driven by a thread each:
+ * a call of one may wait inside the call for its peers' calls (above the
+ * staged sizes), so a group of one thread's calls for two ranks of one set
+ * is refused at its end with dmacclInvalidUsage, before anything is made or
+ * issued (it would wait on itself); one thread driving several GPUs uses
+ * dmacclCommInitAll.
  *
  * Buffers of such a communicator: device memory from cudaMalloc (reached by
  * peers through CUDA IPC, see dmacclCommRegister) or from dmacclMemAlloc. The

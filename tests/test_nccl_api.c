@@ -486,9 +486,10 @@ static int testInitAll(void) {
  * dmacclCommInitRank may wait inside a call for its peers' calls, so one
  * thread cannot drive two of them: docs/nccl.md), and then process 0's
  * one-thread group for both is refused at its end with nothing issued
- * (it hung before the refusal). Before that, a group
- * whose two inits disagree about nranks fails at its end, with nothing
- * written to either comm. */
+ * (it hung before the refusal). Before that, a group whose inits disagree
+ * (beside one that succeeds, which is freed) fails at its end with nothing
+ * written to any comm; a simulated end drops a recorded init, and one with
+ * no simInfo is an ordinary end. */
 enum { GR_CNT = 1031 };
 typedef struct {
   ncclComm_t comm;
@@ -538,13 +539,35 @@ static int groupBody(int proc, int nproc, const dmacclUniqueId *did, void *arg) 
   if (proc == 0) { /* a group that cannot succeed: nranks disagree (fresh id) */
     ncclUniqueId other;
     RANK_CHECK(ncclGetUniqueId(&other) == ncclSuccess);
-    ncclComm_t x = (ncclComm_t)(uintptr_t)5, y = (ncclComm_t)(uintptr_t)6;
+    ncclUniqueId alone;
+    RANK_CHECK(ncclGetUniqueId(&alone) == ncclSuccess);
+    ncclComm_t x = (ncclComm_t)(uintptr_t)5, y = (ncclComm_t)(uintptr_t)6,
+               z = (ncclComm_t)(uintptr_t)7;
     RANK_CHECK(ncclGroupStart() == ncclSuccess);
     RANK_CHECK(ncclCommInitRank(&x, 2, other, 0) == ncclSuccess);
     RANK_CHECK(ncclCommInitRank(&y, 3, other, 1) == ncclSuccess);
+    RANK_CHECK(ncclCommInitRank(&z, 1, alone, 0) == ncclSuccess); /* made, then freed */
     RANK_CHECK(ncclGroupEnd() == ncclInvalidArgument);
     RANK_CHECK(strstr(ncclGetLastError(NULL), "nranks") != NULL);
-    RANK_CHECK(x == (ncclComm_t)(uintptr_t)5 && y == (ncclComm_t)(uintptr_t)6);
+    RANK_CHECK(x == (ncclComm_t)(uintptr_t)5 && y == (ncclComm_t)(uintptr_t)6 &&
+               z == (ncclComm_t)(uintptr_t)7);
+    /* a simulated end drops a recorded init; with no simInfo it is an end;
+     * a simInfo not initialized is refused with the group still open */
+    RANK_CHECK(ncclGroupStart() == ncclSuccess);
+    RANK_CHECK(ncclCommInitRank(&z, 1, alone, 0) == ncclSuccess);
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER, raw;
+    memset(&raw, 0, sizeof(raw));
+    RANK_CHECK(ncclGroupSimulateEnd(&raw) == ncclInvalidArgument);
+    RANK_CHECK(strstr(ncclGetLastError(NULL), "magic") != NULL);
+    RANK_CHECK(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage);
+    RANK_CHECK(z == (ncclComm_t)(uintptr_t)7);
+    RANK_CHECK(ncclGroupEnd() == ncclInvalidUsage); /* none open */
+    RANK_CHECK(ncclGroupStart() == ncclSuccess);
+    RANK_CHECK(ncclCommInitRank(&z, 1, alone, 0) == ncclSuccess);
+    RANK_CHECK(ncclGroupSimulateEnd(NULL) == ncclSuccess);
+    int one = 0;
+    RANK_CHECK(z != (ncclComm_t)(uintptr_t)7 && ncclCommCount(z, &one) == ncclSuccess && one == 1);
+    RANK_CHECK(ncclCommDestroy(z) == ncclSuccess);
   }
   RANK_CHECK(ncclGroupStart() == ncclSuccess);
   for (int k = 0; k < mine; k++)

@@ -171,6 +171,8 @@ class Communicator:
         self._host_buf = None
         self.disabled = False
         self.available = True
+        if _in_group():  # (the library would make it only at the group's end)
+            raise ValueError("Communicator: not made inside a group (dmaccl.group / group_start)")
         _lib.cta_policy_value(cta_policy)  # checked before anything is made
         if group is not None:
             rank, world_size = _group_rank_size(group)
@@ -267,14 +269,13 @@ class Communicator:
         """A new Communicator of the ranks that pass the same color, ordered by
         key (default: this rank), as ncclCommSplit; None for a rank whose color
         is None (it joins none). Collective: every rank of this communicator
-        calls it, outside a group; a wrong argument on one rank raises there
-        (ValueError, TypeError) and DmacclError on the others. With neither algorithm nor cta_policy the new one inherits
+        calls it, outside a group (inside one every rank's call fails); a
+        wrong argument on one rank raises there (ValueError, TypeError) and
+        DmacclError on the others. With neither algorithm nor cta_policy the new one inherits
         this one's configuration; the host executor's shared buffer has this
         one's size. Ranks of ``init_all`` cannot split (DmacclError)."""
         self._live("split")
-        if _in_group():
-            raise ValueError("split: not allowed inside a group (dmaccl.group / group_start)")
-        why = None
+        why = None  # (inside a group the library refuses it, after taking part)
         if color is not None and (isinstance(color, bool) or not isinstance(color, int) or
                                   not 0 <= color < 2**31):
             why = ValueError(f"split: color {color!r} must be an int in 0..2**31-1, or None")
@@ -289,17 +290,21 @@ class Communicator:
                 _lib.cta_policy_value(cta_policy)
             except ValueError as e:
                 why = e
+        cfg = None
+        if why is None and (algorithm is not None or cta_policy is not None):
+            try:
+                cfg = _lib.make_config(
+                    _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST,
+                    algorithm, cta_policy)
+            except (ValueError, TypeError, UnicodeError) as e:
+                why = e
         if why is not None:
             # still take part in the exchange, so that every rank fails, in step
+            # (the library's sentence on this rank is then "newcomm is NULL")
             lib().dmacclCommSplit(self._comm, 0, 0, None, None)
             raise why
         if key is None:
             key = self.rank
-        cfg = None
-        if algorithm is not None or cta_policy is not None:
-            cfg = _lib.make_config(
-                _lib.EXECUTOR_CUDA if self.executor == "cuda" else _lib.EXECUTOR_HOST, algorithm,
-                cta_policy)
         out = ctypes.c_void_p()
         check(lib().dmacclCommSplit(self._comm, -1 if color is None else color, key,
                                     ctypes.byref(out), ctypes.byref(cfg) if cfg else None),

@@ -168,7 +168,10 @@ static void makeRecorded(coreInitCall *c) {
 }
 
 static void *makeRecordedThread(void *arg) {
-  makeRecorded(arg);
+  coreInitCall *c = arg;
+  const execOps *ops = c->executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
+  if (ops->bindThread) ops->bindThread(c->device); /* (no context made on GPU 0) */
+  makeRecorded(c);
   return NULL;
 }
 
@@ -205,7 +208,7 @@ dmacclResult_t coreRunInits(coreInitCall **calls, int n) {
                    "dmacclGroupEnd: dmacclCommInitRank (rank %d of %d, call %d of the group's %d) "
                    "failed: %s%s",
                    calls[bad]->rank, calls[bad]->nranks, bad + 1, n, calls[bad]->why,
-                   n > 1 ? "; none of the group's communicators was made" : "");
+                   n > 1 ? "; the group's other communicators were freed, none was returned" : "");
   for (int i = 0; i < n; i++) {
     if (bad >= 0 && calls[i]->made)
       dmacclCommDestroy(calls[i]->made);
@@ -261,11 +264,13 @@ static dmacclResult_t splitConfig(dmacclComm_t comm, const dmacclConfig_t *given
                        "dmacclCommSplit: config was not initialized with "
                        "DMACCL_CONFIG_INITIALIZER (size %zu, magic 0x%x)",
                        given->size, given->magic);
-    memcpy(&cfg, given, given->size);
-    cfg.size = sizeof(cfg);
-    if (given->size < offsetof(dmacclConfig_t, executor) + sizeof(cfg.executor) ||
-        cfg.executor == dmacclExecutorDefault)
-      cfg.executor = comm->executor;
+      /* the fields the caller's version has whole; the rest at their defaults */
+#define HAS(f) (given->size >= offsetof(dmacclConfig_t, f) + sizeof(given->f))
+    if (HAS(executor)) cfg.executor = given->executor;
+    if (HAS(algorithm)) cfg.algorithm = given->algorithm;
+    if (HAS(ctaPolicy)) cfg.ctaPolicy = given->ctaPolicy;
+#undef HAS
+    if (cfg.executor == dmacclExecutorDefault) cfg.executor = comm->executor;
     *out = cfg;
     return dmacclSuccess;
   }

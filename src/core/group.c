@@ -223,14 +223,18 @@ static void unscratch(void *p, const void *buf) {
   if (p != buf) free(p);
 }
 
+static void dropInits(void) {
+  for (int i = 0; i < ninits; i++) coreFreeInit(inits[i]);
+  free(inits);
+  inits = NULL, ninits = capinits = 0;
+}
+
 dmacclResult_t dmacclGroupDrop(void) {
   if (depth == 0)
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupDrop: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
-  for (int i = 0; i < ninits; i++) coreFreeInit(inits[i]);
-  free(inits);
-  inits = NULL, ninits = capinits = 0;
+  dropInits();
   dropAll();
   return dmacclSuccess;
 }
@@ -240,21 +244,10 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
-  /* Communicators first (the group's calls cannot use them: they did not
-   * exist when the calls were checked); the calls go on whatever became of
-   * them, as after a call refused inside a group. */
-  dmacclResult_t made = dmacclSuccess;
-  if (ninits) {
-    coreInitCall **list = inits;
-    int n = ninits;
-    inits = NULL, ninits = capinits = 0;
-    made = coreRunInits(list, n);
-    if (!nops) return made;
-  }
   /* Two ranks of one set of processes on the CUDA executor cannot be driven
    * by one thread: a call of one may wait inside for its peers' calls
-   * (launch_mp.c), the other's among them. Refused before anything is
-   * issued (it would wait on itself). */
+   * (launch_mp.c), the other's among them. Refused before anything is made
+   * or issued (it would wait on itself). */
   int several = 0; /* (calls on one communicator, the common group, lock nothing here) */
   for (int i = 1; i < nops && !several; i++) several = ops[i].comm != ops[0].comm;
   for (int i = 0, same = -1, ri = 0, rj = 0; several && i < nops && same < 0; i++) {
@@ -272,13 +265,25 @@ dmacclResult_t dmacclGroupEnd(void) {
     coreLeave(ops[i].comm);
     if (same >= 0) {
       dropAll();
+      dropInits();
       return coreError(NULL, dmacclInvalidUsage,
                        "dmacclGroupEnd: this thread's group issues for ranks %d and %d of one "
                        "dmacclCommInitRank set on the CUDA executor; a call of such a rank may "
                        "wait for its peers' calls, so one thread cannot drive two of them: use "
-                       "a thread per rank, or dmacclCommInitAll (nothing was issued)",
+                       "a thread per rank, or dmacclCommInitAll (nothing was made or issued)",
                        ri, rj);
     }
+  }
+  /* Communicators first (the group's calls cannot use them: they did not
+   * exist when the calls were checked); the calls go on whatever became of
+   * them, as after a call refused inside a group. */
+  dmacclResult_t made = dmacclSuccess;
+  if (ninits) {
+    coreInitCall **list = inits;
+    int n = ninits;
+    inits = NULL, ninits = capinits = 0;
+    made = coreRunInits(list, n);
+    if (!nops) return made;
   }
   /* nops grows with expansion, but only AlltoAllv calls (one each) are listed */
   dmacclComm_t doneBuf[GROUP_STACK_OPS + 1];

@@ -148,7 +148,7 @@ static void watch(coreClique *c, double now) {
 static void *progressMain(void *arg) {
   coreClique *c = arg;
   dmacclComm_t own = c->comms[c->localRank];
-  if (own && own->exec->bindThread) own->exec->bindThread(own);
+  if (own && own->exec->bindThread) own->exec->bindThread(own->device);
   double lastWatch = 0;
   uint64_t seen = 0; /* postTick at the last poll */
   int quiet = 0;     /* polls since the rank last called */

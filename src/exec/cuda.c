@@ -1530,12 +1530,12 @@ out:
  * GPU 0 for the process's life: docs/latency-notes.md, "The 100-ms-class
  * stall, found"). The rank's context exists already (initRank). */
 static void relaxCaptureMode(void);
-static void cudaBindThread(dmacclComm_t comm) {
+static void cudaBindThread(int device) {
   /* cudaSetDevice first: a runtime call that needs a context, made on a
    * new thread, binds it to device 0 and initializes that device's context
    * (relaxing the capture mode first did: 2x H200, testOwnGpuOnly "after
    * init") */
-  if (cudaSetDevice(comm->device) != cudaSuccess) cudaGetLastError();
+  if (cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
   relaxCaptureMode(); /* before its queries, as on every call of this thread */
 }
 

@@ -164,13 +164,14 @@ typedef struct execOps {
   dmacclResult_t (*importBuf)(dmacclComm_t comm, int peer, const coreBufRef *ref, void **addr);
   dmacclResult_t (*registerBuf)(dmacclComm_t comm, void *ptr, size_t size, void **handle);
   dmacclResult_t (*deregisterBuf)(dmacclComm_t comm, void *handle);
-  /* Called first on a thread the library starts for comm (the progress
-   * thread): makes comm's device that thread's own, so that the executor's
-   * device switches around its calls (cudaEnterDevice) are none there. A
-   * new thread's device is 0: switching back to it after each event query
-   * made a primary context on GPU 0 in the process of every rank on
-   * another GPU (CUDA 12's cudaSetDevice initializes one). NULL: nothing. */
-  void (*bindThread)(dmacclComm_t comm);
+  /* Called first on a thread the library starts for a rank on `device` (the
+   * progress thread; a thread making a communicator recorded in a group):
+   * makes the device that thread's own, so that the executor's device
+   * switches around its calls (cudaEnterDevice) are none there. A new
+   * thread's device is 0: switching back to it after each event query made
+   * a primary context on GPU 0 in the process of every rank on another GPU
+   * (CUDA 12's cudaSetDevice initializes one). NULL: nothing. */
+  void (*bindThread)(int device);
   /* Releases every wait comm has queued (dmacclCommAbort). */
   void (*abort)(dmacclComm_t comm);
   /* 1 when operation seq has completed on this rank. */

@@ -419,12 +419,20 @@ EXPORT ncclResult_t ncclGroupEnd(void) {
   return of(dmacclGroupEnd());
 }
 
-/* As NCCL, it ends the group without launching; with no time to estimate,
- * it says so (the group's calls are dropped, nothing was issued). */
+/* As NCCL: with no simInfo an ordinary group end; else the group ends
+ * without launching. With no time to estimate it says so (the group's calls
+ * are dropped, nothing was issued). */
 EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
-  (void)simInfo;
-  ncclResult_t rc = of(dmacclGroupDrop());
-  if (rc != ncclSuccess) return rc;
-  return unsupported("ncclGroupSimulateEnd",
-                     "no time model; the group was ended and its calls dropped");
+  if (!simInfo) return of(dmacclGroupEnd());
+  if (simInfo->magic != 0x74685283u)
+    return fail(ncclInvalidArgument,
+                "ncclGroupSimulateEnd: simInfo's magic is 0x%x, not NCCL's 0x74685283 "
+                "(initialize it with NCCL_SIM_INFO_INITIALIZER); the group is still open",
+                simInfo->magic);
+  dmacclResult_t r = dmacclGroupDrop();
+  if (r != dmacclSuccess)
+    return fail(of(r), "ncclGroupSimulateEnd: no group is open (call ncclGroupStart first)");
+  return fail(ncclInvalidUsage,
+              "ncclGroupSimulateEnd: not supported by dmaccl's NCCL API (no time model): the "
+              "group was ended and its calls dropped, nothing issued");
 }

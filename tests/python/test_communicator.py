@@ -338,9 +338,17 @@ def split_errors_body(uid, rank, n):
     else:
         with pytest.raises(dmaccl.DmacclError, match="rank 1"):
             comm.split(0)
+    # inside a group on one rank: refused there, and the other learns it
+    if rank == 0:
+        with dmaccl.group():
+            with pytest.raises(dmaccl.DmacclError, match="inside a group"):
+                comm.split(0)
+    else:
+        with pytest.raises(dmaccl.DmacclError, match="rank 0"):
+            comm.split(0)
     with dmaccl.group():
         with pytest.raises(ValueError, match="group"):
-            comm.split(0)
+            dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
     # refused by the library on one rank: every rank learns it, nothing is made
     with pytest.raises(dmaccl.DmacclError, match="algorithm" if rank == 0 else "rank 0"):
         comm.split(0, algorithm="allgather:nosuch" if rank == 0 else None)
