@@ -1,0 +1,210 @@
+"""PyTorch's own "nccl" backend (ProcessGroupNCCL) on dmaccl.
+
+torch's libtorch_cuda calls NCCL's C API; dmaccl's libnccl.so.2 put first
+in the process (LD_PRELOAD, set before the ranks' interpreters start)
+answers those calls, so `init_process_group("nccl")` runs on dmaccl with no
+change to the program (docs/nccl.md, "PyTorch's nccl backend"). Rank r uses
+GPU r % GPUs: on a one-GPU machine the ranks share it, which NCCL itself
+refuses, so the run also shows that dmaccl, not NCCL, answered.
+
+Every collective torch's backend issues for these calls is compared
+exactly with a reference computed from every rank's inputs (small integers,
+so sums, products and averages of two ranks are exact in bf16 too), on
+outputs filled with NaN first: eager, async, on a new group (a split of the
+eagerly made world communicator, or a fresh one when the world is made
+lazily), and captured in a CUDA graph and replayed with new inputs.
+Skipped without a GPU or a CUDA build of torch.
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no GPU: the GPU tests are skipped", allow_module_level=True)
+
+from ranks import free_port, run_ranks  # noqa: E402
+
+import dmaccl  # noqa: E402
+
+GPUS = torch.cuda.device_count()
+
+
+def ints(seed, r, count, dtype):
+    g = torch.Generator().manual_seed(seed * 100 + r)
+    return torch.randint(-8, 9, (count,), generator=g).to(dtype)
+
+
+def exact(got, want, what, errors):
+    got = got.cpu()
+    if got.dtype != want.dtype or got.shape != want.shape:
+        errors.append(f"{what}: got {got.dtype} {tuple(got.shape)}, "
+                      f"want {want.dtype} {tuple(want.shape)}")
+    elif not torch.equal(got.view(torch.uint8), want.view(torch.uint8)):
+        bad = (got.float() != want.float()).nonzero()
+        errors.append(f"{what}: {bad.numel()} elements differ, first at {bad[0].tolist()}"
+                      if bad.numel() else f"{what}: bits differ (NaN?)")
+
+
+def pg_body(uid, rank, n, port, eager, lib):
+    import torch.distributed as dist
+
+    maps = open("/proc/self/maps").read()
+    assert os.path.realpath(lib) in maps, "dmaccl's libnccl.so.2 is not loaded"
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=n, device_id=dev if eager else None)
+    errors = []
+
+    def step(what, fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001  (each failure is listed, then asserted)
+            errors.append(f"{what}: {type(e).__name__}: {e}")
+
+    def nan(count, dtype):
+        return torch.full((count,), float("nan"), device=dev).to(dtype)
+
+    ops = {dist.ReduceOp.SUM: lambda xs: sum(x.double() for x in xs),
+           dist.ReduceOp.AVG: lambda xs: sum(x.double() for x in xs) / len(xs),
+           dist.ReduceOp.MAX: lambda xs: torch.stack(xs).double().max(0).values,
+           dist.ReduceOp.MIN: lambda xs: torch.stack(xs).double().min(0).values,
+           dist.ReduceOp.PRODUCT: lambda xs: torch.stack(xs).double().prod(0)}
+    for count in (1000, (1 << 20) + 3):
+        for dtype in (torch.float32, torch.bfloat16, torch.int32):
+            xs = [ints(count % 89, r, count, dtype) for r in range(n)]
+            for op, ref in ops.items():
+                if op == dist.ReduceOp.AVG and dtype == torch.int32:
+                    continue
+
+                def allreduce():
+                    t = xs[rank].to(dev)
+                    dist.all_reduce(t, op=op)
+                    exact(t, ref(xs).to(dtype), f"all_reduce {op} {dtype} {count}", errors)
+                step(f"all_reduce {op} {dtype} {count}", allreduce)
+
+            def gathers():
+                out = nan(count * n, dtype)
+                dist.all_gather_into_tensor(out, xs[rank].to(dev))
+                exact(out, torch.cat(xs), f"all_gather_into_tensor {dtype} {count}", errors)
+                lst = [nan(count, dtype) for _ in range(n)]
+                dist.all_gather(lst, xs[rank].to(dev))
+                exact(torch.cat(lst), torch.cat(xs), f"all_gather {dtype} {count}", errors)
+                blk = count // n
+                rs = nan(blk, dtype)
+                dist.reduce_scatter_tensor(rs, xs[rank][:blk * n].to(dev))
+                want = sum(x[:blk * n].double() for x in xs)[rank * blk:(rank + 1) * blk]
+                exact(rs, want.to(dtype), f"reduce_scatter_tensor {dtype} {count}", errors)
+                for root in range(n):
+                    t = xs[rank].to(dev) if rank == root else nan(count, dtype)
+                    dist.broadcast(t, src=root)
+                    exact(t, xs[root], f"broadcast root {root} {dtype} {count}", errors)
+                    t = xs[rank].to(dev)
+                    dist.reduce(t, dst=root)
+                    if rank == root:
+                        exact(t, ops[dist.ReduceOp.SUM](xs).to(dtype),
+                              f"reduce root {root} {dtype} {count}", errors)
+                a2a = nan(blk * n, dtype)
+                dist.all_to_all_single(a2a, xs[rank][:blk * n].to(dev))
+                want = torch.cat([x[rank * blk:(rank + 1) * blk] for x in xs])
+                exact(a2a, want, f"all_to_all_single {dtype} {count}", errors)
+            step(f"gathers {dtype} {count}", gathers)
+
+    def uneven():
+        # rank s sends (s + d) % 3 rows of 4 to rank d: a rank may send nothing
+        xs = [ints(7, r, 4 * 3 * n, torch.float32).view(-1, 4) for r in range(n)]
+        ins = [(rank + d) % 3 for d in range(n)]
+        outs = [(s + rank) % 3 for s in range(n)]
+        got = nan(4 * sum(outs), torch.float32).view(-1, 4)
+        dist.all_to_all_single(got, xs[rank][:sum(ins)].to(dev), outs, ins)
+        want = []
+        for s in range(n):
+            o = sum((s + d) % 3 for d in range(rank))
+            want.append(xs[s][o:o + (s + rank) % 3])
+        exact(got, torch.cat(want), "all_to_all_single with splits", errors)
+    step("all_to_all_single with splits", uneven)
+
+    def p2p():
+        xs = [ints(9, r, 4099, torch.bfloat16) for r in range(n)]
+        nxt, prv = (rank + 1) % n, (rank - 1) % n
+        got = nan(4099, torch.bfloat16)
+        reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, xs[rank].to(dev), nxt),
+                                       dist.P2POp(dist.irecv, got, prv)])
+        for r in reqs:
+            r.wait()
+        exact(got, xs[prv], "batch_isend_irecv ring", errors)
+        got = nan(4099, torch.bfloat16)
+        if rank == 0:
+            dist.send(xs[0].to(dev), dst=n - 1)
+        elif rank == n - 1:
+            dist.recv(got, src=0)
+            exact(got, xs[0], "send / recv", errors)
+    step("send / recv", p2p)
+
+    def async_and_objects():
+        xs = [ints(11, r, 1 << 16, torch.float32) for r in range(n)]
+        t = xs[rank].to(dev)
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        exact(t, sum(xs), "async all_reduce", errors)
+        objs = [None] * n
+        dist.all_gather_object(objs, {"rank": rank})
+        if objs != [{"rank": r} for r in range(n)]:
+            errors.append(f"all_gather_object: {objs}")
+        dist.barrier()
+    step("async, objects, barrier", async_and_objects)
+
+    def groups():
+        g = dist.new_group(list(range(n)))
+        xs = [ints(13, r, 5000, torch.bfloat16) for r in range(n)]
+        t = xs[rank].to(dev)
+        dist.all_reduce(t, group=g)
+        exact(t, sum(x.double() for x in xs).to(torch.bfloat16), "all_reduce on new_group",
+              errors)
+        for r in range(n):  # a group of one rank each, made on every rank
+            one = dist.new_group([r])
+            if r == rank:
+                t = xs[rank].to(dev)
+                dist.all_reduce(t, group=one)
+                exact(t, xs[rank], "all_reduce on a group of one", errors)
+        dist.destroy_process_group(g)
+    step("new_group", groups)
+
+    def graph():
+        count = 8192
+        x = nan(count, torch.bfloat16)
+        out = nan(count * n, torch.bfloat16)
+        side = torch.cuda.Stream(device=dev)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up outside the capture, as torch asks
+            dist.all_reduce(x.clone())
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            dist.all_reduce(x)
+            dist.all_gather_into_tensor(out, x)
+        for it in range(3):
+            xs = [ints(20 + it, r, count, torch.bfloat16) for r in range(n)]
+            x.copy_(xs[rank].to(dev))
+            out.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            s = sum(v.double() for v in xs).to(torch.bfloat16)
+            exact(x, s, f"graph replay {it}: all_reduce", errors)
+            exact(out, torch.cat([s] * n), f"graph replay {it}: all_gather", errors)
+        dist.barrier()
+    step("CUDA graph", graph)
+
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+    assert not errors, f"rank {rank}:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("eager", [True, False], ids=["device_id", "lazy"])
+def test_torch_nccl_backend_on_dmaccl(eager, monkeypatch):
+    lib = dmaccl.nccl_library_path()
+    monkeypatch.setenv("LD_PRELOAD", lib)
+    run_ranks(pg_body, 2, free_port(), eager, lib, timeout=300)
