@@ -24,6 +24,9 @@
  */
 #ifdef DMACCL_HAVE_NCCL
 #include <nccl.h>
+/* nccl_device/core.h's host calls (that header needs CUDA's compiler) */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
 #else
 #include "nccl_abi.h"
 #endif
@@ -198,6 +201,13 @@ static int wrongArguments(int rank, int n, ncclComm_t comm, int gpu, cudaStream_
               ncclInvalidUsage, "ncclCommShrink"))
     return 1;
   if (refused(rank, comm, gpu, dev, ncclCommRevoke(comm, 0), ncclInvalidUsage, "ncclCommRevoke"))
+    return 1;
+  char devComm[64] = {0};
+  if (refused(rank, comm, gpu, dev, ncclDevCommCreate(comm, devComm, devComm), ncclInvalidUsage,
+              "ncclDevCommCreate"))
+    return 1;
+  if (refused(rank, comm, gpu, dev, ncclDevCommDestroy(comm, devComm), ncclInvalidUsage,
+              "ncclDevCommDestroy"))
     return 1;
   ncclRedOp_t pre = ncclSum;
   float scalar = 0.5f;

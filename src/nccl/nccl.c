@@ -20,6 +20,10 @@
  */
 #ifdef DMACCL_NCCL_REAL_HEADER
 #include <nccl.h>
+/* nccl_device/core.h's two host calls, its struct pointers as void * (that
+ * header needs CUDA's compiler; nccl_abi.h declares the same) */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
 #else
 #include "nccl_abi.h"
 #endif
@@ -245,6 +249,22 @@ EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int e
   (void)shrinkFlags;
   return unsupported("ncclCommShrink",
                      "make the new communicator with ncclGetUniqueId and ncclCommInitRank");
+}
+
+/* NCCL's device API (nccl_device/core.h: kernels that communicate through a
+ * device communicator) is not offered. Exported so that a program that also
+ * links it, as torch's libtorch_cuda does, gets an answer from this library
+ * for its communicators instead of NCCL's own function; the argument types
+ * are that header's, passed through untouched. */
+EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm) {
+  (void)comm, (void)reqs, (void)outDevComm;
+  return unsupported("ncclDevCommCreate",
+                     "dmaccl has no device API; use the host calls (collectives, Send/Recv)");
+}
+
+EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm) {
+  (void)comm, (void)devComm;
+  return unsupported("ncclDevCommDestroy", "dmaccl has no device API (ncclDevCommCreate)");
 }
 
 EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {

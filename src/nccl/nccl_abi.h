@@ -155,6 +155,10 @@ const char *ncclGetErrorString(ncclResult_t result);
 const char *ncclGetLastError(ncclComm_t comm);
 void ncclResetDebugInit(void);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError);
+/* nccl_device/core.h's host calls (the device API, not offered), with its
+ * struct pointers as void * */
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);

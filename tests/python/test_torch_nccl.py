@@ -63,6 +63,7 @@ def pg_body(uid, rank, n, port, eager, lib):
             fn()
         except Exception as e:  # noqa: BLE001  (each failure is listed, then asserted)
             errors.append(f"{what}: {type(e).__name__}: {e}")
+            print(f"rank {rank}: {errors[-1]}", flush=True)
 
     def nan(count, dtype):
         return torch.full((count,), float("nan"), device=dev).to(dtype)
@@ -198,8 +199,8 @@ def pg_body(uid, rank, n, port, eager, lib):
         dist.barrier()
     step("CUDA graph", graph)
 
-    torch.cuda.synchronize()
-    dist.destroy_process_group()
+    step("synchronize", torch.cuda.synchronize)
+    step("destroy_process_group", dist.destroy_process_group)
     assert not errors, f"rank {rank}:\n" + "\n".join(errors)
 
 
