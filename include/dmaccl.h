@@ -592,8 +592,18 @@ dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
  * when the pair is launched: a mismatch copies nothing and
  * dmacclCommSynchronize reports it). Sends and receives need not be called by
  * the other ranks. Stream and buffer rules as dmacclAllGather; they can be
- * captured into CUDA graphs. peer must be another rank (a Send/Recv to
- * oneself is not supported yet).
+ * captured into CUDA graphs.
+ *
+ * peer may be the calling rank itself inside a group, as in NCCL (torch's
+ * all_to_all_single with splits sends each rank its own block so): the
+ * group's k-th dmacclSend to itself is matched with its k-th dmacclRecv from
+ * itself on that communicator, and the pair is one local copy on their
+ * stream (nothing when empty or in place). The pair must agree in count and
+ * datatype and be on one stream; a call to itself without its match, or a
+ * pair that disagrees, fails the whole group at dmacclGroupEnd
+ * (dmacclInvalidUsage, or dmacclInvalidArgument for the counts or types)
+ * with nothing issued. Outside a group, and as a persistent request, a
+ * Send/Recv to oneself is refused (dmacclInvalidArgument).
  *
  * Inside a group, as in NCCL, a rank's sends and receives (to several peers,
  * both ways) are issued together at dmacclGroupEnd, after the group's

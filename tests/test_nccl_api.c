@@ -398,6 +398,7 @@ static int testNoComm(void) {
   ASSERT_CONTAINS(ncclGetLastError(NULL), "version");
   for (int r = 0; r < 8; r++) ASSERT_TRUE(strlen(ncclGetErrorString((ncclResult_t)r)) > 0);
   ASSERT_CONTAINS(ncclGetErrorString((ncclResult_t)99), "unknown");
+  ASSERT_CONTAINS(ncclGetErrorString(ncclInvalidArgument), "ncclGetLastError names it");
   ncclUniqueId id;
   ASSERT_EQ_INT(ncclGetUniqueId(&id), ncclSuccess);
   ncclComm_t comm = (ncclComm_t)(uintptr_t)0x5678;

@@ -592,6 +592,172 @@ static int testMismatch(void) {
   return rc;
 }
 
+/* Send/Recv to oneself inside a group, as torch's all_to_all_single with
+ * splits and NCCL programs issue them: every rank sends every rank (itself
+ * included) a block of its own length, all in one group, plus two more
+ * pairs to itself issued Send, Send, Recv, Recv (matched in order: the
+ * first Recv gets the first Send's bytes), an empty pair and an in-place
+ * one. Every byte checked, guards included. Then the refusals: a Send to
+ * itself with no Recv, one whose Recv has another count, one alone (outside
+ * a group); nothing written, the ranks' other calls in that group not
+ * issued, and the set usable after. */
+static int selfCase(int n, uint64_t seed) {
+  spSet s;
+  if (spInit(&s, n)) return 1;
+  enum { B = 4 * 1031 }; /* bytes of block unit (odd element count) */
+  size_t lens[MAXN][MAXN]; /* bytes rank r sends to rank q */
+  for (int r = 0; r < n; r++)
+    for (int q = 0; q < n; q++) lens[r][q] = (size_t)(1 + (r + 2 * q) % 3) * B;
+  unsigned char *sb[MAXN], *rb[MAXN], *xa[MAXN], *xb[MAXN], *ra[MAXN], *rbb[MAXN];
+  size_t A = 40 * sizeof(float), Bb = 3000 * sizeof(float);
+  unsigned char *host = malloc(3 * n * B + 2 * GUARD + Bb), *want = malloc(3 * n * B + 2 * GUARD + Bb);
+  ASSERT_TRUE(host && want);
+  for (int r = 0; r < n; r++) {
+    sb[r] = bufAlloc(s.dev[r], 3 * n * B);
+    rb[r] = bufAlloc(s.dev[r], 3 * n * B + GUARD);
+    xa[r] = bufAlloc(s.dev[r], A), xb[r] = bufAlloc(s.dev[r], Bb);
+    ra[r] = bufAlloc(s.dev[r], A + GUARD), rbb[r] = bufAlloc(s.dev[r], Bb + GUARD);
+    ASSERT_TRUE(sb[r] && rb[r] && xa[r] && xb[r] && ra[r] && rbb[r]);
+    payload(host, 3 * n * B, seed, r, 0, 0);
+    ASSERT_EQ_INT(bufPut(sb[r], host, 3 * n * B), 0);
+    payload(host, A, seed, r, r, 1);
+    ASSERT_EQ_INT(bufPut(xa[r], host, A), 0);
+    payload(host, Bb, seed, r, r, 2);
+    ASSERT_EQ_INT(bufPut(xb[r], host, Bb), 0);
+    memset(host, POISON, 3 * n * B + GUARD + Bb);
+    ASSERT_EQ_INT(bufPut(rb[r], host, 3 * n * B + GUARD), 0);
+    ASSERT_EQ_INT(bufPut(ra[r], host, A + GUARD), 0);
+    ASSERT_EQ_INT(bufPut(rbb[r], host, Bb + GUARD), 0);
+  }
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < n; r++) {
+    size_t so = 0, ro = 0;
+
+    for (int q = 0; q < n; q++) {
+      ASSERT_EQ_INT(dmacclSend(sb[r] + so, lens[r][q] / 4, dmacclFloat32, q, s.comm[r], s.st[r]),
+                    dmacclSuccess);
+      ASSERT_EQ_INT(dmacclRecv(rb[r] + ro, lens[q][r] / 4, dmacclFloat32, q, s.comm[r], s.st[r]),
+                    dmacclSuccess);
+      so += lens[r][q], ro += lens[q][r];
+    }
+    ASSERT_EQ_INT(dmacclSend(xa[r], A / 4, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclSend(xb[r], Bb / 2, dmacclBfloat16, r, s.comm[r], s.st[r]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclSend(xa[r], 0, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(ra[r], A / 4, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(rbb[r], Bb / 2, dmacclBfloat16, r, s.comm[r], s.st[r]),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(ra[r], 0, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+    /* in place: the buffer itself */
+    ASSERT_EQ_INT(dmacclSend(xb[r], 16, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(xb[r], 16, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(spSync(&s), 0);
+  for (int r = 0; r < n; r++) {
+    size_t ro = 0;
+    for (int q = 0; q < n; q++) {
+      size_t so = 0;
+      for (int t = 0; t < r; t++) so += lens[q][t];
+      payload(host, 3 * n * B, seed, q, 0, 0);
+      memcpy(want + ro, host + so, lens[q][r]);
+      ro += lens[q][r];
+    }
+    memset(want + ro, POISON, GUARD);
+    ASSERT_EQ_INT(bufGet(host, rb[r], ro + GUARD), 0);
+    long long d = testFirstDiff(host, want, ro + GUARD);
+    if (d >= 0) {
+      TEST_FAIL("%d ranks: rank %d's exchange, byte %lld", n, r, d);
+      return 1;
+    }
+    payload(want, A, seed, r, r, 1);
+    memset(want + A, POISON, GUARD);
+    ASSERT_EQ_INT(bufGet(host, ra[r], A + GUARD), 0);
+    if ((d = testFirstDiff(host, want, A + GUARD)) >= 0) {
+      TEST_FAIL("%d ranks: rank %d's first pair to itself, byte %lld", n, r, d);
+      return 1;
+    }
+    payload(want, Bb, seed, r, r, 2);
+    memset(want + Bb, POISON, GUARD);
+    ASSERT_EQ_INT(bufGet(host, rbb[r], Bb + GUARD), 0);
+    if ((d = testFirstDiff(host, want, Bb + GUARD)) >= 0) {
+      TEST_FAIL("%d ranks: rank %d's second pair to itself, byte %lld", n, r, d);
+      return 1;
+    }
+    ASSERT_EQ_INT(bufGet(host, xb[r], Bb), 0); /* the in-place pair left it */
+    ASSERT_TRUE(testFirstDiff(host, want, Bb) < 0);
+  }
+  /* Refusals: a Send to itself without its Recv (rank 0), beside a pair of
+   * every other rank; then a Recv of another count. Nothing is issued. */
+  for (int bad = 0; bad < 2; bad++) {
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(dmacclSend(xa[r], A / 4, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
+      if (r || bad)
+        ASSERT_EQ_INT(dmacclRecv(ra[r], A / 4 - (r == 0), dmacclFloat32, r, s.comm[r], s.st[r]),
+                      dmacclSuccess);
+      if (n > 1)
+        ASSERT_EQ_INT(dmacclSend(xb[r], 64, dmacclFloat32, (r + 1) % n, s.comm[r], s.st[r]),
+                      dmacclSuccess);
+      if (n > 1)
+        ASSERT_EQ_INT(dmacclRecv(rbb[r], 64, dmacclFloat32, (r + n - 1) % n, s.comm[r], s.st[r]),
+                      dmacclSuccess);
+    }
+    memset(host, POISON, Bb + GUARD);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(bufPut(ra[r], host, A + GUARD), 0);
+      ASSERT_EQ_INT(bufPut(rbb[r], host, Bb + GUARD), 0);
+    }
+    ASSERT_EQ_INT(dmacclGroupEnd(), bad ? dmacclInvalidArgument : dmacclInvalidUsage);
+    ASSERT_CONTAINS(dmacclCommGetLastError(NULL),
+                    bad ? "rank 0's Send to itself (call 1 of that kind in the group) has 40 "
+                          "elements of type 7, its matching Recv 39"
+                        : "rank 0's dmacclSend to itself (its call 1 of that kind in the group) "
+                          "has no matching dmacclRecv from itself");
+    ASSERT_EQ_INT(spSync(&s), 0);
+    for (int r = 0; r < n; r++) {
+      ASSERT_EQ_INT(bufGet(want, ra[r], A + GUARD), 0);
+      ASSERT_TRUE(testFirstDiff(host, want, A + GUARD) < 0);
+      ASSERT_EQ_INT(bufGet(want, rbb[r], Bb + GUARD), 0);
+      ASSERT_TRUE(testFirstDiff(host, want, Bb + GUARD) < 0);
+    }
+  }
+  ASSERT_EQ_INT(dmacclSend(xa[0], 4, dmacclFloat32, 0, s.comm[0], s.st[0]), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "runs only inside a group");
+  if (gpu) { /* a pair split across two streams */
+    cudaStream_t other;
+    ASSERT_TRUE(cudaSetDevice(s.dev[0]) == cudaSuccess &&
+                cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) == cudaSuccess);
+    ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclSend(xa[0], 4, dmacclFloat32, 0, s.comm[0], s.st[0]), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(ra[0], 4, dmacclFloat32, 0, s.comm[0], other), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclGroupEnd(), dmacclInvalidUsage);
+    ASSERT_CONTAINS(dmacclCommGetLastError(NULL), "different streams");
+    cudaStreamDestroy(other);
+  }
+  for (int r = 0; r < n; r++) {
+    bufFree(sb[r]), bufFree(rb[r]), bufFree(xa[r]), bufFree(xb[r]), bufFree(ra[r]);
+    bufFree(rbb[r]);
+  }
+  free(host), free(want);
+  /* the set is usable after the refusals */
+  int rc = 0;
+  if (n > 1) {
+    msg ok[] = {{0, n - 1, 333}, {n - 1, 0, 5}};
+    rc = spRun(&s, ok, 2, seed + 1);
+  }
+  spFini(&s);
+  return rc;
+}
+
+static int testSelf(void) {
+  for (int n = 1; n <= 3; n++)
+    if (selfCase(n, 40 + (uint64_t)n)) {
+      TEST_FAIL("%d ranks", n);
+      return 1;
+    }
+  return 0;
+}
+
 static int testArgs(void) {
   spSet s;
   if (spInit(&s, 2)) return 1;
@@ -1208,6 +1374,7 @@ int main(int argc, char **argv) {
   RUN_IF(testOneProcess);
   RUN_IF(testPersistent);
   RUN_IF(testMismatch);
+  RUN_IF(testSelf);
   RUN_IF(testArgs);
   RUN_IF(testSplitChoice);
   RUN_IF(testPairs);

@@ -68,6 +68,10 @@ typedef struct coreOp {
    * count bytes from sendbuff to recvbuff, issued by exec->oneRank (oneRank
    * is set when it is posted), not sequenced. */
   int self;
+  /* A Send/Recv whose peer is this rank, recorded in a group (p2p.c): the
+   * group's end pairs it with its match and issues the pair as one self op
+   * (coreP2pPairSelf). */
+  int selfP2p;
   /* An AlltoAllv recorded in a group to run as Send/Recv pairs (pairs.c):
    * the group's end issues its pieces instead, or runs it as a collective
    * where the group holds other calls of the set. */
@@ -376,8 +380,18 @@ dmacclResult_t coreP2pBind(coreOp *op);
 coreOp coreP2pOp(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
                  dmacclComm_t comm);
 /* Checks it on the parent (entered): the peer, then as a collective
- * (a Broadcast whose root is the sender). */
+ * (a Broadcast whose root is the sender). The peer may be this rank itself
+ * only where op->selfP2p is set (a call inside a group). */
 dmacclResult_t coreP2pCheck(coreOp *op, const char *call);
+/* The group's Send/Recv calls to this rank itself (selfP2p; ops[0..*n)),
+ * matched per communicator in call order, the k-th Send with the k-th Recv,
+ * as NCCL matches them: each pair becomes one self op in the Recv's place
+ * (the Send's buffer copied into the Recv's on the Recv's stream) and the
+ * Send is removed; an empty or in-place pair becomes nothing. A call left
+ * without its match, or a pair whose counts, types or streams differ,
+ * fails the whole group (why in err, *n untouched). Reads no communicator
+ * (each call's peer is its rank). */
+dmacclResult_t coreP2pPairSelf(coreOp *ops, int *n, char *err, size_t errLen);
 /* AlltoAllv as Send/Recv pairs (pairs.c). Whether op (checked) runs so: the
  * table's choice at every size, and outside a capture or once the channels
  * exist (an earlier uncaptured one made them; every rank counts alike). */

@@ -274,6 +274,15 @@ dmacclResult_t dmacclGroupEnd(void) {
                        ri, rj);
     }
   }
+  /* Send/Recv calls to oneself become copies; one without its match (or a
+   * pair that disagrees) refuses the group before anything is made. */
+  char why[320];
+  dmacclResult_t paired = coreP2pPairSelf(ops, &nops, why, sizeof(why));
+  if (paired != dmacclSuccess) {
+    dropAll();
+    dropInits();
+    return coreError(NULL, paired, "%s", why);
+  }
   /* Communicators first (the group's calls cannot use them: they did not
    * exist when the calls were checked); the calls go on whatever became of
    * them, as after a call refused inside a group. */

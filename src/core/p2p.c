@@ -222,13 +222,96 @@ dmacclResult_t coreP2pCheck(coreOp *op, const char *call) {
   if (peer < 0 || peer >= comm->nranks)
     return coreError(comm, dmacclInvalidArgument, "%s: peer %d is not a rank (0 to %d)", call, peer,
                      comm->nranks - 1);
-  if (peer == comm->rank)
+  if (peer == comm->rank && !op->selfP2p)
     return coreError(comm, dmacclInvalidArgument,
-                     "%s: peer %d is this rank itself; a Send/Recv to oneself is not supported "
-                     "yet (copy the buffer instead)",
+                     "%s: peer %d is this rank itself; a Send/Recv to oneself runs only inside a "
+                     "group that holds its matching Recv/Send (not alone, nor as a persistent "
+                     "request)",
                      call, peer);
   op->root = op->p2p == 1 ? comm->rank : peer;
   return coreCheckCollArgs(op, call);
+}
+
+dmacclResult_t coreP2pPairSelf(coreOp *ops, int *n, char *err, size_t errLen) {
+  int any = 0;
+  for (int i = 0; i < *n; i++) any |= ops[i].selfP2p;
+  if (!any) return dmacclSuccess;
+  /* match[i]: for a Send, the index of its Recv; -1 unmatched */
+  int stackMatch[64];
+  int *match = *n <= 64 ? stackMatch : malloc((size_t)*n * sizeof(int));
+  if (!match) {
+    snprintf(err, errLen, "dmacclGroupEnd: out of memory pairing Send/Recv calls to oneself");
+    return dmacclSystemError;
+  }
+  dmacclResult_t rc = dmacclSuccess;
+  for (int i = 0; i < *n; i++) match[i] = -1;
+  for (int side = 1; side <= 2 && rc == dmacclSuccess; side++)
+    for (int i = 0, k; i < *n && rc == dmacclSuccess; i++) {
+      if (!ops[i].selfP2p || ops[i].p2p != side) continue;
+      /* its place among this communicator's calls to itself of its kind,
+       * and the call of the other kind in the same place */
+      k = 0;
+      for (int j = 0; j < i; j++)
+        k += ops[j].selfP2p && ops[j].p2p == side && ops[j].comm == ops[i].comm;
+      int m = -1;
+      for (int j = 0, seen = 0; j < *n && m < 0; j++)
+        if (ops[j].selfP2p && ops[j].p2p == 3 - side && ops[j].comm == ops[i].comm &&
+            seen++ == k)
+          m = j;
+      const coreOp *s = side == 1 ? &ops[i] : m >= 0 ? &ops[m] : NULL;
+      const coreOp *r = side == 2 ? &ops[i] : m >= 0 ? &ops[m] : NULL;
+      if (m < 0) {
+        snprintf(err, errLen,
+                 "dmacclGroupEnd: rank %d's %s %s itself (its call %d of that kind in the group) "
+                 "has no matching %s %s itself in the group; nothing was issued",
+                 ops[i].peer, side == 1 ? "dmacclSend" : "dmacclRecv", side == 1 ? "to" : "from",
+                 k + 1, side == 1 ? "dmacclRecv" : "dmacclSend", side == 1 ? "from" : "to");
+        rc = dmacclInvalidUsage;
+      } else if (side == 1 && (s->count != r->count || s->datatype != r->datatype)) {
+        snprintf(err, errLen,
+                 "dmacclGroupEnd: rank %d's Send to itself (call %d of that kind in the group) "
+                 "has %zu elements of type %d, its matching Recv %zu of type %d; nothing was "
+                 "issued",
+                 ops[i].peer, k + 1, s->count, (int)s->datatype, r->count, (int)r->datatype);
+        rc = dmacclInvalidArgument;
+      } else if (side == 1 && s->stream != r->stream) {
+        snprintf(err, errLen,
+                 "dmacclGroupEnd: rank %d's Send to itself (call %d of that kind in the group) "
+                 "and its matching Recv are on different streams; dmaccl copies a pair to "
+                 "oneself on one stream: issue both on it (nothing was issued)",
+                 ops[i].peer, k + 1);
+        rc = dmacclInvalidUsage;
+      } else if (side == 1) {
+        match[i] = m;
+      }
+    }
+  if (rc == dmacclSuccess) {
+    /* each Recv becomes its pair's copy, in its place */
+    for (int i = 0; i < *n; i++) {
+      if (!ops[i].selfP2p || ops[i].p2p != 1) continue;
+      coreOp *r = &ops[match[i]];
+      size_t bytes = r->count * coreTypeSize(r->datatype);
+      int none = !bytes || ops[i].sendbuff == r->recvbuff; /* nothing to copy */
+      *r = (coreOp){.comm = r->comm,
+                    .coll = r->coll,
+                    .call = r->call,
+                    .sendbuff = ops[i].sendbuff,
+                    .recvbuff = r->recvbuff,
+                    .count = none ? 0 : bytes,
+                    .datatype = dmacclUint8,
+                    .stream = r->stream,
+                    .capture = r->capture,
+                    .captureId = r->captureId,
+                    .self = 1};
+    }
+    int out = 0;
+    for (int i = 0; i < *n; i++)
+      if (!(ops[i].selfP2p && ops[i].p2p == 1) && !(ops[i].self && !ops[i].count))
+        ops[out++] = ops[i];
+    *n = out;
+  }
+  if (match != stackMatch) free(match);
+  return rc;
 }
 
 dmacclResult_t coreP2pPost(coreOp *op, const char *call) {
@@ -269,6 +352,8 @@ static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t da
   if (rc != dmacclSuccess) return rc;
   coreOp op = coreP2pOp(send, buf, count, datatype, peer, comm);
   op.stream = stream;
+  op.selfP2p = peer == comm->rank && coreGroupActive();
+  if (op.selfP2p) op.sendbuff = buf; /* a Recv from itself is checked as the root's, in place */
   rc = coreP2pCheck(&op, call);
   if (rc == dmacclSuccess && coreGroupActive())
     rc = coreGroupRecord(&op);

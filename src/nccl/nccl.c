@@ -149,10 +149,12 @@ EXPORT const char *ncclGetErrorString(ncclResult_t result) {
   case ncclUnhandledCudaError:
   case ncclSystemError:
   case ncclInternalError:
-  case ncclInvalidArgument:
   case ncclInvalidUsage:
   case ncclRemoteError:
   case ncclInProgress: return dmacclGetErrorString((dmacclResult_t)result);
+  /* dmaccl's string points at dmacclCommGetLastError; this API's caller has
+   * ncclGetLastError (the same sentence) */
+  case ncclInvalidArgument: return "invalid argument (ncclGetLastError names it)";
   default: return "unknown result code";
   }
 }
