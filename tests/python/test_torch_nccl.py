@@ -10,9 +10,12 @@ refuses, so the run also shows that dmaccl, not NCCL, answered.
 Every collective torch's backend issues for these calls is compared
 exactly with a reference computed from every rank's inputs (small integers,
 so sums, products and averages of two ranks are exact in bf16 too), on
-outputs filled with NaN first: eager, async, on a new group (a split of the
-eagerly made world communicator, or a fresh one when the world is made
-lazily), and captured in a CUDA graph and replayed with new inputs.
+outputs filled with NaN first: eager, async, the list forms torch builds
+from grouped Send/Recv (a rank's own block sent to itself), coalesced, on a
+new group (a split of the eagerly made world communicator, or a fresh one
+when the world is made lazily), and captured in a CUDA graph and replayed
+with new inputs; the same with torch's non-blocking communicators. Then
+DDP and FSDP2 train against an unsharded reference, and split_group.
 Skipped without a GPU or a CUDA build of torch.
 """
 
@@ -173,6 +176,37 @@ def pg_body(uid, rank, n, port, eager, lib):
         dist.destroy_process_group(g)
     step("new_group", groups)
 
+    def list_forms():
+        # the list forms torch builds from grouped Send/Recv (a rank's own
+        # block to itself) or from its coalescing manager
+        xs = [[ints(15, 10 * r + q, 777 + q, torch.float32) for q in range(n)] for r in range(n)]
+        outs = [nan(777 + rank, torch.float32) for _ in range(n)]
+        dist.all_to_all(outs, [x.to(dev) for x in xs[rank]])
+        exact(torch.cat(outs), torch.cat([xs[q][rank] for q in range(n)]), "all_to_all (lists)",
+              errors)
+        for root in range(n):
+            got = [nan(777, torch.float32) for _ in range(n)] if rank == root else None
+            dist.gather(xs[rank][0].to(dev), got, dst=root)
+            if rank == root:
+                exact(torch.cat(got), torch.cat([xs[q][0] for q in range(n)]),
+                      f"gather root {root}", errors)
+            out = nan(777 + rank, torch.float32)
+            dist.scatter(out, [x.to(dev) for x in xs[root]] if rank == root else None, src=root)
+            exact(out, xs[root][rank], f"scatter root {root}", errors)
+        blocks = [[ints(16, 10 * r + q, 999, torch.bfloat16) for q in range(n)] for r in range(n)]
+        out = nan(999, torch.bfloat16)
+        dist.reduce_scatter(out, [b.to(dev) for b in blocks[rank]])
+        exact(out, sum(blocks[r][rank].double() for r in range(n)).to(torch.bfloat16),
+              "reduce_scatter (lists)", errors)
+        ins = [ints(17, r, 3000, torch.float32) for r in range(n)]
+        outs = [nan(3000 * n, torch.float32) for _ in range(3)]
+        with dist._coalescing_manager(device=dev):
+            for k in range(3):
+                dist.all_gather_into_tensor(outs[k], (ins[rank] + k).to(dev))
+        for k in range(3):
+            exact(outs[k], torch.cat([x + k for x in ins]), f"coalesced all_gather {k}", errors)
+    step("list forms and coalescing", list_forms)
+
     def graph():
         count = 8192
         x = nan(count, torch.bfloat16)
@@ -204,8 +238,77 @@ def pg_body(uid, rank, n, port, eager, lib):
     assert not errors, f"rank {rank}:\n" + "\n".join(errors)
 
 
-@pytest.mark.parametrize("eager", [True, False], ids=["device_id", "lazy"])
-def test_torch_nccl_backend_on_dmaccl(eager, monkeypatch):
+@pytest.mark.parametrize("mode", ["device_id", "lazy", "nonblocking"])
+def test_torch_nccl_backend_on_dmaccl(mode, monkeypatch):
+    """nonblocking: torch's TORCH_NCCL_USE_COMM_NONBLOCKING, whose init
+    and split return at once and are polled with ncclCommGetAsyncError."""
     lib = dmaccl.nccl_library_path()
     monkeypatch.setenv("LD_PRELOAD", lib)
-    run_ranks(pg_body, 2, free_port(), eager, lib, timeout=300)
+    if mode == "nonblocking":
+        monkeypatch.setenv("TORCH_NCCL_USE_COMM_NONBLOCKING", "1")
+    run_ranks(pg_body, 2, free_port(), mode != "lazy", lib, timeout=300)
+
+
+def training_body(uid, rank, n, port, lib):
+    """DistributedDataParallel (bucketed all-reduces, the parameters'
+    broadcast) against one model trained on every rank's batch; FSDP2's
+    fully_shard (all-gathers of the parameters, reduce-scatter of the
+    gradients) against the unsharded module; split_group."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    assert os.path.realpath(lib) in open("/proc/self/maps").read()
+    dev = torch.device("cuda", rank % GPUS)
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=n, device_id=dev)
+
+    def mlp():
+        torch.manual_seed(0)  # the same start on every rank
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                   torch.nn.Linear(16, 4)).to(dev)
+
+    model, ref = mlp(), mlp()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev])
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    for step in range(3):
+        batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(10 * step + r))
+                   .to(dev) for r in range(n)]
+        opt.zero_grad()
+        ddp(batches[rank]).square().sum().backward()
+        opt.step()
+        ref_opt.zero_grad()  # DDP averages the ranks' gradients
+        (sum(ref(b).square().sum() for b in batches) / n).backward()
+        ref_opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+    mesh = init_device_mesh("cuda", (n,))
+    sharded, ref = mlp(), mlp()
+    fully_shard(sharded, mesh=mesh)
+    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(99)).to(dev)
+    y, want = sharded(x), ref(x)
+    torch.testing.assert_close(y, want, rtol=1e-6, atol=1e-6)
+    y.square().sum().backward()
+    want.square().sum().backward()  # every rank's gradient is this one: their mean too
+    for p, q in zip(sharded.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6)
+
+    if hasattr(dist, "split_group"):  # a group per rank, split from the world's communicator
+        mine = dist.split_group(split_ranks=[[r] for r in range(n)])
+        t = torch.full((5,), float(rank + 1), device=dev)
+        dist.all_reduce(t, group=mine)
+        assert torch.equal(t.cpu(), torch.full((5,), float(rank + 1)))
+    t = torch.full((5,), float(rank + 1), device=dev)
+    dist.all_reduce(t)
+    assert torch.equal(t.cpu(), torch.full((5,), float(n * (n + 1) // 2)))
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+
+
+def test_torch_nccl_training_on_dmaccl(monkeypatch):
+    lib = dmaccl.nccl_library_path()
+    monkeypatch.setenv("LD_PRELOAD", lib)
+    run_ranks(training_body, 2, free_port(), lib, timeout=300)

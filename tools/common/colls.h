@@ -10,10 +10,11 @@
  * One row is not a collective of the library: sendrecv, nccl-tests'
  * sendrecv_perf pattern, in which every rank r sends count elements to rank
  * (r+1)%n and receives count elements from rank (r-1+n)%n (dmacclSend and
- * dmacclRecv in a group). It needs 2 ranks or more (collMinRanks: a
- * Send/Recv to oneself is refused by the library), its persistent form is
- * two requests (collRequests), and its algorithm is the one the selection
- * table gives Broadcast (collInfo.select).
+ * dmacclRecv in a group). It needs 2 ranks or more (collMinRanks: its
+ * persistent form, two requests (collRequests), cannot be to oneself; the
+ * eager one on one rank is the library's copy to itself), and its
+ * algorithm is the one the selection table gives Broadcast
+ * (collInfo.select).
  */
 #ifndef DMACCL_TOOLS_COLLS_H_
 #define DMACCL_TOOLS_COLLS_H_
