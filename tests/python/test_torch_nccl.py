@@ -62,6 +62,10 @@ def pg_body(uid, rank, n, port, eager, lib):
     errors = []
 
     def step(what, fn):
+        # after a failure the ranks may no longer call alike: stop there
+        # (the destroy still runs), rather than wait in a mismatched call
+        if errors and what != "destroy_process_group":
+            return
         try:
             fn()
         except Exception as e:  # noqa: BLE001  (each failure is listed, then asserted)
@@ -190,9 +194,10 @@ def pg_body(uid, rank, n, port, eager, lib):
             if rank == root:
                 exact(torch.cat(got), torch.cat([xs[q][0] for q in range(n)]),
                       f"gather root {root}", errors)
-            out = nan(777 + rank, torch.float32)
-            dist.scatter(out, [x.to(dev) for x in xs[root]] if rank == root else None, src=root)
-            exact(out, xs[root][rank], f"scatter root {root}", errors)
+            out = nan(777, torch.float32)  # (torch wants every block the output's size)
+            dist.scatter(out, [x[:777].to(dev) for x in xs[root]] if rank == root else None,
+                         src=root)
+            exact(out, xs[root][rank][:777], f"scatter root {root}", errors)
         blocks = [[ints(16, 10 * r + q, 999, torch.bfloat16) for q in range(n)] for r in range(n)]
         out = nan(999, torch.bfloat16)
         dist.reduce_scatter(out, [b.to(dev) for b in blocks[rank]])
@@ -246,7 +251,7 @@ def test_torch_nccl_backend_on_dmaccl(mode, monkeypatch):
     monkeypatch.setenv("LD_PRELOAD", lib)
     if mode == "nonblocking":
         monkeypatch.setenv("TORCH_NCCL_USE_COMM_NONBLOCKING", "1")
-    run_ranks(pg_body, 2, free_port(), mode != "lazy", lib, timeout=300)
+    run_ranks(pg_body, 2, free_port(), mode != "lazy", lib, timeout=150)
 
 
 def training_body(uid, rank, n, port, lib):
@@ -311,4 +316,4 @@ def training_body(uid, rank, n, port, lib):
 def test_torch_nccl_training_on_dmaccl(monkeypatch):
     lib = dmaccl.nccl_library_path()
     monkeypatch.setenv("LD_PRELOAD", lib)
-    run_ranks(training_body, 2, free_port(), lib, timeout=300)
+    run_ranks(training_body, 2, free_port(), lib, timeout=150)
