@@ -609,7 +609,9 @@ class Communicator:
 
     # --- point to point (vLLM's signatures) ---------------------------------------------------
     def send(self, tensor, dst, stream=None):
-        """tensor to rank dst; matched, in order, with dst's recv from this rank."""
+        """tensor to rank dst; matched, in order, with dst's recv from this rank.
+        dst may be this rank inside a group holding the matching recv (a local
+        copy, as NCCL and torch's grouped all-to-alls use it)."""
         if self.disabled:
             return None
         what = "send"
@@ -695,9 +697,13 @@ class Communicator:
     def _peer(self, what, name, peer):
         if isinstance(peer, bool) or not isinstance(peer, int):
             raise TypeError(f"{what}: {name} must be an int rank, not {type(peer).__name__}")
-        if not 0 <= peer < self.world_size or peer == self.rank:
-            raise ValueError(f"{what}: {name} {peer} is not another rank (0 to "
+        if not 0 <= peer < self.world_size:
+            raise ValueError(f"{what}: {name} {peer} is not a rank (0 to "
                              f"{self.world_size - 1}, this rank is {self.rank})")
+        if peer == self.rank and _group_state().depth == 0:
+            raise ValueError(f"{what}: {name} {peer} is this rank itself; a send/recv to "
+                             "oneself runs only inside a group that holds its match "
+                             "(dmaccl.group(), batch_isend_irecv)")
 
     def _root(self, what, name, root):
         if not isinstance(root, int) or isinstance(root, bool) or \

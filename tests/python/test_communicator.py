@@ -203,10 +203,32 @@ def p2p_body(uid, rank, n, lib):
             comm.recv(outs[k], 0)
         for k in range(3):
             np.testing.assert_array_equal(outs[k], msg(0, 1, 10 + k, 50 + k))
+    # to itself inside a group, beside the ring (matched in order: sizes
+    # differ), then one without its match: refused at the group's end, nothing
+    # written, the communicator usable after
+    c, d = poison(np.empty(30, np.float32)), poison(np.empty(31, np.float32))
+    with dmaccl.group():
+        comm.send(_as(lib, msg(rank, rank, 3, 30)), rank)
+        comm.send(_as(lib, msg(rank, nxt, 4)), nxt)
+        comm.send(_as(lib, msg(rank, rank, 5, 31)), rank)
+        comm.recv(_as(lib, a), prv)
+        comm.recv(_as(lib, c), rank)
+        comm.recv(_as(lib, d), rank)
+    np.testing.assert_array_equal(a, msg(prv, rank, 4), err_msg="ring beside the self pairs")
+    np.testing.assert_array_equal(c, msg(rank, rank, 3, 30), err_msg="first pair to itself")
+    np.testing.assert_array_equal(d, msg(rank, rank, 5, 31), err_msg="second pair to itself")
+    c = poison(np.empty(30, np.float32))
+    before = c.copy()
+    with pytest.raises(dmaccl.DmacclError, match="no matching dmacclRecv from itself"):
+        with dmaccl.group():
+            comm.send(_as(lib, msg(rank, rank, 6, 30)), rank)
+            comm.send(_as(lib, msg(rank, nxt, 7)), nxt)
+            comm.recv(_as(lib, a), prv)
+    np.testing.assert_array_equal(c.view(np.uint8), before.view(np.uint8))
     # bad peers: refused before the library, nothing written
     y = poison(np.empty(4, np.float32))
     before = y.copy()
-    for call, exc, word in [(lambda: comm.send(y, rank), ValueError, "dst"),
+    for call, exc, word in [(lambda: comm.send(y, rank), ValueError, "dst .* only inside a group"),
                             (lambda: comm.recv(y, n), ValueError, "src"),
                             (lambda: comm.recv(y, 1.0), TypeError, "src"),
                             (lambda: comm.batch_isend_irecv([Op("bcast", y, 0)]), ValueError,
