@@ -602,7 +602,10 @@ dmacclResult_t dmacclAlltoAllv(const void *sendbuff, const size_t sendcounts[],
  * datatype and be on one stream; a call to itself without its match, or a
  * pair that disagrees, fails the whole group at dmacclGroupEnd
  * (dmacclInvalidUsage, or dmacclInvalidArgument for the counts or types)
- * with nothing issued. Outside a group, and as a persistent request, a
+ * with nothing made or issued (its recorded dmacclCommInitRank calls are
+ * dropped too). A pair needs no call of the peers and has no order with
+ * the group's other calls (as in NCCL); it runs after the rank's earlier
+ * work on its stream. Outside a group, and as a persistent request, a
  * Send/Recv to oneself is refused (dmacclInvalidArgument).
  *
  * Inside a group, as in NCCL, a rank's sends and receives (to several peers,

@@ -399,6 +399,8 @@ static int testNoComm(void) {
   for (int r = 0; r < 8; r++) ASSERT_TRUE(strlen(ncclGetErrorString((ncclResult_t)r)) > 0);
   ASSERT_CONTAINS(ncclGetErrorString((ncclResult_t)99), "unknown");
   ASSERT_CONTAINS(ncclGetErrorString(ncclInvalidArgument), "ncclGetLastError names it");
+  for (int r = 0; r < 8; r++) /* no string sends this API's caller to dmaccl's calls */
+    ASSERT_TRUE(!strstr(ncclGetErrorString((ncclResult_t)r), "dmacclComm"));
   ncclUniqueId id;
   ASSERT_EQ_INT(ncclGetUniqueId(&id), ncclSuccess);
   ncclComm_t comm = (ncclComm_t)(uintptr_t)0x5678;

@@ -749,13 +749,118 @@ static int selfCase(int n, uint64_t seed) {
   return rc;
 }
 
+/* A pair to itself beside an AlltoAllv in one group, each rank its own
+ * thread and group, the pairs' sizes differing between ranks (rank 0's
+ * empty): every rank must still choose the same form for the AlltoAllv (a
+ * self op needs no peer's call; the review found ranks choosing
+ * differently and the set hanging). Then, on the same buffers, an
+ * AllReduce in place and a pair to itself copying its result in the next
+ * group: the copy must see the AllReduce's result (the host executor copies
+ * on the calling thread, so the rank's earlier work is waited for first). */
+typedef struct {
+  spSet *s;
+  int r, bad;
+  float *sb, *rb, *own, *got, *x, *z;
+  dmacclResult_t end, sync;
+} selfArg;
+enum { SA_N = 1024, SA_X = 1 << 16 };
+
+static void *selfThread(void *p) {
+  selfArg *a = p;
+  spSet *s = a->s;
+  int r = a->r;
+  if (gpu && cudaSetDevice(s->dev[r]) != cudaSuccess) return a->bad = 1, NULL;
+  size_t cnt[2] = {SA_N, SA_N}, dis[2] = {0, SA_N}, own = r ? 4 : 0;
+  dmacclGroupStart();
+  dmacclResult_t rc = dmacclAlltoAllv(a->sb, cnt, dis, a->rb, cnt, dis, dmacclFloat32, s->comm[r],
+                                      s->st[r]);
+  rc |= dmacclSend(a->own, own, dmacclFloat32, r, s->comm[r], s->st[r]);
+  rc |= dmacclRecv(a->got, own, dmacclFloat32, r, s->comm[r], s->st[r]);
+  a->end = dmacclGroupEnd();
+  if (rc != dmacclSuccess) a->bad = 1;
+  dmacclGroupStart();
+  rc = dmacclAllReduce(a->x, a->x, SA_X, dmacclFloat32, dmacclSum, s->comm[r], s->st[r]);
+  a->end |= dmacclGroupEnd();
+  dmacclGroupStart();
+  rc |= dmacclSend(a->x, SA_X, dmacclFloat32, r, s->comm[r], s->st[r]);
+  rc |= dmacclRecv(a->z, SA_X, dmacclFloat32, r, s->comm[r], s->st[r]);
+  a->end |= dmacclGroupEnd();
+  if (rc != dmacclSuccess) a->bad = 1;
+  if (gpu && cudaStreamSynchronize(s->st[r]) != cudaSuccess) a->bad = 1;
+  a->sync = dmacclCommSynchronize(s->comm[r]);
+  return NULL;
+}
+
+static int selfBesideCollectives(const char *algorithm) {
+  spSet s;
+  if (spInitAlgo(&s, 2, algorithm)) return 1;
+  selfArg a[2];
+  float host[2 * SA_N], want[2 * SA_N];
+  float *xs = malloc(SA_X * sizeof(float) * 3);
+  ASSERT_TRUE(xs);
+  for (int r = 0; r < 2; r++) {
+    a[r] = (selfArg){.s = &s, .r = r};
+    a[r].sb = bufAlloc(s.dev[r], sizeof(host)), a[r].rb = bufAlloc(s.dev[r], sizeof(host));
+    a[r].own = bufAlloc(s.dev[r], 16), a[r].got = bufAlloc(s.dev[r], 16);
+    a[r].x = bufAlloc(s.dev[r], SA_X * 4), a[r].z = bufAlloc(s.dev[r], SA_X * 4);
+    ASSERT_TRUE(a[r].sb && a[r].rb && a[r].own && a[r].got && a[r].x && a[r].z);
+    for (int i = 0; i < 2 * SA_N; i++) host[i] = (float)(100 * r + i % 97);
+    ASSERT_EQ_INT(bufPut(a[r].sb, host, sizeof(host)), 0);
+    memset(host, POISON, sizeof(host));
+    ASSERT_EQ_INT(bufPut(a[r].rb, host, sizeof(host)), 0);
+    ASSERT_EQ_INT(bufPut(a[r].got, host, 16), 0);
+    for (int i = 0; i < 4; i++) want[i] = (float)(7 * r + i);
+    ASSERT_EQ_INT(bufPut(a[r].own, want, 16), 0);
+    for (int i = 0; i < SA_X; i++) xs[i] = (float)((i * 7 + r) % 19);
+    ASSERT_EQ_INT(bufPut(a[r].x, xs, SA_X * 4), 0);
+    ASSERT_EQ_INT(bufPut(a[r].z, host, 16), 0);
+  }
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++) ASSERT_EQ_INT(pthread_create(&t[r], NULL, selfThread, &a[r]), 0);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    if (a[r].bad || a[r].end != dmacclSuccess || a[r].sync != dmacclSuccess) {
+      TEST_FAIL("%s: rank %d: a call failed (%s)", algorithm, r, dmacclCommGetLastError(s.comm[r]));
+      return 1;
+    }
+    ASSERT_EQ_INT(bufGet(host, a[r].rb, sizeof(host)), 0);
+    for (int q = 0; q < 2; q++)
+      for (int i = 0; i < SA_N; i++) want[q * SA_N + i] = (float)(100 * q + (r * SA_N + i) % 97);
+    long long d = testFirstDiff(host, want, sizeof(host));
+    if (d >= 0) {
+      TEST_FAIL("%s: rank %d's AlltoAllv, byte %lld", algorithm, r, d);
+      return 1;
+    }
+    unsigned char g[16], w[16];
+    ASSERT_EQ_INT(bufGet(g, a[r].got, 16), 0);
+    for (int i = 0; i < 4; i++) ((float *)w)[i] = (float)(7 * r + i);
+    if (!r) memset(w, POISON, 16); /* rank 0's pair was empty */
+    ASSERT_TRUE(memcmp(g, w, 16) == 0);
+    ASSERT_EQ_INT(bufGet(xs + SA_X, a[r].z, SA_X * 4), 0);
+    for (int i = 0; i < SA_X; i++)
+      if (xs[SA_X + i] != (float)((i * 7) % 19 + (i * 7 + 1) % 19)) {
+        TEST_FAIL("%s: rank %d's copy to itself after the AllReduce: element %d is %g", algorithm,
+                  r, i, (double)xs[SA_X + i]);
+        return 1;
+      }
+  }
+  for (int r = 0; r < 2; r++) {
+    bufFree(a[r].sb), bufFree(a[r].rb), bufFree(a[r].own), bufFree(a[r].got);
+    bufFree(a[r].x), bufFree(a[r].z);
+  }
+  free(xs);
+  spFini(&s);
+  return 0;
+}
+
 static int testSelf(void) {
   for (int n = 1; n <= 3; n++)
     if (selfCase(n, 40 + (uint64_t)n)) {
       TEST_FAIL("%d ranks", n);
       return 1;
     }
-  return 0;
+  /* AlltoAllv as Send/Recv pairs, and as the table chooses */
+  return selfBesideCollectives("alltoallv:pairs") || selfBesideCollectives(NULL);
 }
 
 static int testArgs(void) {

@@ -158,13 +158,16 @@ static dmacclResult_t expandPairs(dmacclComm_t *done, unsigned char *host,
       continue;
     }
     const coreClique *c = ops[i].comm->clique;
+    /* (a self op, a rank's pair of calls to itself, needs no peer's call
+     * and is left out: ranks may hold different ones) */
     int alone = 1;
     for (int j = 0; j < nops && alone; j++)
-      for (int k = 0; k < j && alone && ofSet(c, ops[j].comm); k++)
-        alone = !(ops[k].comm == ops[j].comm && ofSet(c, ops[k].comm));
-    for (int j = 0; j < nops && alone; j++) alone = !ofSet(c, ops[j].comm) || ops[j].pairs;
+      for (int k = 0; k < j && alone && !ops[j].self && ofSet(c, ops[j].comm); k++)
+        alone = ops[k].self || !(ops[k].comm == ops[j].comm && ofSet(c, ops[k].comm));
+    for (int j = 0; j < nops && alone; j++)
+      alone = !ofSet(c, ops[j].comm) || ops[j].pairs || ops[j].self;
     for (int j = 0; j < nops; j++)
-      if (ofSet(c, ops[j].comm)) {
+      if (!ops[j].self && ofSet(c, ops[j].comm)) {
         if (alone)
           take[j] = 1, extra += 2 * c->nranks - 2;
         else
@@ -209,6 +212,20 @@ static void drainHost(dmacclComm_t *done, const unsigned char *host, int n) {
       coreDrainRank(done[i]);
       coreLeave(done[i]);
     }
+}
+
+/* A self op runs on the calling thread where the executor has no stream
+ * order (the host executor's copy at the post): the rank's earlier work,
+ * which may still read or write its buffers, is waited for first, as
+ * around an AlltoAllv's pieces (drainHost). */
+static void drainForSelf(void) {
+  for (int i = 0; i < nops; i++) {
+    if (!ops[i].self || coreEnter(ops[i].comm, "dmacclGroupEnd") != dmacclSuccess) continue;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = ops[j].self && ops[j].comm == ops[i].comm;
+    if (!seen && !ops[i].comm->exec->launchBeforeReturn) coreDrainRank(ops[i].comm);
+    coreLeave(ops[i].comm);
+  }
 }
 
 /* A group's end's scratch array of n zeroed bytes: buf (cap bytes, on
@@ -312,6 +329,7 @@ dmacclResult_t dmacclGroupEnd(void) {
     return expanded;
   }
   drainHost(done, host, ndone);
+  drainForSelf();
   /* Order: collectives first, by position among the same communicator's
    * calls, then call order (one thread may post for every rank of a set
    * without waiting on itself); then Send/Recv, by channel, position and

@@ -146,15 +146,15 @@ EXPORT ncclResult_t ncclGetVersion(int *version) {
 EXPORT const char *ncclGetErrorString(ncclResult_t result) {
   switch (result) {
   case ncclSuccess:
-  case ncclUnhandledCudaError:
   case ncclSystemError:
   case ncclInternalError:
   case ncclInvalidUsage:
   case ncclRemoteError:
   case ncclInProgress: return dmacclGetErrorString((dmacclResult_t)result);
-  /* dmaccl's string points at dmacclCommGetLastError; this API's caller has
+  /* dmaccl's strings point at dmacclCommGetLastError; this API's caller has
    * ncclGetLastError (the same sentence) */
   case ncclInvalidArgument: return "invalid argument (ncclGetLastError names it)";
+  case ncclUnhandledCudaError: return "unhandled CUDA error (see ncclGetLastError for the call)";
   default: return "unknown result code";
   }
 }

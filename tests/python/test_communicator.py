@@ -217,14 +217,18 @@ def p2p_body(uid, rank, n, lib):
     np.testing.assert_array_equal(a, msg(prv, rank, 4), err_msg="ring beside the self pairs")
     np.testing.assert_array_equal(c, msg(rank, rank, 3, 30), err_msg="first pair to itself")
     np.testing.assert_array_equal(d, msg(rank, rank, 5, 31), err_msg="second pair to itself")
-    c = poison(np.empty(30, np.float32))
-    before = c.copy()
+    a = poison(np.empty(777, np.float32))
+    before = a.copy()
     with pytest.raises(dmaccl.DmacclError, match="no matching dmacclRecv from itself"):
         with dmaccl.group():
             comm.send(_as(lib, msg(rank, rank, 6, 30)), rank)
             comm.send(_as(lib, msg(rank, nxt, 7)), nxt)
             comm.recv(_as(lib, a), prv)
-    np.testing.assert_array_equal(c.view(np.uint8), before.view(np.uint8))
+    np.testing.assert_array_equal(a.view(np.uint8), before.view(np.uint8))  # not issued
+    with dmaccl.group():  # usable after
+        comm.send(_as(lib, msg(rank, nxt, 8)), nxt)
+        comm.recv(_as(lib, a), prv)
+    np.testing.assert_array_equal(a, msg(prv, rank, 8), err_msg="ring after the refusal")
     # bad peers: refused before the library, nothing written
     y = poison(np.empty(4, np.float32))
     before = y.copy()

@@ -293,15 +293,16 @@ def training_body(uid, rank, n, port, lib):
     mesh = init_device_mesh("cuda", (n,))
     sharded, ref = mlp(), mlp()
     fully_shard(sharded, mesh=mesh)
-    x = torch.randn(6, 8, generator=torch.Generator().manual_seed(99)).to(dev)
-    y, want = sharded(x), ref(x)
-    torch.testing.assert_close(y, want, rtol=1e-6, atol=1e-6)
+    xs = [torch.randn(6, 8, generator=torch.Generator().manual_seed(99 + r)).to(dev)
+          for r in range(n)]  # each rank its own batch: the reduce-scatter must average
+    y = sharded(xs[rank])
+    torch.testing.assert_close(y, ref(xs[rank]), rtol=1e-6, atol=1e-6)
     y.square().sum().backward()
-    want.square().sum().backward()  # every rank's gradient is this one: their mean too
+    (sum(ref(x).square().sum() for x in xs) / n).backward()  # the ranks' mean gradient
     for p, q in zip(sharded.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6)
 
-    if hasattr(dist, "split_group"):  # a group per rank, split from the world's communicator
+    if hasattr(dist, "split_group"):  # a group per rank, split from the world's (a smoke test)
         mine = dist.split_group(split_ranks=[[r] for r in range(n)])
         t = torch.full((5,), float(rank + 1), device=dev)
         dist.all_reduce(t, group=mine)
