@@ -420,8 +420,8 @@ static int testSendRecvRefused(void) {
   ASSERT_EQ_INT(collMinRanks(COLL_SENDRECV), 2);
   collShape s1 = {.nranks = 1, .count = COUNT};
   dmacclRequest_t req[COLL_MAX_REQUESTS];
-  ASSERT_EQ_INT(collIssue(COLL_SENDRECV, &s1, 0, sendb[0], recvb[0], dmacclFloat32, dmacclSum,
-                          one, NULL, NULL),
+  ASSERT_EQ_INT(collIssue(COLL_SENDRECV, &s1, 0, sendb[0], recvb[0], dmacclFloat32, dmacclSum, one,
+                          NULL, NULL),
                 dmacclSuccess);
   ASSERT_EQ_INT(dmacclCommSynchronize(one), dmacclSuccess);
   ASSERT_TRUE(memcmp(recvb[0], sendb[0], COUNT * sizeof(float)) == 0);

@@ -604,13 +604,14 @@ static int testMismatch(void) {
 static int selfCase(int n, uint64_t seed) {
   spSet s;
   if (spInit(&s, n)) return 1;
-  enum { B = 4 * 1031 }; /* bytes of block unit (odd element count) */
+  enum { B = 4 * 1031 };   /* bytes of block unit (odd element count) */
   size_t lens[MAXN][MAXN]; /* bytes rank r sends to rank q */
   for (int r = 0; r < n; r++)
     for (int q = 0; q < n; q++) lens[r][q] = (size_t)(1 + (r + 2 * q) % 3) * B;
   unsigned char *sb[MAXN], *rb[MAXN], *xa[MAXN], *xb[MAXN], *ra[MAXN], *rbb[MAXN];
   size_t A = 40 * sizeof(float), Bb = 3000 * sizeof(float);
-  unsigned char *host = malloc(3 * n * B + 2 * GUARD + Bb), *want = malloc(3 * n * B + 2 * GUARD + Bb);
+  unsigned char *host = malloc(3 * n * B + 2 * GUARD + Bb),
+                *want = malloc(3 * n * B + 2 * GUARD + Bb);
   ASSERT_TRUE(host && want);
   for (int r = 0; r < n; r++) {
     sb[r] = bufAlloc(s.dev[r], 3 * n * B);
@@ -644,8 +645,7 @@ static int selfCase(int n, uint64_t seed) {
     ASSERT_EQ_INT(dmacclSend(xb[r], Bb / 2, dmacclBfloat16, r, s.comm[r], s.st[r]), dmacclSuccess);
     ASSERT_EQ_INT(dmacclSend(xa[r], 0, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
     ASSERT_EQ_INT(dmacclRecv(ra[r], A / 4, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
-    ASSERT_EQ_INT(dmacclRecv(rbb[r], Bb / 2, dmacclBfloat16, r, s.comm[r], s.st[r]),
-                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(rbb[r], Bb / 2, dmacclBfloat16, r, s.comm[r], s.st[r]), dmacclSuccess);
     ASSERT_EQ_INT(dmacclRecv(ra[r], 0, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
     /* in place: the buffer itself */
     ASSERT_EQ_INT(dmacclSend(xb[r], 16, dmacclFloat32, r, s.comm[r], s.st[r]), dmacclSuccess);
@@ -772,8 +772,8 @@ static void *selfThread(void *p) {
   if (gpu && cudaSetDevice(s->dev[r]) != cudaSuccess) return a->bad = 1, NULL;
   size_t cnt[2] = {SA_N, SA_N}, dis[2] = {0, SA_N}, own = r ? 4 : 0;
   dmacclGroupStart();
-  dmacclResult_t rc = dmacclAlltoAllv(a->sb, cnt, dis, a->rb, cnt, dis, dmacclFloat32, s->comm[r],
-                                      s->st[r]);
+  dmacclResult_t rc =
+      dmacclAlltoAllv(a->sb, cnt, dis, a->rb, cnt, dis, dmacclFloat32, s->comm[r], s->st[r]);
   rc |= dmacclSend(a->own, own, dmacclFloat32, r, s->comm[r], s->st[r]);
   rc |= dmacclRecv(a->got, own, dmacclFloat32, r, s->comm[r], s->st[r]);
   a->end = dmacclGroupEnd();

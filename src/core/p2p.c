@@ -255,8 +255,7 @@ dmacclResult_t coreP2pPairSelf(coreOp *ops, int *n, char *err, size_t errLen) {
         k += ops[j].selfP2p && ops[j].p2p == side && ops[j].comm == ops[i].comm;
       int m = -1;
       for (int j = 0, seen = 0; j < *n && m < 0; j++)
-        if (ops[j].selfP2p && ops[j].p2p == 3 - side && ops[j].comm == ops[i].comm &&
-            seen++ == k)
+        if (ops[j].selfP2p && ops[j].p2p == 3 - side && ops[j].comm == ops[i].comm && seen++ == k)
           m = j;
       const coreOp *s = side == 1 ? &ops[i] : m >= 0 ? &ops[m] : NULL;
       const coreOp *r = side == 2 ? &ops[i] : m >= 0 ? &ops[m] : NULL;
