@@ -262,22 +262,22 @@ dmacclResult_t coreP2pPairSelf(coreOp *ops, int *n, char *err, size_t errLen) {
       if (m < 0) {
         snprintf(err, errLen,
                  "dmacclGroupEnd: rank %d's %s %s itself (its call %d of that kind in the group) "
-                 "has no matching %s %s itself in the group; nothing was issued",
+                 "has no matching %s %s itself in the group; nothing was made or issued",
                  ops[i].peer, side == 1 ? "dmacclSend" : "dmacclRecv", side == 1 ? "to" : "from",
                  k + 1, side == 1 ? "dmacclRecv" : "dmacclSend", side == 1 ? "from" : "to");
         rc = dmacclInvalidUsage;
       } else if (side == 1 && (s->count != r->count || s->datatype != r->datatype)) {
         snprintf(err, errLen,
                  "dmacclGroupEnd: rank %d's Send to itself (call %d of that kind in the group) "
-                 "has %zu elements of type %d, its matching Recv %zu of type %d; nothing was "
-                 "issued",
+                 "has %zu elements of type %d, its matching Recv %zu of type %d; nothing was made "
+                 "or issued",
                  ops[i].peer, k + 1, s->count, (int)s->datatype, r->count, (int)r->datatype);
         rc = dmacclInvalidArgument;
       } else if (side == 1 && s->stream != r->stream) {
         snprintf(err, errLen,
                  "dmacclGroupEnd: rank %d's Send to itself (call %d of that kind in the group) "
                  "and its matching Recv are on different streams; dmaccl copies a pair to "
-                 "oneself on one stream: issue both on it (nothing was issued)",
+                 "oneself on one stream: issue both on it (nothing was made or issued)",
                  ops[i].peer, k + 1);
         rc = dmacclInvalidUsage;
       } else if (side == 1) {
