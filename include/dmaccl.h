@@ -297,9 +297,10 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
  * in the one exchange). A config's dmacclExecutorDefault means comm's
  * executor; another executor than comm's is a wrong argument. Ranks that do
  * not arrive within DMACCL_INIT_TIMEOUT make the others fail with
- * dmacclTimeout (and comm's later exchanges with them are then out of step:
- * destroy it); dmacclCommAbort from another thread waits for the split to
- * return. Communicators of dmacclCommInitRank only: a rank of a
+ * dmacclTimeout or dmacclRemoteError, and fail themselves when they come
+ * (dmacclRemoteError); comm stays usable and its next split is in step
+ * (what a late rank sent is dropped); dmacclCommAbort from another thread
+ * waits for the split to return. Communicators of dmacclCommInitRank only: a rank of a
  * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
  * dmacclCommInitAll from its devices).
  */

@@ -23,6 +23,7 @@
 #include "../src/core/core.h" /* white box: what a split inherited */
 
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -278,6 +279,53 @@ static int testCuda(void) {
   return run(1);
 }
 
+/* A rank that comes to a split after the others gave up on it
+ * (DMACCL_INIT_TIMEOUT 2 s, rank 1 sleeps 3 s): rank 0 times out naming
+ * it, rank 1 fails with a remote error (rank 2 with either), nothing is
+ * made. rank 2's
+ * message was never read by rank 0 and rank 1's came late: both are
+ * dropped at the next exchange (rank 0 is in it when rank 1 comes, within
+ * its 2 s), so the next splits (each rank alone, then all in reversed
+ * order) are made from their own colors and keys, not the stale ones. */
+static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  dmacclComm_t parent = NULL;
+  RANK_CHECK(dmacclCommInitRank(&parent, n, *id, rank, &cfg) == dmacclSuccess);
+  dmacclComm_t out = (dmacclComm_t)(uintptr_t)5;
+  if (rank == 1) usleep(3000 * 1000);
+  dmacclResult_t rc = dmacclCommSplit(parent, 0, rank, &out, NULL);
+  /* rank 2 may give up on rank 0's answer first (its own 2 s), then drops
+   * that answer at the next exchange */
+  RANK_CHECK(rank == 0   ? rc == dmacclTimeout
+             : rank == 1 ? rc == dmacclRemoteError
+                         : rc == dmacclRemoteError || rc == dmacclTimeout);
+  RANK_CHECK(out == (dmacclComm_t)(uintptr_t)5);
+  if (rank == 0) RANK_CHECK(strstr(dmacclCommGetLastError(parent), "rank 1 did not take part"));
+  RANK_CHECK(dmacclCommSplit(parent, rank, 0, &out, NULL) == dmacclSuccess);
+  int count = 0, me = -1;
+  RANK_CHECK(dmacclCommCount(out, &count) == dmacclSuccess && count == 1);
+  RANK_CHECK(dmacclCommDestroy(out) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSplit(parent, 7, -rank, &out, NULL) == dmacclSuccess);
+  RANK_CHECK(dmacclCommCount(out, &count) == dmacclSuccess && count == n);
+  RANK_CHECK(dmacclCommUserRank(out, &me) == dmacclSuccess && me == n - 1 - rank);
+  RANK_CHECK(dmacclCommDestroy(out) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(parent) == dmacclSuccess);
+  return 0;
+}
+
+static int testLateRank(void) {
+  setenv("DMACCL_INIT_TIMEOUT", "2", 1);
+  int failed = mpRun(3, lateBody, NULL, 120, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  if (failed) {
+    TEST_FAIL("a late rank: %d rank(s) failed", failed);
+    return 1;
+  }
+  return 0;
+}
+
 /* A set of one process cannot be split (each rank's call would wait for the
  * others on this one thread). */
 static int testOneProcess(void) {
@@ -298,6 +346,7 @@ int main(int argc, char **argv) {
   if (!only) {
     RUN(testHost);
     RUN(testOneProcess);
+    RUN(testLateRank);
   } else if (!strcmp(only, "gpu")) {
     RUN(testCuda);
   }

@@ -36,7 +36,19 @@ struct bootState {
   int listenFd; /* rank 0 only */
   int *peers;   /* rank 0: connection of every rank (its own is -1) */
   int root;     /* other ranks: connection to rank 0 */
+  uint64_t seq; /* exchanges this rank has begun */
 };
+
+/* What precedes an exchange's bytes, both ways: the exchange's number on the
+ * sender (each rank counts its own), and the byte count (the answer's
+ * EX_FAILED when the exchange failed). A message of an exchange the receiver
+ * has already given up (seq below its own) is read and dropped, so a rank
+ * that came late, or a message rank 0 left unread when it gave up, does not
+ * put the ranks' later exchanges out of step. */
+typedef struct {
+  uint64_t seq, bytes;
+} exHeader;
+#define EX_FAILED UINT64_MAX
 
 typedef struct {
   uint32_t magic;
@@ -405,27 +417,54 @@ static dmacclResult_t ioFail(bootState *b, int r, int peer, char *err, size_t er
               "bootstrap: the connection to rank %d broke (the process exited?)", peer);
 }
 
+/* Reads and drops len bytes on fd, closing any descriptors that came with them. */
+static int drain(int fd, uint64_t len, double deadline) {
+  char buf[4096];
+  while (len > 0) {
+    size_t k = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+    int r = recvAll(fd, buf, k, NULL, NULL, deadline);
+    if (r != 0) return r;
+    len -= k;
+  }
+  return 0;
+}
+
 /* Through rank 0: gather every rank's bytes (and fd), then send everything back. */
 static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t bytes, int fd,
                                int *fds, char *err, size_t errlen) {
   double deadline = nowSec() + b->timeoutSec;
   int withFd = fds != NULL;
-  uint64_t hdr = bytes, got = 0;
+  uint64_t seq = ++b->seq;
+  exHeader hdr = {seq, bytes}, got;
   if (b->rank != 0) {
     if (sendAll(b->root, &hdr, sizeof(hdr), NULL, 0, deadline) ||
         sendAll(b->root, mine, bytes, withFd ? &fd : NULL, withFd, deadline))
       return ioFail(b, -1, 0, err, errlen);
-    int n = withFd ? b->nranks : 0;
-    int r = recvAll(b->root, &got, sizeof(got), fds, &n, deadline);
-    if (r == 0 && got == UINT64_MAX)
+    int n, r;
+    for (;;) { /* answers of exchanges this rank gave up on are dropped */
+      n = withFd ? b->nranks : 0;
+      r = recvAll(b->root, &got, sizeof(got), fds, &n, deadline);
+      if (r != 0 || got.seq >= seq) break;
+      for (int i = 0; i < n; i++) close(fds[i]), fds[i] = -1;
+      if (got.bytes != EX_FAILED &&
+          (r = drain(b->root, got.bytes * (uint64_t)b->nranks, deadline)) != 0)
+        break;
+    }
+    if (r == 0 && got.seq != seq) r = -3;
+    if (r == 0 && got.bytes == EX_FAILED)
       return fail(err, errlen, dmacclRemoteError,
                   "bootstrap: another rank failed this exchange (see its error)");
-    if (r == 0 && got != bytes)
+    if (r == 0 && got.bytes != bytes)
       return fail(err, errlen, dmacclInvalidUsage,
                   "bootstrap: ranks disagree about an exchange (%zu bytes here, %llu at rank 0): "
                   "collective calls out of order?",
-                  bytes, (unsigned long long)got);
+                  bytes, (unsigned long long)got.bytes);
     if (r == 0) r = recvAll(b->root, all, bytes * (size_t)b->nranks, NULL, NULL, deadline);
+    if (r == -3)
+      return fail(err, errlen, dmacclInvalidUsage,
+                  "bootstrap: rank 0 answered exchange %llu, this rank is at exchange %llu: "
+                  "collective calls out of order?",
+                  (unsigned long long)got.seq, (unsigned long long)seq);
     if (r != 0) return ioFail(b, r, 0, err, errlen);
     if (withFd && n != b->nranks)
       return fail(err, errlen, dmacclSystemError, "bootstrap: received %d of %d descriptors", n,
@@ -436,12 +475,22 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
   if (withFd) fds[0] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   dmacclResult_t rc = dmacclSuccess;
   for (int p = 1; p < b->nranks && rc == dmacclSuccess; p++) {
-    int n = withFd ? 1 : 0, r = recvAll(b->peers[p], &got, sizeof(got), NULL, NULL, deadline);
-    if (r == 0 && got != bytes)
+    int n = withFd ? 1 : 0, r;
+    /* a rank's message of an exchange rank 0 gave up on (it came late, or
+     * was not read when an earlier rank failed it) is dropped */
+    while ((r = recvAll(b->peers[p], &got, sizeof(got), NULL, NULL, deadline)) == 0 &&
+           got.seq < seq && (r = drain(b->peers[p], got.bytes, deadline)) == 0) {
+    }
+    if (r == 0 && got.seq != seq)
+      rc = fail(err, errlen, dmacclInvalidUsage,
+                "bootstrap: rank %d is at exchange %llu, rank 0 at %llu: collective calls out of "
+                "order?",
+                p, (unsigned long long)got.seq, (unsigned long long)seq);
+    else if (r == 0 && got.bytes != bytes)
       rc = fail(err, errlen, dmacclInvalidUsage,
                 "bootstrap: ranks disagree about an exchange (%zu bytes at rank 0, %llu at rank "
                 "%d): collective calls out of order?",
-                bytes, (unsigned long long)got, p);
+                bytes, (unsigned long long)got.bytes, p);
     else if (r == 0)
       r = recvAll(b->peers[p], (char *)all + (size_t)p * bytes, bytes, withFd ? &fds[p] : NULL,
                   withFd ? &n : NULL, deadline);
@@ -449,8 +498,11 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
     if (rc == dmacclSuccess && withFd && n != 1)
       rc = fail(err, errlen, dmacclSystemError, "bootstrap: rank %d sent no descriptor", p);
   }
-  /* Peers learn of a failure from a short answer. */
-  uint64_t answer = rc == dmacclSuccess ? bytes : UINT64_MAX;
+  /* Peers learn of a failure from a short answer, sent with a deadline of
+   * its own (a failure may be the exchange's deadline passing: under that
+   * one the answer never went out, and every peer waited out its own). */
+  exHeader answer = {seq, rc == dmacclSuccess ? bytes : EX_FAILED};
+  if (rc != dmacclSuccess) deadline = nowSec() + b->timeoutSec;
   for (int p = 1; p < b->nranks; p++) {
     if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && rc == dmacclSuccess ? fds : NULL,
                 withFd && rc == dmacclSuccess ? b->nranks : 0, deadline) ||

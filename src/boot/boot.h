@@ -31,7 +31,11 @@ dmacclResult_t bootIdCreate(dmacclUniqueId *id, char *err, size_t errlen);
 dmacclResult_t bootInit(const dmacclUniqueId *id, int nranks, int rank, double timeoutSec,
                         bootState **out, char *err, size_t errlen);
 
-/* all[r*bytes ...] receives rank r's mine[0..bytes); bytes must agree. */
+/* all[r*bytes ...] receives rank r's mine[0..bytes); bytes must agree.
+ * Exchanges are numbered on each rank: one a rank gives up on (a timeout, or
+ * another rank's failure) leaves nothing behind for the next, since what a
+ * late rank sent for it, or rank 0 answered after this rank gave up, is
+ * dropped there; a rank that skipped an exchange is named (out of order). */
 dmacclResult_t bootAllGather(bootState *b, const void *mine, void *all, size_t bytes, char *err,
                              size_t errlen);
 
