@@ -298,9 +298,11 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
  * executor; another executor than comm's is a wrong argument. Ranks that do
  * not arrive within DMACCL_INIT_TIMEOUT make the others fail with
  * dmacclTimeout or dmacclRemoteError, and fail themselves when they come
- * (dmacclRemoteError); comm stays usable and its next split is in step
- * (what a late rank sent is dropped); dmacclCommAbort from another thread
- * waits for the split to return. Communicators of dmacclCommInitRank only: a rank of a
+ * (dmacclRemoteError, or dmacclTimeout where rank 0 still took their part
+ * and the new communicator's ranks then waited for them); comm stays
+ * usable and its next split is in step (what a late rank sent is
+ * dropped); dmacclCommAbort from another thread waits for the split to
+ * return. Communicators of dmacclCommInitRank only: a rank of a
  * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
  * dmacclCommInitAll from its devices).
  */

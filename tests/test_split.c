@@ -280,12 +280,13 @@ static int testCuda(void) {
 }
 
 /* A rank that comes to a split after the others gave up on it
- * (DMACCL_INIT_TIMEOUT 2 s, rank 1 sleeps 3 s): rank 0 times out naming
+ * (DMACCL_INIT_TIMEOUT 4 s, rank 1 sleeps 6 s: 2 s of margin either side
+ * on a loaded machine): rank 0 times out naming
  * it, rank 1 fails with a remote error (rank 2 with either), nothing is
  * made. rank 2's
  * message was never read by rank 0 and rank 1's came late: both are
  * dropped at the next exchange (rank 0 is in it when rank 1 comes, within
- * its 2 s), so the next splits (each rank alone, then all in reversed
+ * its 4 s), so the next splits (each rank alone, then all in reversed
  * order) are made from their own colors and keys, not the stale ones. */
 static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   (void)arg;
@@ -294,9 +295,9 @@ static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   dmacclComm_t parent = NULL;
   RANK_CHECK(dmacclCommInitRank(&parent, n, *id, rank, &cfg) == dmacclSuccess);
   dmacclComm_t out = (dmacclComm_t)(uintptr_t)5;
-  if (rank == 1) usleep(3000 * 1000);
+  if (rank == 1) usleep(6000 * 1000);
   dmacclResult_t rc = dmacclCommSplit(parent, 0, rank, &out, NULL);
-  /* rank 2 may give up on rank 0's answer first (its own 2 s), then drops
+  /* rank 2 may give up on rank 0's answer first (its own 4 s), then drops
    * that answer at the next exchange */
   RANK_CHECK(rank == 0   ? rc == dmacclTimeout
              : rank == 1 ? rc == dmacclRemoteError
@@ -316,7 +317,7 @@ static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 }
 
 static int testLateRank(void) {
-  setenv("DMACCL_INIT_TIMEOUT", "2", 1);
+  setenv("DMACCL_INIT_TIMEOUT", "4", 1);
   int failed = mpRun(3, lateBody, NULL, 120, 0);
   unsetenv("DMACCL_INIT_TIMEOUT");
   if (failed) {

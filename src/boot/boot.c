@@ -450,6 +450,13 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
           (r = drain(b->root, got.bytes * (uint64_t)b->nranks, deadline)) != 0)
         break;
     }
+    /* an answer this rank cannot use: its bytes are dropped too, so the
+     * next exchange reads a header */
+    if (r == 0 && (got.seq != seq || got.bytes != bytes) && got.bytes != EX_FAILED) {
+      for (int i = 0; i < n; i++) close(fds[i]), fds[i] = -1;
+      n = 0;
+      if (drain(b->root, got.bytes * (uint64_t)b->nranks, deadline) != 0) r = -1;
+    }
     if (r == 0 && got.seq != seq) r = -3;
     if (r == 0 && got.bytes == EX_FAILED)
       return fail(err, errlen, dmacclRemoteError,
@@ -481,6 +488,8 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
     while ((r = recvAll(b->peers[p], &got, sizeof(got), NULL, NULL, deadline)) == 0 &&
            got.seq < seq && (r = drain(b->peers[p], got.bytes, deadline)) == 0) {
     }
+    if (r == 0 && (got.seq != seq || got.bytes != bytes))
+      (void)drain(b->peers[p], got.bytes, deadline); /* its bytes, so the next read is a header */
     if (r == 0 && got.seq != seq)
       rc = fail(err, errlen, dmacclInvalidUsage,
                 "bootstrap: rank %d is at exchange %llu, rank 0 at %llu: collective calls out of "
@@ -501,13 +510,13 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
   /* Peers learn of a failure from a short answer, sent with a deadline of
    * its own (a failure may be the exchange's deadline passing: under that
    * one the answer never went out, and every peer waited out its own). */
-  exHeader answer = {seq, rc == dmacclSuccess ? bytes : EX_FAILED};
-  if (rc != dmacclSuccess) deadline = nowSec() + b->timeoutSec;
+  int ok = rc == dmacclSuccess; /* one verdict for every peer, whatever a send does */
+  exHeader answer = {seq, ok ? bytes : EX_FAILED};
+  if (!ok) deadline = nowSec() + b->timeoutSec;
   for (int p = 1; p < b->nranks; p++) {
-    if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && rc == dmacclSuccess ? fds : NULL,
-                withFd && rc == dmacclSuccess ? b->nranks : 0, deadline) ||
-        (rc == dmacclSuccess &&
-         sendAll(b->peers[p], all, bytes * (size_t)b->nranks, NULL, 0, deadline))) {
+    if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && ok ? fds : NULL,
+                withFd && ok ? b->nranks : 0, deadline) ||
+        (ok && sendAll(b->peers[p], all, bytes * (size_t)b->nranks, NULL, 0, deadline))) {
       if (rc == dmacclSuccess) rc = ioFail(b, -1, p, err, errlen);
     }
   }
