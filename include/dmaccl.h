@@ -97,8 +97,17 @@ typedef enum {
   dmacclMax = 2,
   dmacclMin = 3,
   dmacclAvg = 4,
-  dmacclNumOps = 5
+  dmacclNumOps = 5,
+  /* Operators made by dmacclRedOpCreatePreMulSum take other values: the
+   * type holds any int. */
+  dmacclMaxRedOp = 0x7fffffff
 } dmacclRedOp_t;
+
+/* Where dmacclRedOpCreatePreMulSum's scalar lives (NCCL's numbers). */
+typedef enum {
+  dmacclScalarDevice = 0,       /* GPU memory, read each time an operation runs */
+  dmacclScalarHostImmediate = 1 /* host memory, read once by the create call */
+} dmacclScalarResidence_t;
 
 /* Where a communicator's collectives run. */
 typedef enum {
@@ -458,6 +467,41 @@ dmacclResult_t dmacclBroadcast(const void *sendbuff, void *recvbuff, size_t coun
 dmacclResult_t dmacclReduce(const void *sendbuff, void *recvbuff, size_t count,
                             dmacclDataType_t datatype, dmacclRedOp_t op, int root,
                             dmacclComm_t comm, cudaStream_t stream);
+
+/*
+ * A premultiplied sum (NCCL's PreMulSum): an operator for comm's
+ * reductions (AllReduce, ReduceScatter, Reduce, ReduceScatterV and their
+ * ...Init forms) of `datatype` only, whose result is scalar * (x0 + x1 +
+ * ... + x(nranks-1)), computed as dmacclAvg is (include/dmaccl.h's rules:
+ * rank order, integers wrap in their own width, fp16/bf16/fp8 in float)
+ * with the multiplication in place of Avg's division, before the one
+ * rounding. `scalar` points to one value of `datatype`:
+ *   - dmacclScalarHostImmediate: host memory, read by this call (the
+ *     operator keeps the value);
+ *   - dmacclScalarDevice: memory of comm's GPU (host memory on the host
+ *     executor), read each time an operation with the operator runs (a
+ *     CUDA graph's replay reads the value of that moment); it must hold the
+ *     value until then.
+ * Every rank passes the same scalar to the same operation. NCCL multiplies
+ * each rank's input by that rank's own scalar before the sum; with equal
+ * scalars the two differ only in rounding (and dmaccl's does not overflow
+ * fp16 or bf16 where the scaled sum fits), with unequal ones dmaccl's
+ * result is not NCCL's. Immediate scalars are compared with the other
+ * arguments: ranks that differ are reported as ranks that pass different
+ * counts are (docs/failures.md); device scalars cannot be compared.
+ * *op receives the operator: a value that is none of the built-in ones,
+ * valid on comm alone until dmacclRedOpDestroy. Operations called with it
+ * keep what they need at their call, so it may be destroyed as soon as
+ * the last call that names it returns (inside a group too). Errors: NULL op
+ * or scalar, a datatype that is not one, a residence that is not one.
+ */
+dmacclResult_t dmacclRedOpCreatePreMulSum(dmacclRedOp_t *op, void *scalar,
+                                          dmacclDataType_t datatype,
+                                          dmacclScalarResidence_t residence, dmacclComm_t comm);
+/* Destroys an operator of dmacclRedOpCreatePreMulSum. Errors: a built-in
+ * operator, or one that is not comm's (made on another communicator, or
+ * destroyed already). */
+dmacclResult_t dmacclRedOpDestroy(dmacclRedOp_t op, dmacclComm_t comm);
 
 /* Gather: rank r's sendbuff (count elements) lands at the root's recvbuff +
  * r*count*size; the root's recvbuff holds nranks*count elements. In place

@@ -184,7 +184,9 @@ static int testBadOp(void) {
   dmacclComm_t c = comms[1];
   void *s = sendb[1], *d = recvb[1];
   EXPECT_ERR(dmacclAllReduce(s, d, COUNT, dmacclFloat32, (dmacclRedOp_t)5, c, NULL),
-             dmacclInvalidArgument, c, "op 5 is not a dmacclRedOp_t");
+             dmacclInvalidArgument, c,
+             "op 5 is neither a dmacclRedOp_t (0 to 4) nor an operator of this communicator's "
+             "dmacclRedOpCreatePreMulSum");
   EXPECT_ERR(dmacclAllReduce(s, d, COUNT, dmacclFloat32, (dmacclRedOp_t)-1, c, NULL),
              dmacclInvalidArgument, c, "op -1");
   EXPECT_ERR(dmacclReduceScatter(s, d, COUNT / N, dmacclInt32, (dmacclRedOp_t)7, c, NULL),
@@ -380,6 +382,95 @@ static int testAlltoallvDisagree(void) {
   ASSERT_EQ_INT(bad, 0);
   /* 4 ranks, eager: the built-in table's stagell; nothing may be written */
   ASSERT_EQ_INT(alltoallvDisagree(comms, 0), 0);
+  return untouchedAndUsable();
+}
+
+/* dmacclRedOpCreatePreMulSum and dmacclRedOpDestroy: each bad argument
+ * named, nothing made (*op untouched); an operator used with another
+ * datatype, on another communicator or after its destroy is refused as a
+ * bad op, nothing written; one made and destroyed inside a group before
+ * dmacclGroupEnd still runs (what a call needs is kept at the call). */
+static int testPremulArgs(void) {
+  poison();
+  dmacclComm_t c = comms[1];
+  float half = 0.5f;
+  dmacclRedOp_t op = (dmacclRedOp_t)-7;
+  EXPECT_ERR(dmacclRedOpCreatePreMulSum(NULL, &half, dmacclFloat32, dmacclScalarHostImmediate, c),
+             dmacclInvalidArgument, c, "op is NULL");
+  EXPECT_ERR(dmacclRedOpCreatePreMulSum(&op, NULL, dmacclFloat32, dmacclScalarHostImmediate, c),
+             dmacclInvalidArgument, c, "scalar is NULL");
+  EXPECT_ERR(
+      dmacclRedOpCreatePreMulSum(&op, &half, (dmacclDataType_t)12, dmacclScalarHostImmediate, c),
+      dmacclInvalidArgument, c, "datatype 12");
+  EXPECT_ERR(dmacclRedOpCreatePreMulSum(&op, &half, dmacclFloat32, (dmacclScalarResidence_t)2, c),
+             dmacclInvalidArgument, c, "residence 2");
+  ASSERT_EQ_INT(
+      dmacclRedOpCreatePreMulSum(&op, &half, dmacclFloat32, dmacclScalarHostImmediate, NULL),
+      dmacclInvalidArgument);
+  ASSERT_EQ_INT((int)op, -7);
+  EXPECT_ERR(dmacclRedOpDestroy(dmacclMax, c), dmacclInvalidArgument, c, "built-in");
+  EXPECT_ERR(dmacclRedOpDestroy((dmacclRedOp_t)1000, c), dmacclInvalidArgument, c,
+             "op 1000 is not an operator of this communicator");
+  ASSERT_EQ_INT(dmacclRedOpCreatePreMulSum(&op, &half, dmacclFloat32, dmacclScalarHostImmediate, c),
+                dmacclSuccess);
+  ASSERT_TRUE((unsigned)op >= dmacclNumOps);
+  void *sb = sendb[1], *rb = recvb[1];
+  /* another datatype, another communicator's operator */
+  EXPECT_ERR(dmacclAllReduce(sb, rb, COUNT, dmacclBfloat16, op, c, NULL), dmacclInvalidArgument, c,
+             "is a premultiplied sum of float, the call's datatype is bfloat16");
+  EXPECT_ERR(dmacclReduce(sendb[2], recvb[2], COUNT, dmacclFloat32, op, 0, comms[2], NULL),
+             dmacclInvalidArgument, comms[2], "nor an operator of this communicator's");
+  dmacclRequest_t req = NULL;
+  EXPECT_ERR(dmacclReduceScatterInit(sb, rb, COUNT / N, dmacclInt32, op, c, &req),
+             dmacclInvalidArgument, c, "premultiplied sum of float,");
+  ASSERT_TRUE(req == NULL);
+  EXPECT_ERR(dmacclRedOpDestroy(op, comms[0]), dmacclInvalidArgument, comms[0],
+             "not an operator of this communicator");
+  ASSERT_EQ_INT(dmacclRedOpDestroy(op, c), dmacclSuccess);
+  /* destroyed: neither usable nor destroyed twice */
+  EXPECT_ERR(dmacclAllReduce(sb, rb, COUNT, dmacclFloat32, op, c, NULL), dmacclInvalidArgument, c,
+             "destroyed?");
+  EXPECT_ERR(dmacclRedOpDestroy(op, c), dmacclInvalidArgument, c, "destroyed already");
+  if (untouchedAndUsable()) return 1;
+  /* made and destroyed by each rank inside the group, before its end
+   * (collIssue's premultiplied sum): the calls keep the scalar */
+  ccCase cs = {COLL_ALLREDUCE, dmacclBfloat16, COLL_PREMULSUM, 333, 0, 0, 0, 0, 4242, NULL, 0};
+  ccOp *o = ccOpNew(&env, N, &cs);
+  ASSERT_TRUE(o != NULL);
+  ASSERT_EQ_INT(ccOpFill(o, 4242), 0);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(ccOpIssue(o, comms, r), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(ccWait(&env, comms, N), dmacclSuccess);
+  long long bad = ccOpCheck(o);
+  ccOpFree(o);
+  return bad != 0;
+}
+
+/* Ranks that pass different immediate scalars disagree about the
+ * operation: every rank's next synchronize names both, and the set stays
+ * usable. */
+static int testPremulDisagree(void) {
+  poison();
+  float v[N] = {0.5f, 0.5f, 0.25f, 0.5f};
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    dmacclRedOp_t pre;
+    ASSERT_EQ_INT(
+        dmacclRedOpCreatePreMulSum(&pre, &v[r], dmacclFloat32, dmacclScalarHostImmediate, comms[r]),
+        dmacclSuccess);
+    ASSERT_EQ_INT(dmacclAllReduce(sendb[r], recvb[r], COUNT, dmacclFloat32, pre, comms[r], NULL),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRedOpDestroy(pre, comms[r]), dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclInvalidUsage);
+    ASSERT_CONTAINS(dmacclCommGetLastError(comms[r]),
+                    "with a premultiplied sum by 0.5, rank 2 by 0.25 (every rank must pass the "
+                    "same scalar)");
+  }
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
   return untouchedAndUsable();
 }
 
@@ -579,6 +670,8 @@ int main(void) {
   RUN(testNotInPlace);
   RUN(testCountOverflow);
   RUN(testAlltoallvDisagree);
+  RUN(testPremulArgs);
+  RUN(testPremulDisagree);
   RUN(testFailInGroup);
   RUN(testSendRecvRefused);
   RUN(testAlgorithmRefused);

@@ -96,6 +96,12 @@ static int testReference(void) {
   REF(dmacclFloat64, dmacclSum, 0x4340000000000000ull, 0x4340000000000000ull,
       0x3ff0000000000000ull);                                           /* 2^53 + 1 */
   REF(dmacclFloat32, dmacclAvg, 0x3fc00000u, 0x3f800000u, 0x40000000u); /* (1+2)/2 */
+  /* the premultiplied sum: (1+2) times the table's 0.3, one rounding;
+   * bf16's 0.3 is 0x3e9a (0.30078125), 3 of it 0.90234375 exactly; int8's
+   * -3: 100+100 wraps to -56, times -3 wraps to -88 */
+  REF(dmacclFloat32, COLL_PREMULSUM, 0x3f666667u, 0x3f800000u, 0x40000000u);
+  REF(dmacclBfloat16, COLL_PREMULSUM, 0x3f67, 0x3f80, 0x4000);
+  REF(dmacclInt8, COLL_PREMULSUM, 0xa8, 100, 100);
   REF(dmacclFloat64, dmacclAvg, 0x3ff5555555555555ull, 0x3ff0000000000000ull, 0x3ff0000000000000ull,
       0x4000000000000000ull); /* 4/3 in double */
   REF(dmacclFloat32, dmacclAvg, 0x3faaaaabu, 0x3f800000u, 0x3f800000u, 0x40000000u); /* 4/3 */
@@ -266,7 +272,7 @@ static int testTable(void) {
   for (int t = 0; t < dmacclNumTypes; t++)
     ASSERT_EQ_INT(collOpSupported((dmacclDataType_t)t, dmacclAvg),
                   collTypeIsFloat((dmacclDataType_t)t));
-  ASSERT_TRUE(!collOpSupported(dmacclFloat32, dmacclNumOps) && collTypeSize(dmacclNumTypes) == 0);
+  ASSERT_TRUE(!collOpSupported(dmacclFloat32, COLL_NUM_OPS) && collTypeSize(dmacclNumTypes) == 0);
   /* random layouts: blocks in range, no overlap, the AlltoAllv matrices agree */
   for (uint64_t seed = 1; seed < 200; seed++) {
     int n = 1 + (int)(seed % 6);
@@ -327,7 +333,7 @@ static int opsOf(collId c, dmacclDataType_t t, dmacclRedOp_t *ops) {
     ops[k++] = dmacclSum;
     return k;
   }
-  for (int op = 0; op < dmacclNumOps; op++)
+  for (int op = 0; op < COLL_NUM_OPS; op++)
     if (collOpSupported(t, (dmacclRedOp_t)op)) ops[k++] = (dmacclRedOp_t)op;
   return k;
 }
@@ -348,7 +354,7 @@ static int testMatrix(void) {
           skipped += t == 0;
           continue;
         }
-        dmacclRedOp_t ops[dmacclNumOps];
+        dmacclRedOp_t ops[COLL_NUM_OPS];
         int nops = opsOf((collId)c, (dmacclDataType_t)t, ops);
         const size_t counts[] = {0, 1, 37, kbCount((dmacclDataType_t)t)};
         int roots = (collTable[c].flags & COLL_ROOTED) && n > 1 ? 2 : 1;

@@ -14,6 +14,8 @@
  * replay (the test resets them before it). The same consumers also run
  * against AllGather of 16 MB per rank with each of its eight algorithms
  * forced (testArrivalAlgorithms); a word never stored fails after 60 s.
+ * The reductions include premultiplied sums (COLL_PREMULSUM), the scalar
+ * in device memory on the CUDA executor and changed before each replay.
  * Arg: a collective name to run only that one.
  */
 
@@ -116,8 +118,56 @@ static void place(const caseT *c, int r, unsigned char *base, void **send, void 
   *send = c->delta[r] != LLONG_MIN ? rv + c->delta[r] : base + (c->span[r] - c->sendB[r] - GUARD);
 }
 
+/* The table's premultiplied sum (COLL_PREMULSUM): variant 0 its scalar
+ * (collPremulScalar), 1 and 2 others, which the graph replays take in
+ * turn. On the CUDA executor the scalar is in device memory (devScalar,
+ * rank r's on its GPU, written by setPremul outside the capture): a replay
+ * must read the value of its moment. */
+static int premulVariant;
+static void *devScalar[MAXN];
+static void premulValue(dmacclDataType_t t, int variant, unsigned char *out) {
+  memset(out, 0, 8);
+  collPremulScalar(t, out);
+  if (variant && t == dmacclBfloat16) {
+    uint16_t v = variant == 1 ? 0xc000 : 0x3f40; /* -2, 0.75 */
+    memcpy(out, &v, 2);
+  } else if (variant && t == dmacclInt64) {
+    int64_t v = variant == 1 ? 7 : -1;
+    memcpy(out, &v, 8);
+  }
+}
+static int setPremul(const caseT *c, int variant) {
+  premulVariant = variant;
+  if (c->op != COLL_PREMULSUM) return 0;
+  unsigned char b[8];
+  premulValue(c->type, variant, b);
+  for (int r = 0; r < c->n; r++) {
+    CK(cudaSetDevice(r % ngpu));
+    CK(cudaMemcpy(devScalar[r], b, 8, cudaMemcpyHostToDevice));
+  }
+  return 0;
+}
+
+static dmacclResult_t issueOp(const caseT *c, int r, const void *s, void *d, dmacclComm_t comm,
+                              cudaStream_t st, dmacclRedOp_t op);
 static dmacclResult_t issue(const caseT *c, int r, const void *s, void *d, dmacclComm_t comm,
                             cudaStream_t st) {
+  if (c->op != COLL_PREMULSUM || !planCollOf(c->coll)->reduces)
+    return issueOp(c, r, s, d, comm, st, c->op);
+  unsigned char b[8];
+  premulValue(c->type, premulVariant, b);
+  dmacclRedOp_t pre;
+  dmacclResult_t rc =
+      st ? dmacclRedOpCreatePreMulSum(&pre, devScalar[r], c->type, dmacclScalarDevice, comm)
+         : dmacclRedOpCreatePreMulSum(&pre, b, c->type, dmacclScalarHostImmediate, comm);
+  if (rc != dmacclSuccess) return rc;
+  rc = issueOp(c, r, s, d, comm, st, pre);
+  dmacclResult_t e = dmacclRedOpDestroy(pre, comm);
+  return rc != dmacclSuccess ? rc : e;
+}
+
+static dmacclResult_t issueOp(const caseT *c, int r, const void *s, void *d, dmacclComm_t comm,
+                              cudaStream_t st, dmacclRedOp_t op) {
   const size_t *v = c->vec[r];
   int n = c->n;
   if (arrivedOf[r] && c->coll == PLAN_COLL_ALLGATHER)
@@ -127,16 +177,14 @@ static dmacclResult_t issue(const caseT *c, int r, const void *s, void *d, dmacc
   switch (c->coll) {
   case PLAN_COLL_ALLGATHER: return dmacclAllGather(s, d, c->count, c->type, comm, st);
   case PLAN_COLL_ALLTOALL: return dmacclAlltoAll(s, d, c->count, c->type, comm, st);
-  case PLAN_COLL_ALLREDUCE: return dmacclAllReduce(s, d, c->count, c->type, c->op, comm, st);
-  case PLAN_COLL_REDUCESCATTER:
-    return dmacclReduceScatter(s, d, c->count, c->type, c->op, comm, st);
+  case PLAN_COLL_ALLREDUCE: return dmacclAllReduce(s, d, c->count, c->type, op, comm, st);
+  case PLAN_COLL_REDUCESCATTER: return dmacclReduceScatter(s, d, c->count, c->type, op, comm, st);
   case PLAN_COLL_BROADCAST: return dmacclBroadcast(s, d, c->count, c->type, c->root, comm, st);
-  case PLAN_COLL_REDUCE: return dmacclReduce(s, d, c->count, c->type, c->op, c->root, comm, st);
+  case PLAN_COLL_REDUCE: return dmacclReduce(s, d, c->count, c->type, op, c->root, comm, st);
   case PLAN_COLL_GATHER: return dmacclGather(s, d, c->count, c->type, c->root, comm, st);
   case PLAN_COLL_SCATTER: return dmacclScatter(s, d, c->count, c->type, c->root, comm, st);
   case PLAN_COLL_ALLGATHERV: return dmacclAllGatherV(s, d, v, v + n, c->type, comm, st);
-  case PLAN_COLL_REDUCESCATTERV:
-    return dmacclReduceScatterV(s, d, v, v + n, c->type, c->op, comm, st);
+  case PLAN_COLL_REDUCESCATTERV: return dmacclReduceScatterV(s, d, v, v + n, c->type, op, comm, st);
   case PLAN_COLL_ALLTOALLV:
     return dmacclAlltoAllv(s, v, v + n, d, v + 2 * n, v + 3 * n, c->type, comm, st);
   default: return dmacclInvalidArgument;
@@ -344,7 +392,8 @@ static int runCase(caseT *c, uint64_t seed) {
   }
   /* Eager, built-in selection (k=0) and the direct forms forced (k=1). */
   for (int k = 0; k < 2 && !rc; k++) {
-    if ((rc = runHost(c, hb, seed + (uint64_t)k)) || (rc = upload(c, db, seed + (uint64_t)k)))
+    if ((rc = setPremul(c, 0)) || (rc = runHost(c, hb, seed + (uint64_t)k)) ||
+        (rc = upload(c, db, seed + (uint64_t)k)))
       break;
     arrivedValue = (uint32_t)(seed * 2654435761u + (uint64_t)k) | 1u;
     if (notify && ((rc = arrivalWords(c, words, 0, "")) || (rc = poisonChecks(c, chk)))) break;
@@ -404,7 +453,8 @@ static int runCase(caseT *c, uint64_t seed) {
     CK(cudaGraphInstantiate(&ge, g, 0));
     for (int rep = 0; rep < 2 && !rc; rep++) {
       uint64_t sd = seed + 100 + (uint64_t)rep;
-      if ((rc = runHost(c, hb, sd)) || (rc = upload(c, db, sd))) break;
+      if ((rc = setPremul(c, 1 + rep)) || (rc = runHost(c, hb, sd)) || (rc = upload(c, db, sd)))
+        break;
       if (notify && (rc = arrivalWords(c, words, 0, "")) != 0) break; /* the replay stores again */
       if (notify && (rc = poisonChecks(c, chk)) != 0) break;
       CK(cudaSetDevice(0));
@@ -513,8 +563,10 @@ int main(int argc, char **argv) {
   struct {
     dmacclDataType_t t;
     dmacclRedOp_t op;
-  } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg},   {dmacclFloat16, dmacclMax},
-              {dmacclInt32, dmacclProd},  {dmacclFloat8e4m3, dmacclSum}, {dmacclUint8, dmacclMin}};
+  } tops[] = {{dmacclFloat32, dmacclSum},       {dmacclBfloat16, dmacclAvg},
+              {dmacclFloat16, dmacclMax},       {dmacclInt32, dmacclProd},
+              {dmacclFloat8e4m3, dmacclSum},    {dmacclUint8, dmacclMin},
+              {dmacclBfloat16, COLL_PREMULSUM}, {dmacclInt64, COLL_PREMULSUM}};
   /* the last only for Broadcast (relay's parts and chain's block in
    * several groups: 16 MB of float32, 8 MB of bfloat16) and, as
    * reduceCount, the reductions in their first two types */
@@ -538,6 +590,7 @@ int main(int argc, char **argv) {
       CK(cudaSetDevice(devs[r]));
       CK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
       CK(cudaStreamCreateWithFlags(&consumers[r], cudaStreamNonBlocking));
+      CK(cudaMalloc(&devScalar[r], 8));
     }
     if (!only || !strcmp(only, "allgather")) rc = testArrivalAlgorithms(n, devs);
     for (int coll = 0; coll < PLAN_NUM_COLLS && !rc; coll++) {
@@ -568,6 +621,8 @@ int main(int argc, char **argv) {
       dmacclCommDestroy(gpuComms[1][r]);
       cudaStreamDestroy(streams[r]);
       cudaStreamDestroy(consumers[r]);
+      cudaSetDevice(devs[r]);
+      cudaFree(devScalar[r]);
     }
   }
   printf("  %d cases (x2 eager, x2 graph replays) match the host executor on %d GPU(s)\n", cases,

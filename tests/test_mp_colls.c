@@ -187,12 +187,15 @@ static int body(int rank, int n, const dmacclUniqueId *id, void *arg) {
   const struct {
     dmacclDataType_t t;
     dmacclRedOp_t op;
-  } tops[] = {{dmacclFloat32, dmacclSum}, {dmacclBfloat16, dmacclAvg}, {dmacclInt64, dmacclMax}};
+  } tops[] = {{dmacclFloat32, dmacclSum},
+              {dmacclBfloat16, dmacclAvg},
+              {dmacclInt64, dmacclMax},
+              {dmacclFloat16, COLL_PREMULSUM}};
   const size_t counts[] = {0, 5, 3001, 100003};
   uint64_t seed = 1;
   collVArrays va;
   for (int c = 0; c < COLL_NUM; c++)
-    for (size_t ti = 0; ti < 3; ti++) {
+    for (size_t ti = 0; ti < sizeof(tops) / sizeof(tops[0]); ti++) {
       if (!(collTable[c].flags & COLL_REDUCES) && ti > 0) break;
       if (n < collMinRanks((collId)c)) break; /* sendrecv on one rank */
       for (size_t k = 0; k < 4; k++)

@@ -670,7 +670,55 @@ static int protocolsBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   return 0;
 }
 
+/* Ranks as processes that pass different immediate PreMulSum scalars
+ * (rank 1 0.25, the others 0.5) disagree, compared on the board: with the
+ * direct pull1 nothing is written; every rank's synchronize names both
+ * scalars; then a premultiplied sum with the same scalar everywhere (one
+ * operator made on the device side: a scalar in host memory, read when the
+ * operation runs, changed between two calls) is right. */
+static int disagreePremulBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclComm_t comm;
+  const size_t count = 1000, bytes = count * sizeof(float) + MP_GUARD;
+  float *send, *recv;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  cfg.algorithm = "allreduce:pull1";
+  RANK_CHECK(dmacclCommInitRank(&comm, n, *id, rank, &cfg) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&send) == dmacclSuccess);
+  RANK_CHECK(dmacclMemAlloc(comm, bytes, (void **)&recv) == dmacclSuccess);
+  for (size_t i = 0; i < count; i++) send[i] = (float)(rank + 1) * (float)(i % 7);
+  memset(recv, 0xA5, bytes);
+  float mine = rank == 1 ? 0.25f : 0.5f;
+  dmacclRedOp_t pre;
+  RANK_CHECK(dmacclRedOpCreatePreMulSum(&pre, &mine, dmacclFloat32, dmacclScalarHostImmediate,
+                                        comm) == dmacclSuccess);
+  RANK_CHECK(dmacclAllReduce(send, recv, count, dmacclFloat32, pre, comm, 0) == dmacclSuccess);
+  RANK_CHECK(dmacclRedOpDestroy(pre, comm) == dmacclSuccess);
+  RANK_CHECK(dmacclCommSynchronize(comm) == dmacclInvalidUsage);
+  const char *err = dmacclCommGetLastError(comm);
+  if (!strstr(err, "premultiplied sum by 0.5, rank 1 by 0.25"))
+    fprintf(stderr, "rank %d: %s\n", rank, err);
+  RANK_CHECK(strstr(err, "premultiplied sum by 0.5, rank 1 by 0.25") != NULL);
+  for (size_t i = 0; i < bytes; i++) RANK_CHECK(((unsigned char *)recv)[i] == 0xA5);
+  float scale = 0.5f;
+  RANK_CHECK(dmacclRedOpCreatePreMulSum(&pre, &scale, dmacclFloat32, dmacclScalarDevice, comm) ==
+             dmacclSuccess);
+  float ranks = (float)(n * (n + 1) / 2);
+  for (int k = 0; k < 2; k++) {
+    scale = k ? -3.0f : 0.5f;
+    RANK_CHECK(dmacclAllReduce(send, recv, count, dmacclFloat32, pre, comm, 0) == dmacclSuccess);
+    RANK_CHECK(dmacclCommSynchronize(comm) == dmacclSuccess);
+    for (size_t i = 0; i < count; i++) RANK_CHECK(recv[i] == ranks * (float)(i % 7) * scale);
+  }
+  RANK_CHECK(dmacclRedOpDestroy(pre, comm) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(comm) == dmacclSuccess);
+  return 0;
+}
+
 static int testDisagree(void) {
+  ASSERT_EQ_INT(mpRun(2, disagreePremulBody, NULL, 60, 0), 0);
+  ASSERT_EQ_INT(mpRun(3, disagreePremulBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(3, disagreeStagedBody, NULL, 60, 0), 0);
   ASSERT_EQ_INT(mpRun(2, disagreeTwoShotBody, NULL, 60, 0), 0);

@@ -47,10 +47,43 @@ typedef struct {
   int gpu;
 } ncArg;
 
-/* One collective through NCCL's names (tools/common/colls.c's shapes). */
+static ncclResult_t issueOp(collId c, const collShape *s, int rank, const void *sb, void *rb,
+                            dmacclDataType_t t, dmacclRedOp_t op, int inPlace, ncclComm_t comm,
+                            cudaStream_t st);
+
+/* One collective through NCCL's names (tools/common/colls.c's shapes). The
+ * table's premultiplied sum: ncclRedOpCreatePreMulSum, the scalar in
+ * device memory every other time (gpu: a buffer of the process; the host
+ * executor reads host memory), destroyed once the call has returned. */
 static ncclResult_t issue(collId c, const collShape *s, int rank, const void *sb, void *rb,
                           dmacclDataType_t t, dmacclRedOp_t op, int inPlace, ncclComm_t comm,
-                          cudaStream_t st) {
+                          cudaStream_t st, int gpu) {
+  if (op != COLL_PREMULSUM || !(collTable[c].flags & COLL_REDUCES))
+    return issueOp(c, s, rank, sb, rb, t, op, inPlace, comm, st);
+  static int calls;
+  static unsigned char hostScalar[8], *devScalar;
+  int onDevice = calls++ & 1;
+  collPremulScalar(t, hostScalar);
+  void *where = hostScalar;
+  if (onDevice && gpu) {
+    if (!devScalar && cudaMalloc((void **)&devScalar, 8) != cudaSuccess)
+      return ncclUnhandledCudaError;
+    if (cudaMemcpy(devScalar, hostScalar, 8, cudaMemcpyHostToDevice) != cudaSuccess)
+      return ncclUnhandledCudaError;
+    where = devScalar;
+  }
+  ncclRedOp_t pre;
+  ncclResult_t rc = ncclRedOpCreatePreMulSum(
+      &pre, where, (ncclDataType_t)t, onDevice ? ncclScalarDevice : ncclScalarHostImmediate, comm);
+  if (rc != ncclSuccess) return rc;
+  rc = issueOp(c, s, rank, sb, rb, t, (dmacclRedOp_t)pre, inPlace, comm, st);
+  ncclResult_t d = ncclRedOpDestroy(pre, comm);
+  return rc != ncclSuccess ? rc : d;
+}
+
+static ncclResult_t issueOp(collId c, const collShape *s, int rank, const void *sb, void *rb,
+                            dmacclDataType_t t, dmacclRedOp_t op, int inPlace, ncclComm_t comm,
+                            cudaStream_t st) {
   ncclDataType_t nt = (ncclDataType_t)t;
   ncclRedOp_t no = (ncclRedOp_t)op;
   size_t cnt = s->count;
@@ -129,7 +162,7 @@ static int oneCase(int rank, int n, ncclComm_t comm, int gpu, cudaStream_t st, c
   /* a rank with nothing to send passes NULL, as NCCL allows for count 0 */
   const void *sp = sc ? dev + sendOff : (ip ? dev + sendOff : NULL);
   void *rp = dev + recvOff;
-  ncclResult_t rc = issue(c, &s, rank, sp, rp, t, op, ip, comm, st);
+  ncclResult_t rc = issue(c, &s, rank, sp, rp, t, op, ip, comm, st, gpu);
   if (rc != ncclSuccess)
     fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, collTable[c].call, ncclGetErrorString(rc),
             ncclGetLastError(comm));
@@ -212,10 +245,19 @@ static int wrongArguments(int rank, int n, ncclComm_t comm, int gpu, cudaStream_
   ncclRedOp_t pre = ncclSum;
   float scalar = 0.5f;
   if (refused(rank, comm, gpu, dev,
-              ncclRedOpCreatePreMulSum(&pre, &scalar, ncclFloat, ncclScalarHostImmediate, comm),
-              ncclInvalidUsage, "PreMulSum"))
+              ncclRedOpCreatePreMulSum(&pre, &scalar, ncclFloat, (ncclScalarResidence_t)3, comm),
+              ncclInvalidArgument, "residence 3"))
     return 1;
   RANK_CHECK(pre == ncclSum);
+  RANK_CHECK(ncclRedOpCreatePreMulSum(&pre, &scalar, ncclFloat, ncclScalarHostImmediate, comm) ==
+             ncclSuccess);
+  if (refused(rank, comm, gpu, dev, ncclAllReduce(a, b, 16, ncclInt32, pre, comm, st),
+              ncclInvalidArgument, "premultiplied sum of float, the call's datatype is int32"))
+    return 1;
+  RANK_CHECK(ncclRedOpDestroy(pre, comm) == ncclSuccess);
+  if (refused(rank, comm, gpu, dev, ncclRedOpDestroy(pre, comm), ncclInvalidArgument,
+              "destroyed already"))
+    return 1;
   if (refused(rank, comm, gpu, dev, ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument,
               "built-in"))
     return 1;
@@ -280,11 +322,10 @@ static int body(int rank, int n, const dmacclUniqueId *did, void *arg) {
   const struct {
     dmacclDataType_t t;
     dmacclRedOp_t op;
-  } tops[] = {{dmacclFloat32, dmacclSum},
-              {dmacclBfloat16, dmacclAvg},
-              {dmacclInt64, dmacclMax},
-              {dmacclUint8, dmacclMin},
-              {dmacclFloat16, dmacclProd}};
+  } tops[] = {{dmacclFloat32, dmacclSum},   {dmacclBfloat16, dmacclAvg},
+              {dmacclInt64, dmacclMax},     {dmacclUint8, dmacclMin},
+              {dmacclFloat16, dmacclProd},  {dmacclBfloat16, COLL_PREMULSUM},
+              {dmacclInt32, COLL_PREMULSUM}};
   const collId colls[] = {COLL_ALLGATHER,     COLL_ALLTOALL,  COLL_ALLREDUCE,
                           COLL_REDUCESCATTER, COLL_BROADCAST, COLL_REDUCE,
                           COLL_GATHER,        COLL_SCATTER,   COLL_SENDRECV};
@@ -293,7 +334,7 @@ static int body(int rank, int n, const dmacclUniqueId *did, void *arg) {
   for (size_t ci = 0; ci < sizeof(colls) / sizeof(colls[0]); ci++) {
     collId c = colls[ci];
     if (n < collMinRanks(c)) continue;
-    for (size_t ti = 0; ti < 5; ti++) {
+    for (size_t ti = 0; ti < sizeof(tops) / sizeof(tops[0]); ti++) {
       if (!(collTable[c].flags & COLL_REDUCES) && ti > 1) break;
       for (size_t k = 0; k < 3; k++)
         for (int inPlace = 0; inPlace <= 1; inPlace++, seed++)

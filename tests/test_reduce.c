@@ -252,10 +252,48 @@ static int testFloats(void) {
   return 0;
 }
 
+/* The premultiplied sum: the sum in the accumulation type times the
+ * scalar, one rounding (values from numpy: float32(1.5+2.25-0.5)*float32(0.3);
+ * fp16 (1+2)*fp16(0.3) in float, rounded to fp16; the integers wrap). */
+static int testPremul(void) {
+  float f[3] = {1.5f, 2.25f, -0.5f}, fs = 0.3f, fo = 0;
+  const void *fsrc[3] = {&f[0], &f[1], &f[2]};
+  baseReduceHostScaled(&fo, fsrc, 3, 1, dmacclFloat32, BASE_PREMULSUM, &fs);
+  uint32_t fb;
+  memcpy(&fb, &fo, 4);
+  ASSERT_EQ_INT(fb, 0x3f79999au);
+  uint16_t h[2] = {0x3c00, 0x4000}, hs = 0x34cd, ho = 0;
+  const void *hsrc[2] = {&h[0], &h[1]};
+  baseReduceHostScaled(&ho, hsrc, 2, 1, dmacclFloat16, BASE_PREMULSUM, &hs);
+  ASSERT_EQ_INT(ho, 0x3b34);
+  double d[2] = {0.1, 0.2}, ds = 3.0, dout = 0;
+  const void *dsrc[2] = {&d[0], &d[1]};
+  baseReduceHostScaled(&dout, dsrc, 2, 1, dmacclFloat64, BASE_PREMULSUM, &ds);
+  uint64_t db;
+  memcpy(&db, &dout, 8);
+  ASSERT_TRUE(db == 0x3fecccccccccccceull);
+  int8_t i8[2] = {100, 100}, i8s = -3, i8o = 0; /* 200 wraps to -56; -56 * -3 = 168 wraps to -88 */
+  const void *isrc[2] = {&i8[0], &i8[1]};
+  baseReduceHostScaled(&i8o, isrc, 2, 1, dmacclInt8, BASE_PREMULSUM, &i8s);
+  ASSERT_EQ_INT(i8o, -88);
+  uint32_t u[2] = {0xffffffffu, 2}, us = 5, uo = 0; /* 1 * 5 */
+  const void *usrc[2] = {&u[0], &u[1]};
+  baseReduceHostScaled(&uo, usrc, 2, 1, dmacclUint32, BASE_PREMULSUM, &us);
+  ASSERT_EQ_INT(uo, 5);
+  /* one source in place: a scaling */
+  float x[2] = {2.0f, -8.0f}, half = 0.5f;
+  const void *xs[1] = {x};
+  baseReduceHostScaled(x, xs, 1, 2, dmacclFloat32, BASE_PREMULSUM, &half);
+  ASSERT_TRUE(x[0] == 1.0f && x[1] == -4.0f);
+  ASSERT_CONTAINS(baseRedOpName(BASE_PREMULSUM), "premulsum");
+  return 0;
+}
+
 static int testSupported(void) {
   for (int t = -1; t <= dmacclNumTypes; t++)
-    for (int op = -1; op <= dmacclNumOps; op++) {
-      int valid = t >= 0 && t < dmacclNumTypes && op >= 0 && op < dmacclNumOps;
+    for (int op = -1; op <= dmacclNumOps + 1; op++) {
+      /* BASE_PREMULSUM, the library's own number after the built-in ops */
+      int valid = t >= 0 && t < dmacclNumTypes && op >= 0 && op <= dmacclNumOps;
       int isFloat = t == dmacclFloat16 || t == dmacclBfloat16 || t == dmacclFloat32 ||
                     t == dmacclFloat64 || t == dmacclFloat8e4m3 || t == dmacclFloat8e5m2;
       int want = valid && (op != dmacclAvg || isFloat);
@@ -268,6 +306,7 @@ static int testSupported(void) {
 
 int main(void) {
   RUN(testToFloat);
+  RUN(testPremul);
   RUN(testRounding);
   RUN(testIntegers);
   RUN(testFloats);

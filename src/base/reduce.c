@@ -4,15 +4,16 @@
 #include "reduce_math.h"
 
 int baseRedOpSupported(dmacclDataType_t t, dmacclRedOp_t op) {
-  if ((unsigned)t >= dmacclNumTypes || (unsigned)op >= dmacclNumOps) return 0;
+  if ((unsigned)t >= dmacclNumTypes || (unsigned)op > (unsigned)BASE_PREMULSUM) return 0;
   if (op != dmacclAvg) return 1;
   return t == dmacclFloat16 || t == dmacclBfloat16 || t == dmacclFloat32 || t == dmacclFloat64 ||
          t == dmacclFloat8e4m3 || t == dmacclFloat8e5m2;
 }
 
 const char *baseRedOpName(dmacclRedOp_t op) {
-  static const char *const names[dmacclNumOps] = {"sum", "prod", "max", "min", "avg"};
-  return (unsigned)op < dmacclNumOps ? names[op] : "invalid";
+  static const char *const names[dmacclNumOps + 1] = {"sum", "prod", "max",
+                                                      "min", "avg",  "premulsum"};
+  return (unsigned)op <= (unsigned)BASE_PREMULSUM ? names[op] : "invalid";
 }
 
 /* Integers: wrap-around arithmetic in the unsigned type of the width (W),
@@ -24,12 +25,17 @@ const char *baseRedOpName(dmacclRedOp_t op) {
     for (int k = 1; k < nsrc; k++) {                                                               \
       T x;                                                                                         \
       memcpy(&x, (const char *)srcs[k] + i * sizeof(T), sizeof(T));                                \
-      if (op == dmacclSum || op == dmacclAvg)                                                      \
+      if (op == dmacclSum || op == dmacclAvg || op == BASE_PREMULSUM)                              \
         acc = (T)((W)acc + (W)x);                                                                  \
       else if (op == dmacclProd)                                                                   \
         acc = (T)((W)acc * (W)x);                                                                  \
       else                                                                                         \
         RM_COMBINE(op, acc, x);                                                                    \
+    }                                                                                              \
+    if (op == BASE_PREMULSUM) {                                                                    \
+      T sc;                                                                                        \
+      memcpy(&sc, scalar, sizeof(T));                                                              \
+      acc = (T)((W)acc * (W)sc);                                                                   \
     }                                                                                              \
     memcpy((char *)dst + i * sizeof(T), &acc, sizeof(T));                                          \
   }
@@ -46,6 +52,10 @@ const char *baseRedOpName(dmacclRedOp_t op) {
       RM_COMBINE(op, acc, x);                                                                      \
     }                                                                                              \
     if (op == dmacclAvg) acc = acc / (A)nsrc;                                                      \
+    if (op == BASE_PREMULSUM) {                                                                    \
+      memcpy(&raw, scalar, sizeof(S));                                                             \
+      acc = acc * TOA(raw);                                                                        \
+    }                                                                                              \
     raw = FROMA(acc);                                                                              \
     memcpy((char *)dst + i * sizeof(S), &raw, sizeof(S));                                          \
   }
@@ -54,6 +64,11 @@ const char *baseRedOpName(dmacclRedOp_t op) {
 
 void baseReduceHost(void *dst, const void *const *srcs, int nsrc, size_t count, dmacclDataType_t t,
                     dmacclRedOp_t op) {
+  baseReduceHostScaled(dst, srcs, nsrc, count, t, op, NULL);
+}
+
+void baseReduceHostScaled(void *dst, const void *const *srcs, int nsrc, size_t count,
+                          dmacclDataType_t t, dmacclRedOp_t op, const void *scalar) {
   switch (t) {
   case dmacclInt8: INT_LOOP(int8_t, uint8_t) break;
   case dmacclUint8: INT_LOOP(uint8_t, uint8_t) break;

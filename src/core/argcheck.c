@@ -158,10 +158,7 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
                      "%s: datatype %d is not a dmacclDataType_t (valid values are 0 to %d)", call,
                      (int)op->datatype, dmacclNumTypes - 1);
   if (ci->reduces) {
-    if ((unsigned)op->redop >= dmacclNumOps)
-      return coreError(comm, dmacclInvalidArgument,
-                       "%s: op %d is not a dmacclRedOp_t (valid values are 0 to %d)", call,
-                       (int)op->redop, dmacclNumOps - 1);
+    if ((rc = coreResolveRedOp(op, call)) != dmacclSuccess) return rc;
     if (!baseRedOpSupported(op->datatype, op->redop))
       return coreError(comm, dmacclInvalidArgument,
                        "%s: op %s is not defined for datatype %s (Avg needs a floating-point "

@@ -218,6 +218,7 @@ void coreFreeComm(dmacclComm_t comm) {
   pthread_mutex_destroy(&comm->errLock);
   free(comm->p2p);
   free(comm->p2pSeen);
+  free(comm->redOps);
   free(comm);
 }
 

@@ -4,6 +4,7 @@
 
 #include "dmaccl.h"
 #include "../plan/plan.h"
+#include "../base/reduce.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,8 +43,14 @@ typedef struct coreOp {
   void *recvbuff;
   size_t count;
   dmacclDataType_t datatype;
-  dmacclRedOp_t redop; /* reductions */
+  dmacclRedOp_t redop; /* reductions; BASE_PREMULSUM once a caller's operator is resolved */
   int root;            /* rooted collectives */
+  /* A premultiplied sum (redop BASE_PREMULSUM): its scalar as the caller's
+   * operator held it at the call (op.c coreResolveRedOp): a device pointer
+   * (dmacclScalarDevice), or NULL and the immediate's bytes in the low
+   * bytes of premulBits. */
+  const void *premulPtr;
+  uint64_t premulBits;
   /* V forms: PLAN_VEC_ARRAYS arrays of nranks entries, back to back. Valid
    * while the op is being posted: the caller's copy during an eager call, the
    * group's or the request's copy; posting copies it to the board. */
@@ -100,6 +107,10 @@ planArgs coreOpArgs(const coreOp *op, int rank, int nranks, const size_t *const 
 /* 0 when a and b are the same operation; else writes what differs. */
 int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const size_t *bvec,
                  int nranks, char *why, size_t whylen);
+/* A reduction's op at its check: a built-in one stays; a caller's operator
+ * of dmacclRedOpCreatePreMulSum becomes BASE_PREMULSUM with its scalar
+ * (premulPtr, premulBits), or an error naming op. */
+dmacclResult_t coreResolveRedOp(coreOp *op, const char *call);
 
 /* Ranks' calls for one sequence number, gathered until every rank posted. */
 typedef struct {
@@ -120,8 +131,10 @@ typedef struct {
   int32_t coll, datatype, inPlace, capture;
   uint64_t count;
   int32_t algo, redop, root;
-  uint32_t stage;   /* the low bits of the op's stageIndex: its slot and, captured, its ENTRY */
-  uint64_t vecHash; /* the V forms' arrays (on the board after the ranks, coreBoardVec) */
+  int32_t premulDevice; /* BASE_PREMULSUM: a device scalar (not compared) */
+  uint64_t premulBits;  /* ... else the immediate's bytes */
+  uint32_t stage;       /* the low bits of the op's stageIndex: its slot and, captured, its ENTRY */
+  uint64_t vecHash;     /* the V forms' arrays (on the board after the ranks, coreBoardVec) */
   coreBufRef send, recv;
 } coreSharedOp;
 
@@ -236,6 +249,18 @@ static inline uint64_t *coreBoardVec(coreClique *c, int r, int slot) {
          (size_t)slot * PLAN_VEC_ARRAYS * (size_t)c->nranks;
 }
 
+/* An operator of dmacclRedOpCreatePreMulSum (op.c): operator
+ * CORE_REDOP_FIRST + i is slot i of its communicator's table, up to
+ * CORE_REDOP_MAX live at once. */
+#define CORE_REDOP_FIRST 64
+#define CORE_REDOP_MAX 65536
+typedef struct {
+  int live;
+  dmacclDataType_t datatype;
+  const void *ptr; /* dmacclScalarDevice: the caller's pointer */
+  uint64_t bits;   /* dmacclScalarHostImmediate: the value's bytes (low bytes) */
+} coreRedOp;
+
 struct dmacclComm {
   int rank, nranks, device;
   dmacclExecutor_t executor;
@@ -257,7 +282,9 @@ struct dmacclComm {
   uint64_t refusedSeq;
   dmacclResult_t refusedCode;
   char refusedWhy[448];
-  pthread_mutex_t memLock;
+  pthread_mutex_t memLock; /* mems, and redOps */
+  coreRedOp *redOps;       /* nredOps slots (op.c) */
+  int nredOps;
   coreMem *mems;     /* dmacclMemAlloc allocations */
   uint64_t memCount; /* dmacclMemAlloc calls so far */
   /* Send/Recv (p2p.c). A communicator's channels, made at first use and

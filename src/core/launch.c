@@ -315,7 +315,8 @@ static void launchSlot(coreClique *c, coreBoardSlot *slot) {
     const coreOp *op = &slot->ops[r];
     ls[r] = (coreLaunch){.comm = c->comms[r],
                          .op = op,
-                         .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue},
+                         .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue,
+                                  op->premulPtr, op->premulBits},
                          .args = coreOpArgs(op, r, c->nranks, vecs, c->scratchBytes)};
     coreStageArgs(&ls[r].args, ref, stageIndex);
     if (!agree)
@@ -441,6 +442,9 @@ static dmacclResult_t postOneRank(coreOp *op) {
   op->oneRank = 1;
   const char *src = (const char *)op->sendbuff + b.srcOff;
   char *dst = (char *)op->recvbuff + b.dstOff;
+  /* a premultiplied sum scales, in place too */
+  if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces)
+    return b.bytes ? comm->exec->oneRank(comm, op, src, dst, b.bytes) : dmacclSuccess;
   /* nothing to copy (empty, in place): only an arrival word to store */
   if ((!b.bytes || src == dst) && !op->arrived) return dmacclSuccess;
   return comm->exec->oneRank(comm, op, src, dst, src == dst ? 0 : b.bytes);

@@ -33,7 +33,9 @@ static coreOp sharedOp(coreClique *c, int r, int slot, const size_t **vec) {
                .count = o->count,
                .datatype = (dmacclDataType_t)o->datatype,
                .redop = (dmacclRedOp_t)o->redop,
-               .root = o->root};
+               .root = o->root,
+               .premulPtr = o->premulDevice ? (const void *)o : NULL, /* compared as "on device" */
+               .premulBits = o->premulBits};
   *vec = (const size_t *)coreBoardVec(c, r, slot);
   return op;
 }
@@ -51,7 +53,8 @@ static int findDisagreement(coreClique *c, int slot, char *why, size_t whylen) {
   for (int r = 1; r < n && same; r++) {
     const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
     same = o->coll == o0->coll && o->datatype == o0->datatype && o->count == o0->count &&
-           o->redop == o0->redop && o->root == o0->root;
+           o->redop == o0->redop && o->root == o0->root && o->premulDevice == o0->premulDevice &&
+           o->premulBits == o0->premulBits;
   }
   if (same) return -1;
   const size_t *va, *vb;
@@ -165,7 +168,8 @@ static void launchOne(coreClique *c, uint64_t seq) {
     if (r == me || !early) vecs[r] = (const size_t *)coreBoardVec(c, r, slot);
   coreLaunch l = {.comm = comm,
                   .op = op,
-                  .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue},
+                  .bufs = {send, recv, NULL, NULL, NULL, op->arrived, op->arrivedValue,
+                           op->premulPtr, op->premulBits},
                   .args = coreOpArgs(op, me, n, vecs, c->scratchBytes)};
   send[me] = op->sendbuff;
   recv[me] = op->recvbuff;
@@ -408,6 +412,8 @@ dmacclResult_t coreMpPost(coreOp *op) {
   so->algo = (int32_t)op->algo;
   so->stage = (uint32_t)op->stageIndex;
   so->redop = (int32_t)op->redop;
+  so->premulDevice = op->premulPtr != NULL;
+  so->premulBits = op->premulBits;
   so->root = op->root;
   size_t vlen = coreVecLen(op, c->nranks);
   uint64_t *bv = coreBoardVec(c, c->localRank, slot);

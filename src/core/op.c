@@ -2,6 +2,7 @@
  * ranks' calls agree, and copies of the V forms' arrays. */
 #include "core.h"
 #include "../base/reduce.h"
+#include "../base/reduce_math.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,32 @@ size_t *coreVecDup(const coreOp *op) {
   return v;
 }
 
+/* A premultiplied sum's scalar for a sentence: its value, or where it is. */
+static void scalarText(const coreOp *op, char *buf, size_t len) {
+  uint64_t b = op->premulBits;
+  if (op->premulPtr) {
+    snprintf(buf, len, "a scalar in device memory");
+    return;
+  }
+  double f = 0;
+  switch (op->datatype) {
+  case dmacclInt8: snprintf(buf, len, "%d", (int)(int8_t)b); return;
+  case dmacclUint8: snprintf(buf, len, "%u", (unsigned)(uint8_t)b); return;
+  case dmacclInt32: snprintf(buf, len, "%d", (int)(int32_t)b); return;
+  case dmacclUint32: snprintf(buf, len, "%u", (unsigned)(uint32_t)b); return;
+  case dmacclInt64: snprintf(buf, len, "%lld", (long long)(int64_t)b); return;
+  case dmacclUint64: snprintf(buf, len, "%llu", (unsigned long long)b); return;
+  case dmacclFloat16: f = rmHalfToFloat((uint16_t)b); break;
+  case dmacclBfloat16: f = rmBf16ToFloat((uint16_t)b); break;
+  case dmacclFloat32: f = rmBitsToFloat((uint32_t)b); break;
+  case dmacclFloat64: memcpy(&f, &b, sizeof(f)); break;
+  case dmacclFloat8e4m3: f = rmE4m3ToFloat((uint8_t)b); break;
+  case dmacclFloat8e5m2: f = rmE5m2ToFloat((uint8_t)b); break;
+  default: break;
+  }
+  snprintf(buf, len, "%.9g", f);
+}
+
 /* Arrays of a V form as one sentence fragment: "[3 0 5]". */
 static void arrayText(const size_t *v, int n, char *buf, size_t len) {
   size_t used = 0;
@@ -79,6 +106,17 @@ int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const siz
   if (ci->reduces && a->redop != b->redop) {
     snprintf(why, whylen, "rank %d called %s with op %s, rank %d with op %s", ra, ci->call,
              baseRedOpName(a->redop), rb, baseRedOpName(b->redop));
+    return 1;
+  }
+  if (ci->reduces && a->redop == BASE_PREMULSUM &&
+      ((a->premulPtr != NULL) != (b->premulPtr != NULL) || a->premulBits != b->premulBits)) {
+    char x[48], y[48];
+    scalarText(a, x, sizeof(x));
+    scalarText(b, y, sizeof(y));
+    snprintf(why, whylen,
+             "rank %d called %s with a premultiplied sum by %s, rank %d by %s (every rank must "
+             "pass the same scalar)",
+             ra, ci->call, x, rb, y);
     return 1;
   }
   if (ci->rooted && a->root != b->root) {
@@ -114,4 +152,113 @@ int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const siz
     return 1;
   }
   return 0;
+}
+
+/* Operators of dmacclRedOpCreatePreMulSum: slot i of the comm's table is
+ * operator CORE_REDOP_FIRST + i (core.h). */
+static int slotOf(dmacclComm_t comm, dmacclRedOp_t op) {
+  long i = (long)op - CORE_REDOP_FIRST;
+  return i >= 0 && i < comm->nredOps && comm->redOps[i].live ? (int)i : -1;
+}
+
+dmacclResult_t coreResolveRedOp(coreOp *op, const char *call) {
+  dmacclComm_t comm = op->comm;
+  op->premulPtr = NULL;
+  op->premulBits = 0;
+  if ((unsigned)op->redop < dmacclNumOps) return dmacclSuccess;
+  pthread_mutex_lock(&comm->memLock);
+  int i = slotOf(comm, op->redop);
+  coreRedOp r = i >= 0 ? comm->redOps[i] : (coreRedOp){0};
+  pthread_mutex_unlock(&comm->memLock);
+  if (i < 0)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: op %d is neither a dmacclRedOp_t (0 to %d) nor an operator of this "
+                     "communicator's dmacclRedOpCreatePreMulSum (made on another one, or "
+                     "destroyed?)",
+                     call, (int)op->redop, dmacclNumOps - 1);
+  if (r.datatype != op->datatype)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: op %d is a premultiplied sum of %s, the call's datatype is %s", call,
+                     (int)op->redop, coreTypeName(r.datatype), coreTypeName(op->datatype));
+  op->redop = BASE_PREMULSUM;
+  op->premulPtr = r.ptr;
+  op->premulBits = r.bits;
+  return dmacclSuccess;
+}
+
+dmacclResult_t dmacclRedOpCreatePreMulSum(dmacclRedOp_t *op, void *scalar,
+                                          dmacclDataType_t datatype,
+                                          dmacclScalarResidence_t residence, dmacclComm_t comm) {
+  const char *call = "dmacclRedOpCreatePreMulSum";
+  dmacclResult_t rc = coreEnter(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  size_t size = coreTypeSize(datatype);
+  if (!op)
+    rc = coreError(comm, dmacclInvalidArgument, "%s: op is NULL (where the operator goes)", call);
+  else if (!scalar)
+    rc = coreError(comm, dmacclInvalidArgument, "%s: scalar is NULL", call);
+  else if (!size)
+    rc = coreError(comm, dmacclInvalidArgument,
+                   "%s: datatype %d is not a dmacclDataType_t (valid values are 0 to %d)", call,
+                   (int)datatype, dmacclNumTypes - 1);
+  else if (residence != dmacclScalarDevice && residence != dmacclScalarHostImmediate)
+    rc = coreError(comm, dmacclInvalidArgument,
+                   "%s: residence %d is neither dmacclScalarDevice (0) nor "
+                   "dmacclScalarHostImmediate (1)",
+                   call, (int)residence);
+  if (rc != dmacclSuccess) {
+    coreLeave(comm);
+    return rc;
+  }
+  coreRedOp r = {.live = 1, .datatype = datatype};
+  if (residence == dmacclScalarHostImmediate)
+    memcpy(&r.bits, scalar, size); /* the low bytes (little-endian: the value) */
+  else
+    r.ptr = scalar;
+  pthread_mutex_lock(&comm->memLock);
+  int i = 0;
+  while (i < comm->nredOps && comm->redOps[i].live) i++;
+  if (i == comm->nredOps) {
+    int cap = comm->nredOps ? 2 * comm->nredOps : 8;
+    coreRedOp *m = cap <= CORE_REDOP_MAX ? realloc(comm->redOps, (size_t)cap * sizeof(*m)) : NULL;
+    if (m) {
+      memset(m + comm->nredOps, 0, (size_t)(cap - comm->nredOps) * sizeof(*m));
+      comm->redOps = m;
+      comm->nredOps = cap;
+    }
+  }
+  if (i < comm->nredOps) {
+    comm->redOps[i] = r;
+    *op = (dmacclRedOp_t)(CORE_REDOP_FIRST + i);
+  }
+  pthread_mutex_unlock(&comm->memLock);
+  if (i >= CORE_REDOP_MAX)
+    rc = coreError(comm, dmacclInvalidUsage,
+                   "%s: this communicator holds %d operators already (destroy some with "
+                   "dmacclRedOpDestroy)",
+                   call, CORE_REDOP_MAX);
+  else if (i >= comm->nredOps)
+    rc = coreError(comm, dmacclSystemError, "%s: out of memory", call);
+  coreLeave(comm);
+  return rc;
+}
+
+dmacclResult_t dmacclRedOpDestroy(dmacclRedOp_t op, dmacclComm_t comm) {
+  const char *call = "dmacclRedOpDestroy";
+  dmacclResult_t rc = coreEnter(comm, call);
+  if (rc != dmacclSuccess) return rc;
+  pthread_mutex_lock(&comm->memLock);
+  int i = slotOf(comm, op);
+  if (i >= 0) comm->redOps[i].live = 0;
+  pthread_mutex_unlock(&comm->memLock);
+  if ((unsigned)op < dmacclNumOps)
+    rc = coreError(comm, dmacclInvalidArgument, "%s: op %d is a built-in operator (%s)", call,
+                   (int)op, baseRedOpName(op));
+  else if (i < 0)
+    rc = coreError(comm, dmacclInvalidArgument,
+                   "%s: op %d is not an operator of this communicator (made on another one, or "
+                   "destroyed already)",
+                   call, (int)op);
+  coreLeave(comm);
+  return rc;
 }

@@ -30,6 +30,7 @@
 #include "cuda_internal.h"
 #include "cuda_reduce.h"
 #include "../boot/boot.h"
+#include "../base/reduce.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -701,6 +702,8 @@ typedef struct {
   size_t count, bytes;
   dmacclDataType_t dtype;
   dmacclRedOp_t op;
+  const void *scalar; /* BASE_PREMULSUM: execBuffers' */
+  uint64_t scalarBits;
 } kernelReduce;
 
 static void reduceOf(const planSchedule *sch, const planStep *st, const execBuffers *b,
@@ -714,6 +717,22 @@ static void reduceOf(const planSchedule *sch, const planStep *st, const execBuff
   r->count = bytes ? st->bytes : st->bytes / sch->elemSize;
   r->dtype = bytes ? dmacclUint8 : (dmacclDataType_t)sch->dtype;
   r->op = bytes ? dmacclSum : (dmacclRedOp_t)sch->redop;
+  r->scalar = b->scalar;
+  r->scalarBits = b->scalarBits;
+}
+
+/* w for r's launch: a premultiplied sum's carries its scalar (`own`, a
+ * copy of w or empty). */
+static const execReduceWait *withScalar(const kernelReduce *r, const execReduceWait *w,
+                                        execReduceWait *own) {
+  if (r->op != BASE_PREMULSUM) return w;
+  if (w)
+    *own = *w;
+  else
+    memset(own, 0, sizeof(*own));
+  own->scalar = r->scalar;
+  own->scalarBits = r->scalarBits;
+  return own;
 }
 
 /* The blocks of a kernel of s's GPU doing w; `moves`: a movement
@@ -736,11 +755,12 @@ static dmacclResult_t launchReduce(dmacclComm_t comm, const planSchedule *sch, c
                                    cudaEvent_t launched) {
   dmacclResult_t rc = dmacclSuccess;
   kernelReduce r;
+  execReduceWait own;
   reduceOf(sch, st, b, &r);
   CUDA_TRY(comm,
            execCudaReduceLaunched(r.dst, r.srcs, r.nsrc, r.count, r.dtype, r.op,
-                                  kernelCtas(stateOf(comm), w, !planCollOf(sch->coll)->reduces), w,
-                                  lane, launched));
+                                  kernelCtas(stateOf(comm), w, !planCollOf(sch->coll)->reduces),
+                                  withScalar(&r, w, &own), lane, launched));
 out:
   return rc;
 }
@@ -1303,6 +1323,8 @@ static dmacclResult_t holdKernel(dmacclComm_t comm, const coreOp *op, const plan
     k->w.moveCount = NULL; /* decided at the flush, over every operation's moves */
     k->own = w.nmoves;
     reduceOf(sch, st, b, &k->r);
+    k->w.scalar = k->r.scalar;
+    k->w.scalarBits = k->r.scalarBits;
   } else { /* op's REDUCE (one line source) and takes ride as takes */
     for (int m = 0; m < w.nmoves; m++) k->w.moves[k->w.nmoves++] = w.moves[m];
     k->w.takes[k->w.ntakes++] =
@@ -1355,8 +1377,8 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     size_t loff = execLineOffset(comm, sch, op->capture);
     for (int r = 0; r < comm->nranks; r++) s->lineSlot[r] = s->peerStage[r] + loff;
   }
-  execBuffers bb = {b->send,     b->recv,    s->stageSlot,   s->scratch,
-                    s->lineSlot, b->arrived, b->arrivedValue};
+  execBuffers bb = {b->send,    b->recv,         s->stageSlot, s->scratch,   s->lineSlot,
+                    b->arrived, b->arrivedValue, b->scalar,    b->scalarBits};
   int prev = cudaEnterDevice(s->device);
   if (from == 0) {
     /* The last eager operation's tail; a graph capture must not wait for
@@ -1491,8 +1513,15 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
    * on H100, bench/probes/hostapi.cu); a copy within one GPU runs on SMs
    * either way (docs/overlap.md). Larger, or under CTA policy zero (no
    * kernel of the library moves data): the runtime's copy. */
-  if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX &&
-      comm->clique->table.ctaPolicy != dmacclCtaPolicyZero)
+  if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces) {
+    /* a premultiplied sum: the kernel scales (in place too) */
+    kernelReduce r = {.op = BASE_PREMULSUM, .scalar = op->premulPtr, .scalarBits = op->premulBits};
+    execReduceWait own;
+    CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes / coreTypeSize(op->datatype),
+                                      op->datatype, BASE_PREMULSUM, s->reduceCtas,
+                                      withScalar(&r, NULL, &own), op->stream));
+  } else if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX &&
+             comm->clique->table.ctaPolicy != dmacclCtaPolicyZero)
     CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes, dmacclUint8, dmacclSum, EXEC_LINE_CTAS,
                                       NULL, op->stream));
   else if (bytes && src != dst)

@@ -19,6 +19,7 @@
  */
 #include "cuda_reduce.h"
 #include "cuda_driver.h"
+#include "../base/reduce.h"
 #include "../base/reduce_math.h"
 
 #include <cuda_bf16.h>
@@ -73,7 +74,7 @@ template <typename A> __device__ __forceinline__ A combine(int op, A acc, A x) {
 #define WRAP(A, W)                                                                                 \
   template <> __device__ __forceinline__ A combine<A>(int op, A acc, A x) {                        \
     if (op == dmacclProd) return (A)((W)acc * (W)x);                                               \
-    if (op == dmacclSum || op == dmacclAvg) return (A)((W)acc + (W)x);                             \
+    if (op == dmacclSum || op == dmacclAvg || op == BASE_PREMULSUM) return (A)((W)acc + (W)x);     \
     RM_COMBINE(op, acc, x);                                                                        \
     return acc;                                                                                    \
   }
@@ -84,14 +85,22 @@ WRAP(uint32_t, uint32_t)
 WRAP(int64_t, uint64_t)
 WRAP(uint64_t, uint64_t)
 
+/* The last step before the rounding: Avg divides by the number of inputs,
+ * a premultiplied sum multiplies by its scalar (integers wrap). */
+template <int OP, typename A> __device__ __forceinline__ A finish(A acc, int n, A scale) {
+  if (OP == dmacclAvg) return acc / (A)n;
+  if (OP == BASE_PREMULSUM) return combine<A>(dmacclProd, acc, scale);
+  return acc;
+}
+
 template <int T, int OP>
-__device__ __forceinline__ typename Ty<T>::S reduceOne(const Srcs &s, int n, size_t i) {
+__device__ __forceinline__ typename Ty<T>::S reduceOne(const Srcs &s, int n, size_t i,
+                                                       typename Ty<T>::A scale) {
   typedef Ty<T> Y;
   typename Y::A acc = Y::load(((const typename Y::S *)s.p[0])[i]);
   for (int k = 1; k < n; k++)
     acc = combine<typename Y::A>(OP, acc, Y::load(((const typename Y::S *)s.p[k])[i]));
-  if (OP == dmacclAvg) acc = acc / (typename Y::A)n;
-  return Y::store(acc);
+  return Y::store(finish<OP>(acc, n, scale));
 }
 
 /* One 16-byte vector of results from the accumulators. The small float
@@ -158,7 +167,8 @@ template <> struct VecLoad<dmacclBfloat16> {
 
 /* Vector v of the result from the inputs' vectors in[k] (k < n). */
 template <int T, int OP>
-__device__ __forceinline__ uint4 combineVec(const Vec<typename Ty<T>::S> *in, int n) {
+__device__ __forceinline__ uint4 combineVec(const Vec<typename Ty<T>::S> *in, int n,
+                                            typename Ty<T>::A scale) {
   typedef typename Ty<T>::S S;
   typedef typename Ty<T>::A A;
   const int per = 16 / sizeof(S);
@@ -169,8 +179,8 @@ __device__ __forceinline__ uint4 combineVec(const Vec<typename Ty<T>::S> *in, in
     VecLoad<T>::run(in[k], x);
     for (int j = 0; j < per; j++) acc[j] = combine<A>(OP, acc[j], x[j]);
   }
-  if (OP == dmacclAvg)
-    for (int j = 0; j < per; j++) acc[j] = acc[j] / (A)n;
+  if (OP == dmacclAvg || OP == BASE_PREMULSUM)
+    for (int j = 0; j < per; j++) acc[j] = finish<OP>(acc[j], n, scale);
   Vec<S> out;
   VecStore<T>::run(acc, out);
   return out.u;
@@ -183,7 +193,7 @@ __device__ __forceinline__ uint4 combineVec(const Vec<typename Ty<T>::S> *in, in
  * index it did not do. */
 template <int T, int OP, int N>
 __device__ __forceinline__ size_t vecPassesN(void *dst, const Srcs &s, size_t nv, size_t v,
-                                             size_t stride) {
+                                             size_t stride, typename Ty<T>::A scale) {
   typedef typename Ty<T>::S S;
   const int U = N >= 16 ? 1 : 16 / N;
   for (; v + (U - 1) * stride < nv; v += U * stride) {
@@ -193,7 +203,7 @@ __device__ __forceinline__ size_t vecPassesN(void *dst, const Srcs &s, size_t nv
 #pragma unroll
       for (int u = 0; u < U; u++) in[u][k].u = ((const uint4 *)s.p[k])[v + u * stride];
 #pragma unroll
-    for (int u = 0; u < U; u++) ((uint4 *)dst)[v + u * stride] = combineVec<T, OP>(in[u], N);
+    for (int u = 0; u < U; u++) ((uint4 *)dst)[v + u * stride] = combineVec<T, OP>(in[u], N, scale);
   }
   return v;
 }
@@ -203,7 +213,7 @@ __device__ __forceinline__ size_t vecPassesN(void *dst, const Srcs &s, size_t nv
  * before its arithmetic. */
 template <int T, int OP>
 __device__ __forceinline__ size_t vecPasses(void *dst, const Srcs &s, int n, size_t nv, size_t v,
-                                            size_t stride) {
+                                            size_t stride, typename Ty<T>::A scale) {
   typedef typename Ty<T>::S S;
   typedef typename Ty<T>::A A;
   const size_t per = 16 / sizeof(S);
@@ -222,8 +232,8 @@ __device__ __forceinline__ size_t vecPasses(void *dst, const Srcs &s, int n, siz
       }
     }
     for (int u = 0; u < UNROLL; u++) {
-      if (OP == dmacclAvg)
-        for (size_t j = 0; j < per; j++) acc[u][j] = acc[u][j] / (A)n;
+      if (OP == dmacclAvg || OP == BASE_PREMULSUM)
+        for (size_t j = 0; j < per; j++) acc[u][j] = finish<OP>(acc[u][j], n, scale);
       Vec<S> out;
       VecStore<T>::run(acc[u], out);
       ((uint4 *)dst)[v + u * stride] = out.u;
@@ -238,17 +248,17 @@ __device__ __forceinline__ size_t vecPasses(void *dst, const Srcs &s, int n, siz
  * compile). */
 template <int T, int OP, bool FAST> struct Passes {
   static __device__ __forceinline__ size_t run(void *dst, const Srcs &s, int n, size_t nv, size_t v,
-                                               size_t stride) {
-    return vecPasses<T, OP>(dst, s, n, nv, v, stride);
+                                               size_t stride, typename Ty<T>::A scale) {
+    return vecPasses<T, OP>(dst, s, n, nv, v, stride, scale);
   }
 };
 template <int T, int OP> struct Passes<T, OP, true> {
   static __device__ __forceinline__ size_t run(void *dst, const Srcs &s, int n, size_t nv, size_t v,
-                                               size_t stride) {
-    if (n == 2) return vecPassesN<T, OP, 2>(dst, s, nv, v, stride);
-    if (n == 4) return vecPassesN<T, OP, 4>(dst, s, nv, v, stride);
-    if (n == 8) return vecPassesN<T, OP, 8>(dst, s, nv, v, stride);
-    return vecPasses<T, OP>(dst, s, n, nv, v, stride);
+                                               size_t stride, typename Ty<T>::A scale) {
+    if (n == 2) return vecPassesN<T, OP, 2>(dst, s, nv, v, stride, scale);
+    if (n == 4) return vecPassesN<T, OP, 4>(dst, s, nv, v, stride, scale);
+    if (n == 8) return vecPassesN<T, OP, 8>(dst, s, nv, v, stride, scale);
+    return vecPasses<T, OP>(dst, s, n, nv, v, stride, scale);
   }
 };
 
@@ -390,7 +400,7 @@ static __device__ void waitFlags(const execReduceWait &w, bool moved) {
  * reduceOne does. */
 template <int T, int OP>
 __device__ void reduceLines(void *dst, const Srcs &s, int n, size_t count, uint32_t lineSrcs,
-                            bool aligned) {
+                            bool aligned, typename Ty<T>::A scale) {
   typedef typename Ty<T>::S S;
   typedef typename Ty<T>::A A;
   const int per = 8 / sizeof(S);
@@ -418,8 +428,7 @@ __device__ void reduceLines(void *dst, const Srcs &s, int n, size_t count, uint3
       S e[per];
     } out;
     for (int j = 0; j < m; j++) {
-      if (OP == dmacclAvg) acc[j] = acc[j] / (A)n;
-      out.e[j] = Ty<T>::store(acc[j]);
+      out.e[j] = Ty<T>::store(finish<OP>(acc[j], n, scale));
     }
     if (aligned && m == per)
       *((uint2 *)dst + u) = out.v;
@@ -433,7 +442,7 @@ __device__ void reduceLines(void *dst, const Srcs &s, int n, size_t count, uint3
  * vectors, and so is hi but at the end of the data). */
 template <int T, int OP>
 __device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size_t lo, size_t hi,
-                                           int vec) {
+                                           int vec, typename Ty<T>::A scale) {
   typedef typename Ty<T>::S S;
   const size_t per = 16 / sizeof(S); /* elements per vector */
   size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x,
@@ -443,7 +452,7 @@ __device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size
     size_t nv = hi / per;
     size_t v = Passes < T, OP,
            T == dmacclBfloat16 || T == dmacclFloat16 ||
-               T == dmacclFloat32 > ::run(dst, s, n, nv, lo / per + tid, stride);
+               T == dmacclFloat32 > ::run(dst, s, n, nv, lo / per + tid, stride, scale);
     for (; v < nv; v += stride) {
       typedef typename Ty<T>::A A;
       A acc[16 / sizeof(S)];
@@ -456,15 +465,15 @@ __device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size
         VecLoad<T>::run(x, y);
         for (size_t j = 0; j < per; j++) acc[j] = combine<A>(OP, acc[j], y[j]);
       }
-      if (OP == dmacclAvg)
-        for (size_t j = 0; j < per; j++) acc[j] = acc[j] / (A)n;
+      if (OP == dmacclAvg || OP == BASE_PREMULSUM)
+        for (size_t j = 0; j < per; j++) acc[j] = finish<OP>(acc[j], n, scale);
       Vec<S> out;
       VecStore<T>::run(acc, out);
       ((uint4 *)dst)[v] = out.u;
     }
     head = nv * per;
   }
-  for (size_t i = head + tid; i < hi; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i);
+  for (size_t i = head + tid; i < hi; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i, scale);
 }
 
 /* After piece k (execReduceWait.pieceSignals): the last block done with it
@@ -490,7 +499,7 @@ static __device__ void signalPiece(const execReduceWait &w, int k) {
  * piece after the copy its word follows (as waitFlags does). */
 template <int T, int OP>
 __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int vec,
-                             const execReduceWait &w) {
+                             const execReduceWait &w, typename Ty<T>::A scale) {
   for (int k = 0; k < w.pieces; k++) {
     size_t lo = (size_t)k * w.pieceCount,
            hi = lo + w.pieceCount < count ? lo + w.pieceCount : count;
@@ -498,7 +507,7 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
       while ((int32_t)(loadAcquire(&w.pieceFlags[(size_t)k * w.pieceStride]) - w.value) < 0) {
       }
     __syncthreads();
-    if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec);
+    if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec, scale);
     if (w.npieceSignals) signalPiece(w, k);
   }
   if (w.reset) {
@@ -543,8 +552,18 @@ static __device__ void takeAll(const execReduceWait &w) {
 template <int T, int OP>
 __global__ void __launch_bounds__(512)
     dmacclReduceKernel(void *dst, Srcs s, int n, size_t count, int vec, execReduceWait w) {
+  typedef typename Ty<T>::S S;
+  typename Ty<T>::A scale = 0;
+  if (OP == BASE_PREMULSUM) { /* the scalar in the op's type: read at the kernel's start */
+    S raw;
+    if (w.scalar)
+      memcpy(&raw, w.scalar, sizeof(S));
+    else
+      memcpy(&raw, &w.scalarBits, sizeof(S)); /* little-endian: the value's bytes come first */
+    scale = Ty<T>::load(raw);
+  }
   if (w.pieces) {
-    reducePieces<T, OP>(dst, s, n, count, vec, w);
+    reducePieces<T, OP>(dst, s, n, count, vec, w, scale);
     return;
   }
   if (w.nmoves) storeMoves(w);
@@ -559,9 +578,9 @@ __global__ void __launch_bounds__(512)
     if (blockIdx.x == 0 && threadIdx.x < (unsigned)n && (w.lineSrcs >> threadIdx.x & 1))
       takeLine((uint4 *)s.p[threadIdx.x]);
   } else if (w.lineSrcs) {
-    reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec);
+    reduceLines<T, OP>(dst, s, n, count, w.lineSrcs, vec, scale);
   } else {
-    reduceSpan<T, OP>(dst, s, n, 0, count, vec);
+    reduceSpan<T, OP>(dst, s, n, 0, count, vec, scale);
   }
   if (w.ntakes) takeAll(w);
 }
@@ -645,6 +664,7 @@ cudaError_t launchOp(int op, void *dst, const Srcs &s, int n, size_t count, int 
   case dmacclMax: return launchTyped<T, dmacclMax>(dst, s, n, count, ctas, w, st, ev);
   case dmacclMin: return launchTyped<T, dmacclMin>(dst, s, n, count, ctas, w, st, ev);
   case dmacclAvg: return launchTyped<T, dmacclAvg>(dst, s, n, count, ctas, w, st, ev);
+  case BASE_PREMULSUM: return launchTyped<T, BASE_PREMULSUM>(dst, s, n, count, ctas, w, st, ev);
   default: return cudaErrorInvalidValue;
   }
 }
@@ -680,6 +700,11 @@ extern "C" cudaError_t execCudaReduceLaunched(void *dst, const void *const *srcs
        (w.npieceSignals && !w.pieceCounts) || (w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3]) ||
        (size_t)w.pieces * w.pieceCount < count))
     return cudaErrorInvalidValue;
+  if (op == BASE_PREMULSUM) { /* its scalar: by pointer, or the immediate's bits */
+    if (!wait) return cudaErrorInvalidValue;
+    w.scalar = wait->scalar;
+    w.scalarBits = wait->scalarBits;
+  }
   if (!(w.mask[0] | w.mask[1] | w.mask[2] | w.mask[3])) w.flags = nullptr;
   if (!w.nmoves && !w.nsignals) w.moveCount = nullptr;
   if (count == 0 && !w.flags && !w.nmoves && !w.nsignals && !w.lineSrcs && !w.ntakes)

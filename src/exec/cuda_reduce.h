@@ -97,6 +97,11 @@ typedef struct {
   int npieceSignals;
   uint32_t *pieceSignals[EXEC_REDUCE_MAX_MOVES];
   unsigned *pieceCounts;
+  /* A premultiplied sum's scalar (op BASE_PREMULSUM, which needs a w): one
+   * value of the op's type, read by each launch from `scalar` (device
+   * memory) or, NULL, from the low bytes of scalarBits. */
+  const void *scalar;
+  uint64_t scalarBits;
 } execReduceWait;
 
 /* Queues on stream a kernel that computes what baseReduceHost computes, bit

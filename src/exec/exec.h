@@ -18,6 +18,8 @@ typedef struct {
   void *const *lines;      /* [nranks]: this operation's line slot of every rank (stagell) */
   uint32_t *arrived;       /* this rank's arrival words (NOTIFY steps), or NULL */
   uint32_t arrivedValue;   /* ... and the value NOTIFY stores */
+  const void *scalar;      /* a premultiplied sum's (coreOp premulPtr), or NULL */
+  uint64_t scalarBits;     /* ... and the immediate's bytes (coreOp premulBits) */
 } execBuffers;
 
 /* The address a schedule location names (SCRATCH: always this rank's). */
@@ -139,6 +141,8 @@ typedef struct execOps {
    * schedule (planOneRankBlock). sync waits for it too. */
   dmacclResult_t (*oneRank)(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                             size_t bytes);
+  /* (A premultiplied sum, op->redop BASE_PREMULSUM: dst = src times its
+   * scalar, bytes of op's type, src == dst in place.) */
   /* dmacclStreamWaitArrival, arguments checked: work on stream waits until
    * *word == value (CUDA), or the caller's thread does (host: gives up with
    * an error if the set breaks or is aborted, an operation fails, or every

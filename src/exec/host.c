@@ -36,6 +36,8 @@ typedef struct {
   void **lines;      /* ... and line slot */
   uint32_t *arrived; /* NOTIFY: the caller's arrival words and value */
   uint32_t arrivedValue;
+  const void *scalar; /* a premultiplied sum's (execBuffers) */
+  uint64_t scalarBits;
   uint32_t epoch;
   uint64_t seq;
 } hostJob;
@@ -151,8 +153,9 @@ static int runReduce(const planSchedule *s, const planStep *st, const execBuffer
   else if (st->nsrc == 1) /* one source: a copy of bytes (plan.h) */
     memmove(execLocate(b, st->dst), src[0], st->bytes);
   else
-    baseReduceHost(execLocate(b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
-                   (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop);
+    baseReduceHostScaled(execLocate(b, st->dst), src, st->nsrc, st->bytes / s->elemSize,
+                         (dmacclDataType_t)s->dtype, (dmacclRedOp_t)s->redop,
+                         b->scalar ? b->scalar : &b->scalarBits);
   for (int k = 0; k < st->nsrc; k++) free(taken[k]);
   return rc;
 }
@@ -225,8 +228,8 @@ static void idle(double waited) {
  * so a JOIN at index i may pass once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer, char *why, size_t whylen) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send,  j->recv,    j->stage,       stateOf(comm)->scratch,
-                         j->lines, j->arrived, j->arrivedValue};
+  const execBuffers b = {j->send,    j->recv,         j->stage,  stateOf(comm)->scratch, j->lines,
+                         j->arrived, j->arrivedValue, j->scalar, j->scalarBits};
   int nl = s->nlanes;
   int next[CORE_MAX_RANKS];
   for (int l = 0; l < nl; l++) next[l] = nextOnLane(s, l, 0);
@@ -609,6 +612,8 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
   }
   j->arrived = bufs->arrived;
   j->arrivedValue = bufs->arrivedValue;
+  j->scalar = bufs->scalar;
+  j->scalarBits = bufs->scalarBits;
   j->epoch = (uint32_t)op->seq;
   j->seq = op->seq;
 
@@ -646,7 +651,11 @@ static dmacclResult_t hostSync(dmacclComm_t comm, uint64_t seq) {
 static dmacclResult_t hostOneRank(dmacclComm_t comm, const coreOp *op, const void *src, void *dst,
                                   size_t bytes) {
   (void)comm;
-  if (bytes && src != dst) memmove(dst, src, bytes);
+  if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces)
+    baseReduceHostScaled(dst, &src, 1, bytes / coreTypeSize(op->datatype), op->datatype,
+                         BASE_PREMULSUM, op->premulPtr ? op->premulPtr : &op->premulBits);
+  else if (bytes && src != dst)
+    memmove(dst, src, bytes);
   if (op->arrived) __atomic_store_n(op->arrived, op->arrivedValue, __ATOMIC_RELEASE);
   return dmacclSuccess;
 }

@@ -11,7 +11,7 @@
  * types, operations and result codes 0-7 NCCL's values, and the unique id
  * NCCL's 128 bytes), so arguments pass through unchanged and dmaccl's own
  * checks name a wrong one; ncclComm_t is the dmacclComm_t. What dmaccl does
- * not do (shrinking, revoking, premultiplied sums, simulated groups) answers
+ * not do (shrinking, revoking, simulated groups) answers
  * ncclInvalidUsage with a sentence in ncclGetLastError, and changes nothing.
  *
  * Built twice: as the library, against src/nccl/nccl_abi.h; and, where NCCL
@@ -62,6 +62,9 @@ _Static_assert(ncclSum == (int)dmacclSum && ncclProd == (int)dmacclProd &&
                    ncclAvg == (int)dmacclAvg && ncclNumOps == (int)dmacclNumOps,
                "operations");
 _Static_assert(NCCL_SPLIT_NOCOLOR == DMACCL_SPLIT_NOCOLOR, "split's no-color");
+_Static_assert(ncclScalarDevice == (int)dmacclScalarDevice &&
+                   ncclScalarHostImmediate == (int)dmacclScalarHostImmediate,
+               "scalar residences");
 _Static_assert(sizeof(ncclRedOp_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int),
                "enum sizes");
 /* the fields read, where NCCL 2.28's struct has them (a later NCCL's struct
@@ -349,19 +352,16 @@ EXPORT ncclResult_t ncclMemFree(void *ptr) {
 
 EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
                                              ncclScalarResidence_t residence, ncclComm_t comm) {
-  (void)op, (void)scalar, (void)datatype, (void)residence, (void)comm;
-  return unsupported("ncclRedOpCreatePreMulSum",
-                     "dmaccl has Sum, Prod, Max, Min and Avg; scale before or after the sum");
+  dmacclRedOp_t made;
+  ncclResult_t r =
+      of(dmacclRedOpCreatePreMulSum(op ? &made : NULL, scalar, (dmacclDataType_t)datatype,
+                                    (dmacclScalarResidence_t)residence, C(comm)));
+  if (r == ncclSuccess && op) *op = (ncclRedOp_t)made;
+  return r;
 }
 
 EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  (void)comm;
-  if ((int)op >= 0 && (int)op < ncclNumOps)
-    return fail(ncclInvalidArgument, "ncclRedOpDestroy: op %d is a built-in operation", (int)op);
-  return fail(ncclInvalidArgument,
-              "ncclRedOpDestroy: op %d was not made by ncclRedOpCreatePreMulSum (dmaccl makes "
-              "none)",
-              (int)op);
+  return of(dmacclRedOpDestroy((dmacclRedOp_t)op, C(comm)));
 }
 
 EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,

@@ -3,7 +3,8 @@
 Data comes from data(seed, rank, count, dtype), so each rank regenerates its
 peers' inputs and checks every element of its own outputs. Reductions follow
 the library's documented arithmetic (include/dmaccl.h): rank order; float32
-and float64 in their own precision; integers wrap; Avg divides the sum.
+and float64 in their own precision; integers wrap; Avg divides the sum; a premultiplied
+sum multiplies it.
 """
 
 import numpy as np
@@ -18,11 +19,12 @@ def data(seed, rank, count, dtype):
     return (rs.standard_normal(count) * 4).astype(dt)
 
 
-def reduce(arrays, op):
+def reduce(arrays, op, scalar=None):
+    """op "premul": the sum times scalar (in the arrays' type, integers wrapping)."""
     acc = arrays[0].copy()
     with np.errstate(over="ignore"):
         for x in arrays[1:]:
-            if op in ("sum", "avg"):
+            if op in ("sum", "avg", "premul"):
                 acc = (acc + x).astype(acc.dtype)
             elif op == "prod":
                 acc = (acc * x).astype(acc.dtype)
@@ -32,6 +34,8 @@ def reduce(arrays, op):
                 acc = np.minimum(acc, x)
         if op == "avg":
             acc = (acc / acc.dtype.type(len(arrays))).astype(acc.dtype)
+        if op == "premul":
+            acc = (acc * np.asarray(scalar, acc.dtype)).astype(acc.dtype)
     return acc
 
 

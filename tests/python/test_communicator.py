@@ -60,6 +60,22 @@ def collectives_body(uid, rank, n, lib, seed):
             rs = comm.reduce_scatter(out(blk, dt), _as(lib, xs[rank][:blk * n].copy()), op=op)
             np.testing.assert_array_equal(_np(rs), want[rank * blk:(rank + 1) * blk],
                                           err_msg=f"reduce_scatter {dt} {op}")
+        # premultiplied sums: a number, then a one-element array of the type
+        # (read when the call runs), every rank the same
+        sc = -3 if dt.startswith("int") else 0.3
+        want = reduce(xs, "premul", sc)
+        got = comm.all_reduce(mine, out(count, dt), op=dmaccl.premul_sum(sc))
+        np.testing.assert_array_equal(_np(got), want, err_msg=f"all_reduce {dt} premul")
+        blk = count // n
+        on = _as(lib, np.array([sc], dt))
+        rs = comm.reduce_scatter(out(blk, dt), _as(lib, xs[rank][:blk * n].copy()),
+                                 op=dmaccl.premul_sum(on))
+        np.testing.assert_array_equal(_np(rs), reduce([x[:blk * n] for x in xs], "premul", sc)[
+            rank * blk:(rank + 1) * blk], err_msg=f"reduce_scatter {dt} premul")
+        red = comm.reduce(mine, out(count, dt) if rank == n - 1 else None, n - 1,
+                          op=dmaccl.premul_sum(on))
+        if rank == n - 1:
+            np.testing.assert_array_equal(_np(red), want, err_msg=f"reduce {dt} premul")
         # in place: out is in
         inplace = _as(lib, xs[rank].copy())
         comm.all_reduce(inplace, inplace, op="max")
@@ -274,6 +290,16 @@ def errors_body(uid, rank, n):
          "root"),
         (lambda: comm.all_to_all_single(y, x, [1] * n, [2] * n), ValueError, "rows"),
         (lambda: comm.all_reduce(x, y, stream=5), ValueError, "stream"),
+        (lambda: comm.all_reduce(x, y, op=dmaccl.premul_sum(np.ones(2, np.float32))), ValueError,
+         "2 elements"),
+        (lambda: comm.all_reduce(x, y, op=dmaccl.premul_sum(np.ones(1, np.float64))), TypeError,
+         "scalar is float64"),
+        (lambda: comm.all_reduce(x, y, op=dmaccl.premul_sum(True)), TypeError, "number"),
+        (lambda: comm.all_reduce(x, y, op=dmaccl.premul_sum("2")), TypeError, "scalar"),
+        (lambda: comm.all_reduce(np.arange(12, dtype=np.int8), np.empty(12, np.int8),
+                                 op=dmaccl.premul_sum(300)), ValueError, "not a int8 value"),
+        (lambda: comm.all_reduce(np.arange(12, dtype=np.int32), np.empty(12, np.int32),
+                                 op=dmaccl.premul_sum(1.5)), ValueError, "not a int32 value"),
         (lambda: comm.all_gather(np.empty(12 * n, np.float32), x,
                                  arrived=np.zeros(n + 1, np.uint32)), ValueError, "arrived has"),
         (lambda: comm.all_gather(np.empty(12 * n, np.float32), x,

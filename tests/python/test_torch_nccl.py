@@ -14,8 +14,10 @@ outputs filled with NaN first: eager, async, the list forms torch builds
 from grouped Send/Recv (a rank's own block sent to itself), coalesced, on a
 new group (a split of the eagerly made world communicator, or a fresh one
 when the world is made lazily), and captured in a CUDA graph and replayed
-with new inputs; the same with torch's non-blocking communicators. Then
-DDP and FSDP2 train against an unsharded reference, and split_group.
+with new inputs; PREMUL_SUM with a float and a tensor factor; the same
+with torch's non-blocking communicators. Then DDP and FSDP2 (also with a
+custom gradient divide factor: PREMUL_SUM) train against an unsharded
+reference, and split_group.
 Skipped without a GPU or a CUDA build of torch.
 """
 
@@ -119,6 +121,29 @@ def pg_body(uid, rank, n, port, eager, lib):
                 want = torch.cat([x[rank * blk:(rank + 1) * blk] for x in xs])
                 exact(a2a, want, f"all_to_all_single {dtype} {count}", errors)
             step(f"gathers {dtype} {count}", gathers)
+
+    def premul():
+        # PREMUL_SUM: a float factor (ncclScalarHostImmediate) and a
+        # one-element tensor of the data's type (ncclScalarDevice), in
+        # all_reduce and reduce_scatter_tensor (FSDP2's custom divide factor)
+        for dtype in (torch.float32, torch.bfloat16):
+            count = 1000
+            xs = [ints(5, r, count, dtype) for r in range(n)]
+            for f, factor in ((0.25, 0.25), (-0.5, torch.tensor([-0.5], device=dev, dtype=dtype))):
+                try:
+                    op = dist._make_nccl_premul_sum(factor)
+                except TypeError:  # an older torch's list of tensors
+                    op = dist._make_nccl_premul_sum([factor])
+                t = xs[rank].to(dev)
+                dist.all_reduce(t, op=op)
+                exact(t, (sum(x.double() for x in xs) * f).to(dtype),
+                      f"all_reduce premul {f} {dtype}", errors)
+                blk = count // n
+                rs = nan(blk, dtype)
+                dist.reduce_scatter_tensor(rs, xs[rank][:blk * n].to(dev), op=op)
+                want = (sum(x[:blk * n].double() for x in xs) * f)[rank * blk:(rank + 1) * blk]
+                exact(rs, want.to(dtype), f"reduce_scatter_tensor premul {f} {dtype}", errors)
+    step("premul_sum", premul)
 
     def uneven():
         # rank s sends (s + d) % 3 rows of 4 to rank d: a rank may send nothing
@@ -299,6 +324,15 @@ def training_body(uid, rank, n, port, lib):
     torch.testing.assert_close(y, ref(xs[rank]), rtol=1e-6, atol=1e-6)
     y.square().sum().backward()
     (sum(ref(x).square().sum() for x in xs) / n).backward()  # the ranks' mean gradient
+    for p, q in zip(sharded.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6)
+    # a divide factor other than the world size: the reduce-scatter's
+    # PREMUL_SUM(1/4) (the ranks' gradient sum over 4)
+    sharded, ref = mlp(), mlp()
+    fully_shard(sharded, mesh=mesh)
+    sharded.set_gradient_divide_factor(4.0)
+    sharded(xs[rank]).square().sum().backward()
+    (sum(ref(x).square().sum() for x in xs) / 4).backward()
     for p, q in zip(sharded.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad.full_tensor(), q.grad, rtol=1e-5, atol=1e-6)
 

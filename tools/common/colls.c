@@ -81,8 +81,8 @@ const char *collTypeName(dmacclDataType_t t) {
 }
 
 const char *collOpName(dmacclRedOp_t op) {
-  static const char *const names[dmacclNumOps] = {"sum", "prod", "max", "min", "avg"};
-  return (unsigned)op < dmacclNumOps ? names[op] : "?";
+  static const char *const names[COLL_NUM_OPS] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  return (unsigned)op < COLL_NUM_OPS ? names[op] : "?";
 }
 
 int collTypeIsFloat(dmacclDataType_t t) {
@@ -91,7 +91,7 @@ int collTypeIsFloat(dmacclDataType_t t) {
 }
 
 int collOpSupported(dmacclDataType_t t, dmacclRedOp_t op) {
-  if (collTypeSize(t) == 0 || (unsigned)op >= dmacclNumOps) return 0;
+  if (collTypeSize(t) == 0 || (unsigned)op >= COLL_NUM_OPS) return 0;
   return op != dmacclAvg || collTypeIsFloat(t);
 }
 
@@ -312,11 +312,30 @@ static void storeU(unsigned char *p, size_t sz, uint64_t v) {
   }
 }
 
-/* One element: out = src[0][i] op src[1][i] op ... in rank order. */
+void collPremulScalar(dmacclDataType_t t, void *out) {
+  const smallFmt *f = smallOf(t);
+  size_t sz = collTypeSize(t);
+  if (t == dmacclFloat32) {
+    float v = 0.3f;
+    memcpy(out, &v, 4);
+  } else if (t == dmacclFloat64) {
+    double v = 0.3;
+    memcpy(out, &v, 8);
+  } else if (f) {
+    storeU(out, sz, smallEncode(f, 0.3));
+  } else if (sz) {
+    storeU(out, sz, (uint64_t)-3); /* truncated: -3 in the width */
+  }
+}
+
+/* One element: out = src[0][i] op src[1][i] op ... in rank order (the
+ * premultiplied sum: the sum times collPremulScalar). */
 static int reduceElem(dmacclDataType_t t, dmacclRedOp_t op, int n, const unsigned char *const *src,
                       size_t i, unsigned char *out) {
   size_t sz = collTypeSize(t), at = i * sz;
   const smallFmt *f = smallOf(t);
+  unsigned char scalar[8] = {0};
+  if (op == COLL_PREMULSUM) collPremulScalar(t, scalar);
   if (t == dmacclFloat32) {
     float acc, x;
     memcpy(&acc, src[0] + at, 4);
@@ -332,6 +351,11 @@ static int reduceElem(dmacclDataType_t t, dmacclRedOp_t op, int n, const unsigne
         acc = acc + x;
     }
     if (op == dmacclAvg) acc = acc / (float)n;
+    if (op == COLL_PREMULSUM) {
+      float m;
+      memcpy(&m, scalar, 4);
+      acc = acc * m;
+    }
     if (isnan(acc)) return -1;
     memcpy(out, &acc, 4);
   } else if (t == dmacclFloat64) {
@@ -349,6 +373,11 @@ static int reduceElem(dmacclDataType_t t, dmacclRedOp_t op, int n, const unsigne
         acc = acc + x;
     }
     if (op == dmacclAvg) acc = acc / (double)n;
+    if (op == COLL_PREMULSUM) {
+      double m;
+      memcpy(&m, scalar, 8);
+      acc = acc * m;
+    }
     if (isnan(acc)) return -1;
     memcpy(out, &acc, 8);
   } else if (f) {
@@ -366,6 +395,7 @@ static int reduceElem(dmacclDataType_t t, dmacclRedOp_t op, int n, const unsigne
         acc = acc + x;
     }
     if (op == dmacclAvg) acc = acc / (float)n;
+    if (op == COLL_PREMULSUM) acc = acc * (float)smallDecode(f, (uint32_t)loadU(scalar, sz));
     if (isnan(acc)) return -1;
     storeU(out, sz, smallEncode(f, (double)acc));
   } else {
@@ -378,13 +408,14 @@ static int reduceElem(dmacclDataType_t t, dmacclRedOp_t op, int n, const unsigne
       uint64_t x = loadU(src[r] + at, sz);
       int64_t xs = sgn ? loadS(src[r] + at, sz) : 0;
       int more = sgn ? xs > accS : x > acc, less = sgn ? xs < accS : x < acc;
-      if (op == dmacclSum)
+      if (op == dmacclSum || op == COLL_PREMULSUM)
         acc = acc + x;
       else if (op == dmacclProd)
         acc = acc * x;
       else if ((op == dmacclMax && more) || (op == dmacclMin && less))
         acc = x, accS = xs;
     }
+    if (op == COLL_PREMULSUM) acc = acc * loadU(scalar, sz); /* modulo 2^64, then the width */
     storeU(out, sz, acc);
   }
   return 0;

@@ -180,6 +180,15 @@ size_t collTypeSize(dmacclDataType_t t);                   /* 0 for a value out 
 const char *collTypeName(dmacclDataType_t t);              /* "float32", "?" out of range */
 const char *collOpName(dmacclRedOp_t op);                  /* "sum", "?" out of range */
 int collOpSupported(dmacclDataType_t t, dmacclRedOp_t op); /* Avg: floating types only */
+/* The table's premultiplied sum, an op after the built-in ones: collIssue
+ * calls with an operator of dmacclRedOpCreatePreMulSum (collPremulScalar,
+ * dmacclScalarHostImmediate) and destroys it as soon as the call returns;
+ * collReference multiplies the sum by the scalar before the rounding. */
+#define COLL_PREMULSUM ((dmacclRedOp_t)dmacclNumOps)
+#define COLL_NUM_OPS (dmacclNumOps + 1)
+/* Writes COLL_PREMULSUM's scalar for t (one value of t): 0.3 rounded to
+ * the type, or -3 in the integer's width (wrapping for unsigned ones). */
+void collPremulScalar(dmacclDataType_t t, void *out);
 int collTypeIsFloat(dmacclDataType_t t);
 
 /* Storage for the arrays of collShape. */

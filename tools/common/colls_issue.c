@@ -29,9 +29,29 @@ static dmacclResult_t sendRecv(const collShape *s, int rank, const void *sendbuf
   return rc != dmacclSuccess ? rc : e;
 }
 
+static dmacclResult_t issue(collId c, const collShape *s, int rank, const void *sendbuff,
+                            void *recvbuff, dmacclDataType_t t, dmacclRedOp_t op, dmacclComm_t comm,
+                            cudaStream_t stream, dmacclRequest_t *req);
+
 dmacclResult_t collIssue(collId c, const collShape *s, int rank, const void *sendbuff,
                          void *recvbuff, dmacclDataType_t t, dmacclRedOp_t op, dmacclComm_t comm,
                          cudaStream_t stream, dmacclRequest_t *req) {
+  if (op != COLL_PREMULSUM || (unsigned)c >= COLL_NUM || !(collTable[c].flags & COLL_REDUCES))
+    return issue(c, s, rank, sendbuff, recvbuff, t, op, comm, stream, req);
+  /* an operator of its own, destroyed once the call has returned */
+  unsigned char scalar[8];
+  collPremulScalar(t, scalar);
+  dmacclRedOp_t pre;
+  dmacclResult_t rc = dmacclRedOpCreatePreMulSum(&pre, scalar, t, dmacclScalarHostImmediate, comm);
+  if (rc != dmacclSuccess) return rc;
+  rc = issue(c, s, rank, sendbuff, recvbuff, t, pre, comm, stream, req);
+  dmacclResult_t d = dmacclRedOpDestroy(pre, comm);
+  return rc != dmacclSuccess ? rc : d;
+}
+
+static dmacclResult_t issue(collId c, const collShape *s, int rank, const void *sendbuff,
+                            void *recvbuff, dmacclDataType_t t, dmacclRedOp_t op, dmacclComm_t comm,
+                            cudaStream_t stream, dmacclRequest_t *req) {
   size_t cnt = s->count, row = (size_t)rank * (size_t)s->nranks;
   int root = s->root;
   const void *sb = sendbuff;
