@@ -22,6 +22,7 @@ from .communicator import (
     group,
     group_end,
     group_start,
+    premul_sum,
 )
 
 __version__ = "0.2.0"
@@ -38,6 +39,7 @@ __all__ = [
     "ReduceOp",
     "TYPE_NAMES",
     "get_unique_id",
+    "premul_sum",
     "group",
     "group_end",
     "group_start",

@@ -96,3 +96,47 @@ def common_type(bufs, reduces, what):
         raise TypeError(f"{what}: dmaccl cannot reduce {first.dtype} (it reduces "
                         + ", ".join(TYPE_NAMES.values()) + ")")
     return UINT8, first.itemsize
+
+
+def scalar_bytes(value, type_, what):
+    """One value of dmaccl type `type_` as its bytes (little-endian), from a
+    Python number: integers must fit the type; floats round to nearest even
+    (bfloat16 from float32's bits, the 8-bit floats through torch)."""
+    import struct
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what}: the scalar must be a number or a one-element tensor, not "
+                        f"{type(value).__name__}")
+    ints = {INT8: ("b", -1 << 7, 1 << 7), UINT8: ("B", 0, 1 << 8), INT32: ("i", -1 << 31, 1 << 31),
+            UINT32: ("I", 0, 1 << 32), INT64: ("q", -1 << 63, 1 << 63), UINT64: ("Q", 0, 1 << 64)}
+    if type_ in ints:
+        fmt, lo, hi = ints[type_]
+        if not isinstance(value, int) or not lo <= value < hi:
+            raise ValueError(f"{what}: the scalar {value!r} is not a {TYPE_NAMES[type_]} value")
+        return struct.pack("<" + fmt, value)
+    if type_ == FLOAT16:
+        try:
+            return struct.pack("<e", float(value))
+        except OverflowError:
+            raise ValueError(f"{what}: the scalar {value!r} overflows float16") from None
+    if type_ == FLOAT32:
+        try:
+            return struct.pack("<f", float(value))
+        except OverflowError:
+            raise ValueError(f"{what}: the scalar {value!r} overflows float32") from None
+    if type_ == FLOAT64:
+        return struct.pack("<d", float(value))
+    if type_ == BFLOAT16:
+        try:
+            (u,) = struct.unpack("<I", struct.pack("<f", float(value)))
+        except OverflowError:
+            raise ValueError(f"{what}: the scalar {value!r} overflows bfloat16") from None
+        if (u & 0x7FFFFFFF) > 0x7F800000:
+            return struct.pack("<H", 0x7FC0)
+        return struct.pack("<H", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, TYPE_NAMES.get(type_, "")):
+        raise TypeError(f"{what}: a {TYPE_NAMES.get(type_, type_)} scalar needs torch to "
+                        "convert it; pass a one-element tensor of that type")
+    t = torch.tensor([float(value)], dtype=torch.float32).to(getattr(torch, TYPE_NAMES[type_]))
+    return bytes([int(t.view(torch.uint8).item())])

@@ -90,6 +90,8 @@ _PROTOS = {
     "dmacclStreamWaitArrival": [_p, _i, _c.c_uint32, _p, _p],
     "dmacclReduceScatterV": [_p, _p, _szp, _szp, _i, _i, _p, _p],
     "dmacclAlltoAllv": [_p, _szp, _szp, _p, _szp, _szp, _i, _p, _p],
+    "dmacclRedOpCreatePreMulSum": [_c.POINTER(_i), _p, _i, _i, _p],
+    "dmacclRedOpDestroy": [_i, _p],
 }
 
 

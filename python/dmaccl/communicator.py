@@ -13,6 +13,7 @@ is written, and the communicator stays usable. A failure inside the library
 raises DmacclError with the library's sentence.
 """
 
+import contextlib
 import ctypes
 import math
 import os
@@ -33,8 +34,39 @@ class ReduceOp:
 _OP_NAMES = {"sum": 0, "prod": 1, "product": 1, "max": 2, "min": 3, "avg": 4}
 
 
+class PreMulSum:
+    """A premultiplied sum, the op of all_reduce, reduce_scatter,
+    reduce_scatterv and reduce (NCCL's PreMulSum; made with premul_sum):
+    the sum of every rank's input times `scalar`, computed as avg is with the
+    multiplication in place of the division (dmacclRedOpCreatePreMulSum in
+    include/dmaccl.h). scalar: a Python number, converted to the tensors'
+    type at the call; or a one-element tensor of that type on the
+    communicator's device (CPU on the host executor), read when the
+    operation runs (a CUDA graph's replay reads its value of that moment),
+    which the caller keeps alive until then. Every rank passes the same
+    scalar (NCCL scales each rank's input by its own; with equal scalars the
+    two differ only in rounding); numbers that differ are reported as
+    ranks that pass different counts are."""
+
+    __slots__ = ("scalar",)
+
+    def __init__(self, scalar):
+        self.scalar = scalar
+
+    def __repr__(self):
+        return f"premul_sum({self.scalar!r})"
+
+
+def premul_sum(scalar):
+    """The op that multiplies the sum by scalar (PreMulSum)."""
+    return PreMulSum(scalar)
+
+
 def _redop(op, what):
-    """A dmaccl op number from ReduceOp, an int, a name, or torch's ReduceOp."""
+    """A dmaccl op number from ReduceOp, an int, a name, or torch's ReduceOp;
+    a PreMulSum as it is (the call makes its operator)."""
+    if isinstance(op, PreMulSum):
+        return op
     if isinstance(op, bool):
         raise TypeError(f"{what}: op must be a ReduceOp, not bool")
     if isinstance(op, int):
@@ -47,7 +79,11 @@ def _redop(op, what):
     name = str(op).rsplit(".", 1)[-1].lower()  # RedOpType.SUM
     if name in _OP_NAMES:
         return _OP_NAMES[name]
-    raise ValueError(f"{what}: op {op!r} is not supported (sum, prod, max, min, avg)")
+    if name == "premul_sum":
+        raise ValueError(f"{what}: torch's PREMUL_SUM does not show its factor to Python; pass "
+                         "dmaccl.premul_sum(factor) instead")
+    raise ValueError(f"{what}: op {op!r} is not supported (sum, prod, max, min, avg, or "
+                     "premul_sum(scalar))")
 
 
 # --- groups: one per thread, as in the library -----------------------------------------------
@@ -394,8 +430,8 @@ class Communicator:
             out_tensor = _empty_like(in_tensor)
         s, r, t, k = self._typed(what, True, in_tensor=in_tensor, out_tensor=out_tensor)
         _same_numel(what, r, s)
-        o = _redop(op, what)
-        self._issue("dmacclAllReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o), stream)
+        with self._op(what, op, t, s) as o:
+            self._issue("dmacclAllReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o), stream)
         return out_tensor
 
     def all_gather(self, output_tensor, input_tensor, stream=None, arrived=None, value=1):
@@ -483,8 +519,9 @@ class Communicator:
         r, s, t, k = self._typed(what, True, output_tensor=output_tensor,
                                  input_tensor=input_tensor)
         _numel_is(what, s, r.numel * self.world_size, "world_size * output_tensor.numel()")
-        o = _redop(op, what)
-        self._issue("dmacclReduceScatter", s, r, lambda sp, rp: (sp, rp, r.numel, t, o), stream)
+        with self._op(what, op, t, s) as o:
+            self._issue("dmacclReduceScatter", s, r, lambda sp, rp: (sp, rp, r.numel, t, o),
+                        stream)
         return output_tensor
 
     def reduce_scatterv(self, output_tensor, input_tensor, sizes, op=ReduceOp.SUM, stream=None):
@@ -500,8 +537,9 @@ class Communicator:
         _numel_is(what, r, sizes[self.rank] * row, f"sizes[{self.rank}] rows")
         counts = [n * row for n in sizes]
         ca, da = _lib.size_array(counts), _lib.size_array(_prefix(counts))
-        o = _redop(op, what)
-        self._issue("dmacclReduceScatterV", s, r, lambda sp, rp: (sp, rp, ca, da, t, o), stream)
+        with self._op(what, op, t, s) as o:
+            self._issue("dmacclReduceScatterV", s, r, lambda sp, rp: (sp, rp, ca, da, t, o),
+                        stream)
         return output_tensor
 
     def broadcast(self, tensor, src, stream=None):
@@ -529,8 +567,9 @@ class Communicator:
             out_tensor = in_tensor  # not written on a non-root rank
         s, r, t, k = self._typed(what, True, in_tensor=in_tensor, out_tensor=out_tensor)
         _same_numel(what, r, s)
-        o = _redop(op, what)
-        self._issue("dmacclReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o, root), stream)
+        with self._op(what, op, t, s) as o:
+            self._issue("dmacclReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o, root),
+                        stream)
         return out_tensor
 
     def gather(self, output_tensor, input_tensor, root, stream=None):
@@ -667,6 +706,37 @@ class Communicator:
                 for name, obj in named.items()]
         self._check_device(bufs, what)
         return (*bufs, *B.common_type(bufs, reduces, what))
+
+    @contextlib.contextmanager
+    def _op(self, what, op, t, data):
+        """The op number for a call on `data` (dmaccl type t): a built-in
+        one, or a PreMulSum's operator, made for the call and destroyed once
+        it has returned (the library keeps what the call needs)."""
+        o = _redop(op, what)
+        if not isinstance(o, PreMulSum):
+            yield o
+            return
+        sc = o.scalar
+        if isinstance(sc, (bool, int, float)):
+            keep = ctypes.create_string_buffer(B.scalar_bytes(sc, t, what), 8)
+            ptr, residence = ctypes.addressof(keep), 1  # dmacclScalarHostImmediate
+        else:
+            b = B.describe(sc, "scalar", writable=False)
+            self._check_device([b], what)
+            if b.numel != 1:
+                raise ValueError(f"{what}: the premul_sum scalar has {b.numel} elements (one, "
+                                 "please)")
+            if b.dtype != data.dtype:
+                raise TypeError(f"{what}: the premul_sum scalar is {b.dtype} but "
+                                f"{data.name} is {data.dtype}")
+            ptr, residence = b.ptr, 0  # dmacclScalarDevice
+        made = ctypes.c_int(0)
+        check(lib().dmacclRedOpCreatePreMulSum(ctypes.byref(made), ptr, t, residence, self._comm),
+              self._comm)
+        try:
+            yield made.value
+        finally:
+            check(lib().dmacclRedOpDestroy(made.value, self._comm), self._comm)
 
     def _check_device(self, bufs, what):
         for b in bufs:
