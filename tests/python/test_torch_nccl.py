@@ -125,8 +125,12 @@ def pg_body(uid, rank, n, port, eager, lib):
     def premul():
         # PREMUL_SUM: a float factor (ncclScalarHostImmediate) and a
         # one-element tensor of the data's type (ncclScalarDevice), in
-        # all_reduce and reduce_scatter_tensor (FSDP2's custom divide factor)
-        for dtype in (torch.float32, torch.bfloat16):
+        # all_reduce and reduce_scatter_tensor (FSDP2's custom divide
+        # factor). Not bfloat16: torch up to pytorch/pytorch#190747 passes
+        # a float32 factor for it, of which NCCL (and dmaccl, NCCL's ABI)
+        # reads the first two bytes as the bfloat16 scalar: 0 for 0.25
+        # (pytorch/pytorch#190745); its tensor factor must be float32.
+        for dtype in (torch.float32, torch.float16):
             count = 1000
             xs = [ints(5, r, count, dtype) for r in range(n)]
             for f, factor in ((0.25, 0.25), (-0.5, torch.tensor([-0.5], device=dev, dtype=dtype))):
