@@ -310,7 +310,9 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
  * (dmacclRemoteError, or dmacclTimeout where rank 0 still took their part
  * and the new communicator's ranks then waited for them); comm stays
  * usable and its next split is in step (what a late rank sent is
- * dropped); dmacclCommAbort from another thread waits for the split to
+ * dropped). Rank 0 decides for every rank: ranks that come farther apart
+ * than the timeout all fail, an early rank too (rank 0 names the last to
+ * come); dmacclCommAbort from another thread waits for the split to
  * return. Communicators of dmacclCommInitRank only: a rank of a
  * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
  * dmacclCommInitAll from its devices).

@@ -327,6 +327,49 @@ static int testLateRank(void) {
   return 0;
 }
 
+/* A rank that comes after an early rank's timeout has ended but within
+ * rank 0's (DMACCL_INIT_TIMEOUT 6 s: rank 2 at once, rank 0 after 3 s,
+ * rank 1 after 7.5 s; 1.5 s of margin either side): rank 0's answer is the
+ * one verdict, so the split fails on every rank, rank 0 naming both ranks,
+ * and nothing is made (before, rank 2 timed out on its own clock while
+ * ranks 0 and 1 made a communicator with it). The next split works. */
+static int earlyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  dmacclComm_t parent = NULL;
+  RANK_CHECK(dmacclCommInitRank(&parent, n, *id, rank, &cfg) == dmacclSuccess);
+  dmacclComm_t out = (dmacclComm_t)(uintptr_t)5;
+  if (rank == 0) usleep(3000 * 1000);
+  if (rank == 1) usleep(7500 * 1000);
+  dmacclResult_t rc = dmacclCommSplit(parent, 0, rank, &out, NULL);
+  if (rank == 0 && rc != dmacclTimeout)
+    fprintf(stderr, "rank 0: %d: %s\n", (int)rc, dmacclCommGetLastError(parent));
+  RANK_CHECK(rank == 0 ? rc == dmacclTimeout : rc == dmacclRemoteError);
+  RANK_CHECK(out == (dmacclComm_t)(uintptr_t)5);
+  if (rank == 0)
+    RANK_CHECK(strstr(dmacclCommGetLastError(parent),
+                      "rank 1 came to this exchange after rank 2's timeout (6 s) had ended"));
+  RANK_CHECK(dmacclCommSplit(parent, 7, -rank, &out, NULL) == dmacclSuccess);
+  int count = 0, me = -1;
+  RANK_CHECK(dmacclCommCount(out, &count) == dmacclSuccess && count == n);
+  RANK_CHECK(dmacclCommUserRank(out, &me) == dmacclSuccess && me == n - 1 - rank);
+  RANK_CHECK(dmacclCommDestroy(out) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDestroy(parent) == dmacclSuccess);
+  return 0;
+}
+
+static int testEarlyRank(void) {
+  setenv("DMACCL_INIT_TIMEOUT", "6", 1);
+  int failed = mpRun(3, earlyBody, NULL, 120, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  if (failed) {
+    TEST_FAIL("an early rank: %d rank(s) failed", failed);
+    return 1;
+  }
+  return 0;
+}
+
 /* A set of one process cannot be split (each rank's call would wait for the
  * others on this one thread). */
 static int testOneProcess(void) {
@@ -348,6 +391,7 @@ int main(int argc, char **argv) {
     RUN(testHost);
     RUN(testOneProcess);
     RUN(testLateRank);
+    RUN(testEarlyRank);
   } else if (!strcmp(only, "gpu")) {
     RUN(testCuda);
   }

@@ -44,9 +44,16 @@ struct bootState {
  * EX_FAILED when the exchange failed). A message of an exchange the receiver
  * has already given up (seq below its own) is read and dropped, so a rank
  * that came late, or a message rank 0 left unread when it gave up, does not
- * put the ranks' later exchanges out of step. */
+ * put the ranks' later exchanges out of step.
+ * `until`, in a rank's message: the end of its timeout (CLOCK_MONOTONIC
+ * seconds: the ranks share the host's clock). Rank 0's answer is the one
+ * verdict: it fails the exchange when it is not complete by the earliest
+ * `until` of the ranks (its own included), and a rank waits for that
+ * answer a timeout past its own `until` (the answer's time to arrive), so
+ * no rank gives up on an exchange that rank 0 completes. */
 typedef struct {
   uint64_t seq, bytes;
+  double until;
 } exHeader;
 #define EX_FAILED UINT64_MAX
 
@@ -435,11 +442,14 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
   double deadline = nowSec() + b->timeoutSec;
   int withFd = fds != NULL;
   uint64_t seq = ++b->seq;
-  exHeader hdr = {seq, bytes}, got;
+  exHeader hdr = {seq, bytes, deadline}, got;
   if (b->rank != 0) {
     if (sendAll(b->root, &hdr, sizeof(hdr), NULL, 0, deadline) ||
         sendAll(b->root, mine, bytes, withFd ? &fd : NULL, withFd, deadline))
       return ioFail(b, -1, 0, err, errlen);
+    /* rank 0 decides by this rank's deadline (above): its answer is waited
+     * for a timeout longer, the time it takes to arrive */
+    deadline += b->timeoutSec;
     int n, r;
     for (;;) { /* answers of exchanges this rank gave up on are dropped */
       n = withFd ? b->nranks : 0;
@@ -481,6 +491,12 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
   memcpy(all, mine, bytes);
   if (withFd) fds[0] = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   dmacclResult_t rc = dmacclSuccess;
+  /* the exchange completes by the earliest deadline of its ranks (whose:
+   * `who`), or fails on every rank (checked as each rank's part is in:
+   * the reads themselves wait up to this rank's deadline, for a message
+   * there already must not time out) */
+  double until = deadline, latest = deadline;
+  int who = 0, last = 0; /* the earliest deadline's rank, and the latest's (the last to come) */
   for (int p = 1; p < b->nranks && rc == dmacclSuccess; p++) {
     int n = withFd ? 1 : 0, r;
     /* a rank's message of an exchange rank 0 gave up on (it came late, or
@@ -488,6 +504,8 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
     while ((r = recvAll(b->peers[p], &got, sizeof(got), NULL, NULL, deadline)) == 0 &&
            got.seq < seq && (r = drain(b->peers[p], got.bytes, deadline)) == 0) {
     }
+    if (r == 0 && got.seq == seq && got.until < until) until = got.until, who = p;
+    if (r == 0 && got.seq == seq && got.until > latest) latest = got.until, last = p;
     if (r == 0 && (got.seq != seq || got.bytes != bytes))
       (void)drain(b->peers[p], got.bytes, deadline); /* its bytes, so the next read is a header */
     if (r == 0 && got.seq != seq)
@@ -504,6 +522,12 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
       r = recvAll(b->peers[p], (char *)all + (size_t)p * bytes, bytes, withFd ? &fds[p] : NULL,
                   withFd ? &n : NULL, deadline);
     if (rc == dmacclSuccess && r != 0) rc = ioFail(b, r, p, err, errlen);
+    if (rc == dmacclSuccess && nowSec() > until)
+      rc = fail(err, errlen, dmacclTimeout,
+                "bootstrap: rank %d came to this exchange after rank %d's timeout (%.0f s) had "
+                "ended, so rank 0 failed it on every rank (ranks must make collective calls in "
+                "the same order, within the timeout of each other)",
+                last, who, b->timeoutSec);
     if (rc == dmacclSuccess && withFd && n != 1)
       rc = fail(err, errlen, dmacclSystemError, "bootstrap: rank %d sent no descriptor", p);
   }
@@ -511,7 +535,7 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
    * its own (a failure may be the exchange's deadline passing: under that
    * one the answer never went out, and every peer waited out its own). */
   int ok = rc == dmacclSuccess; /* one verdict for every peer, whatever a send does */
-  exHeader answer = {seq, ok ? bytes : EX_FAILED};
+  exHeader answer = {seq, ok ? bytes : EX_FAILED, 0};
   if (!ok) deadline = nowSec() + b->timeoutSec;
   for (int p = 1; p < b->nranks; p++) {
     if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && ok ? fds : NULL,

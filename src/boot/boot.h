@@ -35,11 +35,12 @@ dmacclResult_t bootInit(const dmacclUniqueId *id, int nranks, int rank, double t
  * Exchanges are numbered on each rank: one a rank gives up on (a timeout, or
  * another rank's failure) leaves nothing behind for the next, since what a
  * late rank sent for it, or rank 0 answered after this rank gave up, is
- * dropped there; a rank ahead of rank 0 is named (out of order). Each rank
- * times out on its own clock, so ranks that come far apart may disagree:
- * an early rank gives up on an exchange that rank 0 then completes, and a
- * caller that makes a second exchange (dmacclMemAlloc) is out of step with
- * it from there. */
+ * dropped there; a rank ahead of rank 0 is named (out of order). Rank 0's
+ * answer is the one verdict: each rank sends the end of its timeout with
+ * its part, rank 0 fails the exchange on every rank when it is not
+ * complete by the earliest of them, and a rank waits for the answer up to
+ * a timeout past its own (then dmacclTimeout: rank 0 hung or gone). So
+ * every rank reaches the same verdict. */
 dmacclResult_t bootAllGather(bootState *b, const void *mine, void *all, size_t bytes, char *err,
                              size_t errlen);
 
