@@ -75,13 +75,18 @@ def _redop(op, what):
         raise ValueError(f"{what}: op {op} is not a reduction (0 sum, 1 prod, 2 max, 3 min, 4 avg)")
     if isinstance(op, str) and op.lower() in _OP_NAMES:
         return _OP_NAMES[op.lower()]
-    op = getattr(op, "op", op)  # torch's ReduceOp (options objects) holds a RedOpType
+    orig, op = op, getattr(op, "op", op)  # torch's ReduceOp (options objects) holds a RedOpType
     name = str(op).rsplit(".", 1)[-1].lower()  # RedOpType.SUM
     if name in _OP_NAMES:
         return _OP_NAMES[name]
     if name == "premul_sum":
-        raise ValueError(f"{what}: torch's PREMUL_SUM does not show its factor to Python; pass "
-                         "dmaccl.premul_sum(factor) instead")
+        # torch's ReduceOp.PREMUL_SUM(factor) (dist._make_nccl_premul_sum): its
+        # factor, a float or a tensor, where torch shows it to Python
+        factor = getattr(orig, "factor", None)
+        if factor is not None:
+            return PreMulSum(factor)
+        raise ValueError(f"{what}: this torch's PREMUL_SUM does not show its factor to Python; "
+                         "pass dmaccl.premul_sum(factor) instead")
     raise ValueError(f"{what}: op {op!r} is not supported (sum, prod, max, min, avg, or "
                      "premul_sum(scalar))")
 

@@ -94,6 +94,24 @@ def backend_body(uid, rank, n, port, route):
     mine = xs[rank].clone()
     dist.all_reduce(mine, op=dist.ReduceOp.AVG)
     same(mine, (acc / n).to(torch.bfloat16), "all_reduce bf16 avg")
+    # PREMUL_SUM (a float factor, and a one-element tensor of the data's
+    # type): the bf16 sum in float times the factor, one rounding; where
+    # torch does not show the factor to Python the call says so
+    for factor in (0.375, torch.tensor([-1.5], dtype=torch.bfloat16)):
+        f = float(factor)
+        mine = xs[rank].clone()
+        op = dist._make_nccl_premul_sum(factor)
+        if getattr(op, "factor", None) is None:
+            with pytest.raises(Exception, match="premul_sum"):
+                dist.all_reduce(mine, op=op)
+            break
+        dist.all_reduce(mine, op=op)
+        same(mine, (acc * f).to(torch.bfloat16), f"all_reduce bf16 premul_sum {f}")
+        rs = poisoned(300 // n, dtype=torch.bfloat16)
+        dist.reduce_scatter_tensor(rs, xs[rank][:300 // n * n].clone(), op=op)
+        blk = 300 // n
+        same(rs, (acc[rank * blk:(rank + 1) * blk] * f).to(torch.bfloat16),
+             f"reduce_scatter_tensor bf16 premul_sum {f}")
 
     x = rand(96)
     out, ref = poisoned(96 * n), poisoned(96 * n)
