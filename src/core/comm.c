@@ -21,11 +21,6 @@ dmacclResult_t dmacclGetVersion(int *version) {
   return dmacclSuccess;
 }
 
-/* The caller's config has this field: its struct (config->size, a header
- * of its time) reaches past it. Fields it lacks take their defaults. */
-#define CONFIG_HAS(config, field)                                                                  \
-  ((config) && (config)->size >= offsetof(dmacclConfig_t, field) + sizeof((config)->field))
-
 static dmacclResult_t coreResolveExecutor(const dmacclConfig_t *config, dmacclExecutor_t *out,
                                           const char *call) {
   dmacclExecutor_t e = CONFIG_HAS(config, executor) ? config->executor : dmacclExecutorDefault;

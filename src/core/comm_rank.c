@@ -144,9 +144,7 @@ static dmacclResult_t recordInit(dmacclComm_t *out, int nranks, const dmacclUniq
     const execOps *ops = c->executor == dmacclExecutorCuda ? &execCudaOps : &execHostOps;
     rc = ops->identify(&c->device, name, sizeof(name));
   }
-  const char *a = config && config->size >= offsetof(dmacclConfig_t, algorithm) + sizeof(char *)
-                      ? config->algorithm
-                      : NULL;
+  const char *a = CONFIG_HAS(config, algorithm) ? config->algorithm : NULL;
   if (rc == dmacclSuccess && a && !(c->algorithm = strdup(a)))
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
   if (rc != dmacclSuccess) {
@@ -224,9 +222,7 @@ dmacclResult_t coreRunInits(coreInitCall **calls, int n) {
  * (they rebuild its table for their own number of ranks). Without memory a
  * split selects as if the string were not there; init itself succeeded. */
 static void keepAlgorithm(dmacclComm_t comm, const dmacclConfig_t *config) {
-  const char *a = config && config->size >= offsetof(dmacclConfig_t, algorithm) + sizeof(char *)
-                      ? config->algorithm
-                      : NULL;
+  const char *a = CONFIG_HAS(config, algorithm) ? config->algorithm : NULL;
   if (a && !(comm->clique->algorithm = strdup(a)))
     coreLog(CORE_LOG_WARN,
             "out of memory keeping config->algorithm; communicators split from "
@@ -264,12 +260,10 @@ static dmacclResult_t splitConfig(dmacclComm_t comm, const dmacclConfig_t *given
                        "dmacclCommSplit: config was not initialized with "
                        "DMACCL_CONFIG_INITIALIZER (size %zu, magic 0x%x)",
                        given->size, given->magic);
-      /* the fields the caller's version has whole; the rest at their defaults */
-#define HAS(f) (given->size >= offsetof(dmacclConfig_t, f) + sizeof(given->f))
-    if (HAS(executor)) cfg.executor = given->executor;
-    if (HAS(algorithm)) cfg.algorithm = given->algorithm;
-    if (HAS(ctaPolicy)) cfg.ctaPolicy = given->ctaPolicy;
-#undef HAS
+    /* the fields the caller's version has whole; the rest at their defaults */
+    if (CONFIG_HAS(given, executor)) cfg.executor = given->executor;
+    if (CONFIG_HAS(given, algorithm)) cfg.algorithm = given->algorithm;
+    if (CONFIG_HAS(given, ctaPolicy)) cfg.ctaPolicy = given->ctaPolicy;
     if (cfg.executor == dmacclExecutorDefault) cfg.executor = comm->executor;
     *out = cfg;
     return dmacclSuccess;

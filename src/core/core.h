@@ -7,6 +7,7 @@
 #include "../base/reduce.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -248,6 +249,11 @@ static inline uint64_t *coreBoardVec(coreClique *c, int r, int slot) {
   return (uint64_t *)((char *)coreBoardRank(c, r) + c->boardVecOffset) +
          (size_t)slot * PLAN_VEC_ARRAYS * (size_t)c->nranks;
 }
+
+/* The caller's config has this field: its struct (config->size, a header
+ * of its time) reaches past it. Fields it lacks take their defaults. */
+#define CONFIG_HAS(config, field)                                                                  \
+  ((config) && (config)->size >= offsetof(dmacclConfig_t, field) + sizeof((config)->field))
 
 /* An operator of dmacclRedOpCreatePreMulSum (op.c): operator
  * CORE_REDOP_FIRST + i is slot i of its communicator's table, up to
