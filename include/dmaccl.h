@@ -490,9 +490,13 @@ dmacclResult_t dmacclReduce(const void *sendbuff, void *recvbuff, size_t count,
  * fp16 or bf16 where the scaled sum fits), with unequal ones dmaccl's
  * result is not NCCL's. Immediate scalars are compared with the other
  * arguments: ranks that differ are reported as ranks that pass different
- * counts are (docs/failures.md); device scalars cannot be compared.
- * *op receives the operator: a value that is none of the built-in ones,
- * valid on comm alone until dmacclRedOpDestroy. Operations called with it
+ * counts are (docs/failures.md); a device scalar's value is not known at
+ * the call, so it is compared with nothing (ranks may mix the two
+ * residences).
+ * *op receives the operator: a value that is none of the built-in ones
+ * and no other live operator's, valid on comm alone until
+ * dmacclRedOpDestroy (another communicator's operator, or a destroyed one,
+ * is refused as an op that is not comm's). Operations called with it
  * keep what they need at their call, so it may be destroyed as soon as
  * the last call that names it returns (inside a group too). Errors: NULL op
  * or scalar, a datatype that is not one, a residence that is not one.

@@ -418,8 +418,17 @@ static int testPremulArgs(void) {
   /* another datatype, another communicator's operator */
   EXPECT_ERR(dmacclAllReduce(sb, rb, COUNT, dmacclBfloat16, op, c, NULL), dmacclInvalidArgument, c,
              "is a premultiplied sum of float, the call's datatype is bfloat16");
+  /* comms[2] has an operator of its own (a value of its own too) */
+  dmacclRedOp_t other;
+  ASSERT_EQ_INT(
+      dmacclRedOpCreatePreMulSum(&other, &half, dmacclFloat32, dmacclScalarHostImmediate, comms[2]),
+      dmacclSuccess);
+  ASSERT_TRUE(other != op);
   EXPECT_ERR(dmacclReduce(sendb[2], recvb[2], COUNT, dmacclFloat32, op, 0, comms[2], NULL),
              dmacclInvalidArgument, comms[2], "nor an operator of this communicator's");
+  EXPECT_ERR(dmacclRedOpDestroy(op, comms[2]), dmacclInvalidArgument, comms[2],
+             "not an operator of this communicator");
+  ASSERT_EQ_INT(dmacclRedOpDestroy(other, comms[2]), dmacclSuccess);
   dmacclRequest_t req = NULL;
   EXPECT_ERR(dmacclReduceScatterInit(sb, rb, COUNT / N, dmacclInt32, op, c, &req),
              dmacclInvalidArgument, c, "premultiplied sum of float,");
@@ -427,10 +436,18 @@ static int testPremulArgs(void) {
   EXPECT_ERR(dmacclRedOpDestroy(op, comms[0]), dmacclInvalidArgument, comms[0],
              "not an operator of this communicator");
   ASSERT_EQ_INT(dmacclRedOpDestroy(op, c), dmacclSuccess);
-  /* destroyed: neither usable nor destroyed twice */
+  /* destroyed: neither usable nor destroyed twice, also once another
+   * operator took its slot */
+  float quarter = 0.25f;
+  dmacclRedOp_t next;
+  ASSERT_EQ_INT(
+      dmacclRedOpCreatePreMulSum(&next, &quarter, dmacclFloat32, dmacclScalarHostImmediate, c),
+      dmacclSuccess);
+  ASSERT_TRUE(next != op);
   EXPECT_ERR(dmacclAllReduce(sb, rb, COUNT, dmacclFloat32, op, c, NULL), dmacclInvalidArgument, c,
              "destroyed?");
   EXPECT_ERR(dmacclRedOpDestroy(op, c), dmacclInvalidArgument, c, "destroyed already");
+  ASSERT_EQ_INT(dmacclRedOpDestroy(next, c), dmacclSuccess);
   if (untouchedAndUsable()) return 1;
   /* made and destroyed by each rank inside the group, before its end
    * (collIssue's premultiplied sum): the calls keep the scalar */
@@ -449,7 +466,7 @@ static int testPremulArgs(void) {
 
 /* Ranks that pass different immediate scalars disagree about the
  * operation: every rank's next synchronize names both, and the set stays
- * usable. */
+ * usable. Equal scalars of both residences run. */
 static int testPremulDisagree(void) {
   poison();
   float v[N] = {0.5f, 0.5f, 0.25f, 0.5f};
@@ -471,7 +488,29 @@ static int testPremulDisagree(void) {
                     "same scalar)");
   }
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
-  return untouchedAndUsable();
+  if (untouchedAndUsable()) return 1;
+  /* mixed residences are not compared (a device scalar's value is not
+   * known at the call): ranks 0 and 1 pass 0.5 immediately, ranks 2 and 3
+   * in memory; the result is the sum times 0.5 */
+  float in[N][COUNT], out[N][COUNT], half = 0.5f;
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < COUNT; i++) in[r][i] = (float)((r + 1) * (i % 5)), out[r][i] = -1.0f;
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    dmacclRedOp_t pre;
+    ASSERT_EQ_INT(dmacclRedOpCreatePreMulSum(&pre, &half, dmacclFloat32,
+                                             r < 2 ? dmacclScalarHostImmediate : dmacclScalarDevice,
+                                             comms[r]),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclAllReduce(in[r], out[r], COUNT, dmacclFloat32, pre, comms[r], NULL),
+                  dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRedOpDestroy(pre, comms[r]), dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < COUNT; i++) ASSERT_TRUE(out[r][i] == (float)(10 * (i % 5)) * 0.5f);
+  return 0;
 }
 
 /* A call that fails inside a group is not recorded; the group still issues

@@ -422,12 +422,13 @@ static int testMixedGroup(void) {
 }
 
 /* One algorithm for every collective that takes it (the others keep their
- * defaults): every collective, three types, two ops, counts 1 and odd, in
+ * defaults): every collective, three types, the ops in turn (the
+ * premultiplied sum among them), counts 1 and odd, in
  * and out of place, 2-4 ranks. sendrecv runs with the broadcast entry's
  * algorithm (its channels are made with the parent's selection table). */
 static int runAlgo(const char *algo, const char *label, const size_t *counts, int ncounts) {
   const dmacclDataType_t types[] = {dmacclFloat32, dmacclBfloat16, dmacclInt32};
-  const dmacclRedOp_t ops[] = {dmacclSum, dmacclMax, dmacclProd, dmacclMin};
+  const dmacclRedOp_t ops[] = {dmacclSum, dmacclMax, dmacclProd, dmacclMin, COLL_PREMULSUM};
   int bad = 0;
   uint64_t seed = 77000;
   for (int n = 2; n <= 4; n++) {
@@ -442,7 +443,7 @@ static int runAlgo(const char *algo, const char *label, const size_t *counts, in
           for (int ip = 0; ip <= !!(collTable[c].flags & COLL_IN_PLACE); ip++) {
             ccCase cs = {.coll = (collId)c,
                          .type = types[t],
-                         .op = ops[(t + (size_t)k + (size_t)ip) % 4],
+                         .op = ops[(t + (size_t)k + (size_t)ip + (size_t)n) % 5],
                          .count = counts[k],
                          .root = (k + ip) % 2 ? n - 1 : 0,
                          .inPlace = ip,

@@ -14,8 +14,10 @@
  * replay (the test resets them before it). The same consumers also run
  * against AllGather of 16 MB per rank with each of its eight algorithms
  * forced (testArrivalAlgorithms); a word never stored fails after 60 s.
- * The reductions include premultiplied sums (COLL_PREMULSUM), the scalar
- * in device memory on the CUDA executor and changed before each replay.
+ * The reductions include premultiplied sums (COLL_PREMULSUM): eager, the
+ * scalar in device memory (built-in selection) or immediate (direct forms);
+ * in the graph in device memory, changed before each replay; and on one
+ * rank (testPremulOneRank).
  * Arg: a collective name to run only that one.
  */
 
@@ -123,7 +125,7 @@ static void place(const caseT *c, int r, unsigned char *base, void **send, void 
  * turn. On the CUDA executor the scalar is in device memory (devScalar,
  * rank r's on its GPU, written by setPremul outside the capture): a replay
  * must read the value of its moment. */
-static int premulVariant;
+static int premulVariant, premulImmediate; /* immediate: CUDA runs get the bytes too */
 static void *devScalar[MAXN];
 static void premulValue(dmacclDataType_t t, int variant, unsigned char *out) {
   memset(out, 0, 8);
@@ -158,8 +160,9 @@ static dmacclResult_t issue(const caseT *c, int r, const void *s, void *d, dmacc
   premulValue(c->type, premulVariant, b);
   dmacclRedOp_t pre;
   dmacclResult_t rc =
-      st ? dmacclRedOpCreatePreMulSum(&pre, devScalar[r], c->type, dmacclScalarDevice, comm)
-         : dmacclRedOpCreatePreMulSum(&pre, b, c->type, dmacclScalarHostImmediate, comm);
+      st && !premulImmediate
+          ? dmacclRedOpCreatePreMulSum(&pre, devScalar[r], c->type, dmacclScalarDevice, comm)
+          : dmacclRedOpCreatePreMulSum(&pre, b, c->type, dmacclScalarHostImmediate, comm);
   if (rc != dmacclSuccess) return rc;
   rc = issueOp(c, r, s, d, comm, st, pre);
   dmacclResult_t e = dmacclRedOpDestroy(pre, comm);
@@ -390,8 +393,10 @@ static int runCase(caseT *c, uint64_t seed) {
     }
     place(c, r, db[r], &s[r], &d[r]);
   }
-  /* Eager, built-in selection (k=0) and the direct forms forced (k=1). */
+  /* Eager, built-in selection (k=0) and the direct forms forced (k=1;
+   * premultiplied sums with immediate scalars there). */
   for (int k = 0; k < 2 && !rc; k++) {
+    premulImmediate = k == 1;
     if ((rc = setPremul(c, 0)) || (rc = runHost(c, hb, seed + (uint64_t)k)) ||
         (rc = upload(c, db, seed + (uint64_t)k)))
       break;
@@ -432,6 +437,7 @@ static int runCase(caseT *c, uint64_t seed) {
       CK(cudaEventRecord(cfork[r], streams[r]));
       CK(cudaStreamWaitEvent(consumers[r], cfork[r], 0));
     }
+    premulImmediate = 0; /* the replays change the scalar in device memory */
     DK(dmacclGroupStart());
     for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[0][r], streams[r]));
     DK(dmacclGroupEnd());
@@ -553,6 +559,68 @@ static int testArrivalAlgorithms(int n, const int *devs) {
   return rc;
 }
 
+/* One rank: a premultiplied sum is the reduction kernel scaling the input
+ * (launch.c postOneRank), out of place and in place, with the scalar in
+ * the parameters and in device memory, against the host executor's; the
+ * bytes past the result untouched. */
+static int testPremulOneRank(void) {
+  const dmacclDataType_t types[] = {dmacclBfloat16, dmacclFloat32, dmacclInt32, dmacclFloat8e4m3};
+  const size_t count = 100003, guard = 64;
+  dmacclComm_t g, h;
+  dmacclConfig_t gc = DMACCL_CONFIG_INITIALIZER, hc = DMACCL_CONFIG_INITIALIZER;
+  gc.executor = dmacclExecutorCuda;
+  hc.executor = dmacclExecutorHost;
+  int dev0 = 0, rc = 0, cases = 0;
+  DK(dmacclCommInitAll(&g, 1, &dev0, &gc));
+  DK(dmacclCommInitAll(&h, 1, NULL, &hc));
+  CK(cudaSetDevice(0));
+  unsigned char *hin = malloc(count * 4 + guard), *hout = malloc(count * 4 + guard),
+                *got = malloc(count * 4 + guard);
+  char *din, *dout, *dsc;
+  CK(cudaMalloc((void **)&din, count * 4 + guard));
+  CK(cudaMalloc((void **)&dout, count * 4 + guard));
+  CK(cudaMalloc((void **)&dsc, 8));
+  for (size_t ti = 0; ti < 4 && !rc; ti++)
+    for (int v = 0; v < 4 && !rc; v++) { /* in place (v & 1), device scalar (v & 2) */
+      dmacclDataType_t t = types[ti];
+      size_t bytes = count * collTypeSize(t);
+      unsigned char b[8];
+      premulValue(t, v >> 1, b);
+      testFillRandom(hin, bytes, 900u + (uint64_t)(ti * 4 + (size_t)v));
+      collSanitize(t, hin, count);
+      memset(hin + bytes, 0x5C, guard);
+      memcpy(hout, hin, bytes + guard);
+      if (!(v & 1)) memset(hout, 0xA5, bytes + guard);
+      CK(cudaMemcpy(din, hin, bytes + guard, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(dout, hout, bytes + guard, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(dsc, b, 8, cudaMemcpyHostToDevice));
+      dmacclRedOp_t gop, hop;
+      DK(dmacclRedOpCreatePreMulSum(&gop, (v & 2) ? (void *)dsc : (void *)b, t,
+                                    (v & 2) ? dmacclScalarDevice : dmacclScalarHostImmediate, g));
+      DK(dmacclRedOpCreatePreMulSum(&hop, b, t, dmacclScalarHostImmediate, h));
+      DK(dmacclAllReduce(din, (v & 1) ? din : dout, count, t, gop, g, streams[0]));
+      DK(dmacclAllReduce(hin, (v & 1) ? hin : hout, count, t, hop, h, NULL));
+      DK(dmacclRedOpDestroy(gop, g));
+      DK(dmacclRedOpDestroy(hop, h));
+      CK(cudaStreamSynchronize(streams[0]));
+      DK(dmacclCommSynchronize(h));
+      CK(cudaMemcpy(got, (v & 1) ? din : dout, bytes + guard, cudaMemcpyDeviceToHost));
+      long long d = testFirstDiff(got, (v & 1) ? hin : hout, bytes + guard);
+      if (d >= 0) {
+        TEST_FAIL("one rank premul %s %s %s: byte %lld", collTypeName(t),
+                  (v & 1) ? "in place" : "out of place", (v & 2) ? "device" : "immediate", d);
+        rc = 1;
+      }
+      cases++;
+    }
+  cudaFree(din), cudaFree(dout), cudaFree(dsc);
+  free(hin), free(hout), free(got);
+  dmacclCommDestroy(g);
+  dmacclCommDestroy(h);
+  if (!rc) printf("  %d one-rank premultiplied sums match the host executor\n", cases);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   ngpu = gpuCountOrSkip(1, "test_gpu_colls");
@@ -593,6 +661,7 @@ int main(int argc, char **argv) {
       CK(cudaMalloc(&devScalar[r], 8));
     }
     if (!only || !strcmp(only, "allgather")) rc = testArrivalAlgorithms(n, devs);
+    if (!rc && nn == 2 && (!only || !strcmp(only, "allreduce"))) rc = testPremulOneRank();
     for (int coll = 0; coll < PLAN_NUM_COLLS && !rc; coll++) {
       if (only && strcmp(only, planCollName((planColl)coll))) continue;
       int reduces = planCollOf((planColl)coll)->reduces;

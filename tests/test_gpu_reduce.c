@@ -75,10 +75,25 @@ static int runCase(dmacclDataType_t t, dmacclRedOp_t op, int n, size_t count, si
     ds[k] = (char *)dev[k] + mis * (k % 2);
   }
   memset(want, 0xA5, bytes + GUARD);
-  baseReduceHost(want, hs, n, count, t, op);
+  /* a premultiplied sum: a random scalar of the type, in the kernel's
+   * parameters (odd seeds) or read from device memory (even) */
+  uint64_t scalar = 0;
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  if (op == BASE_PREMULSUM) {
+    fill(&scalar, 1, t, seed + 99);
+    if (seed & 1) {
+      w.scalarBits = scalar;
+    } else {
+      CUDA_OK(cudaMemcpy((char *)devDst + bytes + GUARD + 16, &scalar, 8, cudaMemcpyHostToDevice));
+      w.scalar = (char *)devDst + bytes + GUARD + 16;
+    }
+  }
+  baseReduceHostScaled(want, hs, n, count, t, op, &scalar);
   CUDA_OK(cudaMemset(devDst, 0xA5, bytes + GUARD + 16));
   void *dst = (char *)devDst + mis;
-  CUDA_OK(execCudaReduce(dst, ds, n, count, t, op, ctas, 0));
+  CUDA_OK(op == BASE_PREMULSUM ? execCudaReduceWait(dst, ds, n, count, t, op, ctas, &w, 0)
+                               : execCudaReduce(dst, ds, n, count, t, op, ctas, 0));
   CUDA_OK(cudaMemcpy(got, dst, bytes + GUARD, cudaMemcpyDeviceToHost));
   long long d = testFirstDiff(got, want, bytes + GUARD);
   if (d >= 0) {
@@ -340,9 +355,12 @@ static int lineCase(dmacclDataType_t t, dmacclRedOp_t op, size_t count, size_t m
   CUDA_OK(cudaMemset(L[1], 0, lb + GUARD));
   execReduceWait w[2];
   const void *src[2][2];
+  uint64_t scalar = 0; /* a premultiplied sum's, in the kernels' parameters */
+  if (op == BASE_PREMULSUM) fill(&scalar, 1, t, seed + 77);
   for (int r = 0; r < 2; r++) {
     CUDA_OK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
     memset(&w[r], 0, sizeof(w[r]));
+    w[r].scalarBits = scalar;
     w[r].nmoves = 1;
     w[r].moves[0] = (execReduceMove){X[r], L[1 - r], bytes, 1};
     w[r].lineSrcs = 1u << (1 - r); /* the peer's contribution, in rank order */
@@ -388,7 +406,7 @@ static int lineCase(dmacclDataType_t t, dmacclRedOp_t op, size_t count, size_t m
     }
     CUDA_OK(cudaDeviceSynchronize());
     const void *hs[2] = {host[0], host[1]};
-    baseReduceHost(want, hs, 2, count, t, op);
+    baseReduceHostScaled(want, hs, 2, count, t, op, &scalar);
     memset(want + bytes, 0xEE, GUARD);
     for (int r = 0; r < 2 && !rc; r++) {
       CUDA_OK(cudaMemcpy(got, D[r], bytes + (inPlace ? 0 : GUARD), cudaMemcpyDeviceToHost));
@@ -570,7 +588,7 @@ static int plainTakeCase(void *dev[8], unsigned char *host[8], unsigned char *go
 int main(void) {
   gpuCountOrSkip(1, "test_gpu_reduce");
   const size_t counts[] = {1, 7, 1000, 65537, (1u << 20) + 3};
-  const size_t maxBytes = ((1u << 20) + 3) * 8 + 256;
+  const size_t maxBytes = ((1u << 20) + 3) * 8 + 256 + 16 + 8; /* + a scalar */
   void *dev[8], *devDst;
   unsigned char *host[8], *want = malloc(maxBytes), *got = malloc(maxBytes);
   for (int k = 0; k < 8; k++) {
@@ -581,7 +599,7 @@ int main(void) {
   int cases = 0, rc = 0;
   uint64_t seed = 1;
   for (int t = 0; t < dmacclNumTypes && !rc; t++)
-    for (int op = 0; op < dmacclNumOps && !rc; op++) {
+    for (int op = 0; op <= (int)BASE_PREMULSUM && !rc; op++) { /* the built-in ops, premul */
       if (!baseRedOpSupported((dmacclDataType_t)t, (dmacclRedOp_t)op)) continue;
       const int ns[] = {1, 2, 3, 8};
       for (int ni = 0; ni < 4 && !rc; ni++)
@@ -642,7 +660,10 @@ int main(void) {
       for (int ci = 0; ci < 4 && !rc; ci++)
         for (int v = 0; v < 4 && !rc; v++) { /* in place, graph */
           size_t mis = (ci + ti) % 2 ? collTypeSize(lt[ti]) : 0;
-          dmacclRedOp_t op = ti == 2 ? dmacclMax : ci == 3 ? dmacclAvg : dmacclSum;
+          dmacclRedOp_t op = ti == 2   ? dmacclMax
+                             : ci == 3 ? dmacclAvg
+                             : ci == 1 ? BASE_PREMULSUM
+                                       : dmacclSum;
           if (op == dmacclAvg && !baseRedOpSupported(lt[ti], op)) op = dmacclSum;
           rc = lineCase(lt[ti], op, lc[ci], mis, v & 1, v >> 1, dev, host, want, got, seed++);
           lines++;

@@ -98,15 +98,29 @@ def common_type(bufs, reduces, what):
     return UINT8, first.itemsize
 
 
+def is_number(value):
+    """A real number that is not a bool: Python's, or a numpy scalar."""
+    import numbers
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        type(value).__name__ != "bool_"
+
+
 def scalar_bytes(value, type_, what):
     """One value of dmaccl type `type_` as its bytes (little-endian), from a
-    Python number: integers must fit the type; floats round to nearest even
-    (bfloat16 from float32's bits, the 8-bit floats through torch)."""
+    number (Python's or numpy's): integers must fit the type; floats round
+    to nearest even (bfloat16 from float32's bits, the 8-bit floats through
+    torch); a value past the type's range is a ValueError."""
+    import numbers
     import struct
 
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise TypeError(f"{what}: the scalar must be a number or a one-element tensor, not "
                         f"{type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+    else:
+        value = float(value)
     ints = {INT8: ("b", -1 << 7, 1 << 7), UINT8: ("B", 0, 1 << 8), INT32: ("i", -1 << 31, 1 << 31),
             UINT32: ("I", 0, 1 << 32), INT64: ("q", -1 << 63, 1 << 63), UINT64: ("Q", 0, 1 << 64)}
     if type_ in ints:
@@ -125,7 +139,10 @@ def scalar_bytes(value, type_, what):
         except OverflowError:
             raise ValueError(f"{what}: the scalar {value!r} overflows float32") from None
     if type_ == FLOAT64:
-        return struct.pack("<d", float(value))
+        try:
+            return struct.pack("<d", float(value))
+        except OverflowError:
+            raise ValueError(f"{what}: the scalar {value!r} overflows float64") from None
     if type_ == BFLOAT16:
         try:
             (u,) = struct.unpack("<I", struct.pack("<f", float(value)))
@@ -133,7 +150,10 @@ def scalar_bytes(value, type_, what):
             raise ValueError(f"{what}: the scalar {value!r} overflows bfloat16") from None
         if (u & 0x7FFFFFFF) > 0x7F800000:
             return struct.pack("<H", 0x7FC0)
-        return struct.pack("<H", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+        b = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+        if (b & 0x7FFF) == 0x7F80 and (u & 0x7FFFFFFF) != 0x7F800000:
+            raise ValueError(f"{what}: the scalar {value!r} overflows bfloat16")
+        return struct.pack("<H", b)
     torch = sys.modules.get("torch")
     if torch is None or not hasattr(torch, TYPE_NAMES.get(type_, "")):
         raise TypeError(f"{what}: a {TYPE_NAMES.get(type_, type_)} scalar needs torch to "

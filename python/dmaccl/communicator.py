@@ -722,7 +722,7 @@ class Communicator:
             yield o
             return
         sc = o.scalar
-        if isinstance(sc, (bool, int, float)):
+        if isinstance(sc, bool) or B.is_number(sc):
             keep = ctypes.create_string_buffer(B.scalar_bytes(sc, t, what), 8)
             ptr, residence = ctypes.addressof(keep), 1  # dmacclScalarHostImmediate
         else:

@@ -255,13 +255,17 @@ static inline uint64_t *coreBoardVec(coreClique *c, int r, int slot) {
 #define CONFIG_HAS(config, field)                                                                  \
   ((config) && (config)->size >= offsetof(dmacclConfig_t, field) + sizeof((config)->field))
 
-/* An operator of dmacclRedOpCreatePreMulSum (op.c): operator
- * CORE_REDOP_FIRST + i is slot i of its communicator's table, up to
- * CORE_REDOP_MAX live at once. */
+/* An operator of dmacclRedOpCreatePreMulSum (op.c): a slot of its
+ * communicator's table, up to CORE_REDOP_MAX live at once. Its value, from
+ * CORE_REDOP_FIRST up, is drawn from one count of the process, so no two
+ * operators have the same value (until the count wraps after 2^31 - 64 of
+ * them): another communicator's operator, or one destroyed, is found to be
+ * none of this one's. */
 #define CORE_REDOP_FIRST 64
 #define CORE_REDOP_MAX 65536
 typedef struct {
   int live;
+  int value; /* the dmacclRedOp_t the caller holds */
   dmacclDataType_t datatype;
   const void *ptr; /* dmacclScalarDevice: the caller's pointer */
   uint64_t bits;   /* dmacclScalarHostImmediate: the value's bytes (low bytes) */

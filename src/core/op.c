@@ -4,6 +4,7 @@
 #include "../base/reduce.h"
 #include "../base/reduce_math.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,9 @@ int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const siz
              baseRedOpName(a->redop), rb, baseRedOpName(b->redop));
     return 1;
   }
-  if (ci->reduces && a->redop == BASE_PREMULSUM &&
-      ((a->premulPtr != NULL) != (b->premulPtr != NULL) || a->premulBits != b->premulBits)) {
+  /* immediate scalars only: a device scalar's value is not known here */
+  if (ci->reduces && a->redop == BASE_PREMULSUM && !a->premulPtr && !b->premulPtr &&
+      a->premulBits != b->premulBits) {
     char x[48], y[48];
     scalarText(a, x, sizeof(x));
     scalarText(b, y, sizeof(y));
@@ -154,11 +156,21 @@ int coreOpDiffer(const coreOp *a, const size_t *avec, const coreOp *b, const siz
   return 0;
 }
 
-/* Operators of dmacclRedOpCreatePreMulSum: slot i of the comm's table is
- * operator CORE_REDOP_FIRST + i (core.h). */
+/* Operators of dmacclRedOpCreatePreMulSum: the slot of comm's table that
+ * holds op, or -1 (core.h: values are unique in the process). memLock held. */
 static int slotOf(dmacclComm_t comm, dmacclRedOp_t op) {
-  long i = (long)op - CORE_REDOP_FIRST;
-  return i >= 0 && i < comm->nredOps && comm->redOps[i].live ? (int)i : -1;
+  if ((long)op < CORE_REDOP_FIRST) return -1;
+  for (int i = 0; i < comm->nredOps; i++)
+    if (comm->redOps[i].live && comm->redOps[i].value == (int)op) return i;
+  return -1;
+}
+
+/* The next operator value: CORE_REDOP_FIRST, +1, ... up to INT_MAX, then
+ * again from CORE_REDOP_FIRST. */
+static int nextRedOpValue(void) {
+  static unsigned count;
+  unsigned k = __atomic_fetch_add(&count, 1u, __ATOMIC_RELAXED);
+  return CORE_REDOP_FIRST + (int)(k % (unsigned)(INT_MAX - CORE_REDOP_FIRST + 1));
 }
 
 dmacclResult_t coreResolveRedOp(coreOp *op, const char *call) {
@@ -228,8 +240,9 @@ dmacclResult_t dmacclRedOpCreatePreMulSum(dmacclRedOp_t *op, void *scalar,
     }
   }
   if (i < comm->nredOps) {
+    r.value = nextRedOpValue();
     comm->redOps[i] = r;
-    *op = (dmacclRedOp_t)(CORE_REDOP_FIRST + i);
+    *op = (dmacclRedOp_t)r.value;
   }
   pthread_mutex_unlock(&comm->memLock);
   if (i >= CORE_REDOP_MAX)

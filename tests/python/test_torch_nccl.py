@@ -133,20 +133,27 @@ def pg_body(uid, rank, n, port, eager, lib):
         for dtype in (torch.float32, torch.float16):
             count = 1000
             xs = [ints(5, r, count, dtype) for r in range(n)]
-            for f, factor in ((0.25, 0.25), (-0.5, torch.tensor([-0.5], device=dev, dtype=dtype))):
+            # dmaccl scales the sum (exact here: small integers) once, in
+            # float: the factor in the data's type times the float sum,
+            # rounded to float, then to the type; 0.3 is no power of two, so
+            # scaling each input first (NCCL's order) would differ
+            for f, factor in ((0.3, 0.3), (-0.3, torch.tensor([-0.3], device=dev, dtype=dtype))):
                 try:
                     op = dist._make_nccl_premul_sum(factor)
                 except TypeError:  # an older torch's list of tensors
                     op = dist._make_nccl_premul_sum([factor])
+                scale = torch.tensor(f, dtype=dtype).float()
+
+                def scaled(xs_):
+                    return (sum(x.float() for x in xs_) * scale).to(dtype)
                 t = xs[rank].to(dev)
                 dist.all_reduce(t, op=op)
-                exact(t, (sum(x.double() for x in xs) * f).to(dtype),
-                      f"all_reduce premul {f} {dtype}", errors)
+                exact(t, scaled(xs), f"all_reduce premul {f} {dtype}", errors)
                 blk = count // n
                 rs = nan(blk, dtype)
                 dist.reduce_scatter_tensor(rs, xs[rank][:blk * n].to(dev), op=op)
-                want = (sum(x[:blk * n].double() for x in xs) * f)[rank * blk:(rank + 1) * blk]
-                exact(rs, want.to(dtype), f"reduce_scatter_tensor premul {f} {dtype}", errors)
+                want = scaled([x[:blk * n] for x in xs])[rank * blk:(rank + 1) * blk]
+                exact(rs, want, f"reduce_scatter_tensor premul {f} {dtype}", errors)
     step("premul_sum", premul)
 
     def uneven():
