@@ -101,8 +101,13 @@ static int testFlags(void) {
   ASSERT_EQ_INT(parse(&a, err, "-o allreduce,sendrecvx"), -1);
   ASSERT_EQ_INT(parse(&a, err, "-o send"), -1);
   ASSERT_EQ_INT(parse(&a, err, "-o allreduce,"), -1);
+  ASSERT_EQ_INT(parse(&a, err, "--op premulsum -d int32"), 0); /* every type */
+  ASSERT_EQ_INT(a.op, COLL_PREMULSUM);
+  ASSERT_EQ_INT(parse(&a, err, "-o premulsum"), 0);
+  ASSERT_EQ_INT(a.op, COLL_PREMULSUM);
   ASSERT_EQ_INT(parse(&a, err, "--op xor"), -1);
   ASSERT_CONTAINS(err, "--op");
+  ASSERT_CONTAINS(err, "premulsum");
   ASSERT_EQ_INT(parse(&a, err, "--root -1"), -1);
   /* baselines and extra measurements */
   ASSERT_EQ_INT(parse(&a, err, "--baseline nccl,nccl-ce --breakdown --energy --in-place 0"), 0);

@@ -81,7 +81,7 @@ void perfUsage(FILE *f) {
       "            or all (default allgather,alltoall); a reduction op name (nccl-tests' -o)\n"
       "            sets --op. sendrecv: nccl-tests' ring of Send/Recv (2 ranks or more; skipped\n"
       "            on one rank), its algorithm Broadcast's (-A pull1: broadcast:pull1)\n"
-      "  --op OP   sum prod max min avg: the reducing collectives' op (default sum)\n"
+      "  --op OP   sum prod max min avg premulsum: the reducing collectives' op (default sum)\n"
       "  --root R  the rooted collectives' root (default 0)\n"
       "  -B EXEC   executor: cuda or host (default: cuda if a GPU is present)\n"
       "  --baseline LIST  nccl (NCCL's SM kernels), nccl-ce (NCCL's copy-engine path: CTA policy\n"
@@ -209,7 +209,7 @@ static int parseBaselines(perfArgs *a, const char *v, char *err, size_t errlen) 
 /* A comma list of collective names or "all"; a reduction op name (nccl-tests'
  * -o means the op) sets the op instead. */
 static int parseColls(perfArgs *a, const char *v) {
-  for (int op = 0; op < dmacclNumOps; op++)
+  for (int op = 0; op < COLL_NUM_OPS; op++)
     if (strcasecmp(v, collOpName((dmacclRedOp_t)op)) == 0) return a->op = (dmacclRedOp_t)op, 0;
   unsigned colls = 0;
   for (const char *p = v; *p;) {
@@ -323,10 +323,10 @@ int perfParseArgs(int argc, char **argv, perfArgs *a, char *err, size_t errlen) 
     }
     if (strcmp(o, "--op") == 0) {
       bad = 1;
-      for (int op = 0; op < dmacclNumOps; op++)
+      for (int op = 0; op < COLL_NUM_OPS; op++)
         if (strcasecmp(v, collOpName((dmacclRedOp_t)op)) == 0) a->op = (dmacclRedOp_t)op, bad = 0;
       if (bad) {
-        snprintf(err, errlen, "bad value '%s' for --op (sum prod max min avg)", v);
+        snprintf(err, errlen, "bad value '%s' for --op (sum prod max min avg premulsum)", v);
         return -1;
       }
       continue;

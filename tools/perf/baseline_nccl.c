@@ -229,12 +229,25 @@ static ncclResult_t issueOne(ncclComm_t comm, int c, const collShape *s, void *s
 
 int ncclBaseIssue(ncclBase *b, int coll, const collShape *s, void *const *send, void *const *recv,
                   dmacclDataType_t type, dmacclRedOp_t op, const cudaStream_t *streams) {
-  ncclResult_t r = ncclGroupStart();
+  /* the table's premultiplied sum: an operator of each communicator around
+   * the group (the table's scalar), as torch makes one around each call */
+  int premul = op == COLL_PREMULSUM && (collTable[coll].flags & COLL_REDUCES);
+  ncclRedOp_t ops[COLL_MAX_RANKS];
+  unsigned char scalar[8];
+  collPremulScalar(type, scalar);
+  ncclResult_t r = ncclSuccess;
+  int made = 0;
+  for (; premul && made < b->n && r == ncclSuccess; made++)
+    r = ncclRedOpCreatePreMulSum(&ops[made], scalar, toNccl(type), ncclScalarHostImmediate,
+                                 b->comms[made]);
+  if (r != ncclSuccess) made--;
+  if (r == ncclSuccess) r = ncclGroupStart();
   for (int i = 0; i < b->n && r == ncclSuccess; i++)
-    r = issueOne(b->comms[i], coll, s, send[i], recv[i], toNccl(type), (ncclRedOp_t)op,
-                 collTypeSize(type), streams[i]);
-  ncclResult_t e = ncclGroupEnd();
+    r = issueOne(b->comms[i], coll, s, send[i], recv[i], toNccl(type),
+                 premul ? ops[i] : (ncclRedOp_t)op, collTypeSize(type), streams[i]);
+  ncclResult_t e = r == ncclSuccess ? ncclGroupEnd() : ncclSuccess;
   if (r == ncclSuccess) r = e;
+  for (int i = 0; i < made; i++) ncclRedOpDestroy(ops[i], b->comms[i]);
   if (r != ncclSuccess) fprintf(stderr, "nccl: %s\n", ncclGetErrorString(r));
   return r == ncclSuccess ? 0 : -1;
 }

@@ -91,6 +91,10 @@ void perfHeader(bench *b) {
     printf("# the %s rows are checked on small integers (exact in any order of combining, so "
            "NCCL's order too); the others on random bits\n",
            collOpName(a->op));
+  if (a->op == COLL_PREMULSUM)
+    printf("# premulsum: the sum times 0.3 in the type (integers: -3), an operator made and "
+           "destroyed around each call;\n#   NCCL scales each rank's input, dmaccl the sum: "
+           "NCCL's rows are not checked on 2 ranks or more\n");
   int base = 0;
   for (int i = 0; i < b->nc; i++) base |= b->cs[i].kind != KIND_DMACCL;
   if (anyColl(b, COLL_P2P))
