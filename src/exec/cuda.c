@@ -1514,7 +1514,10 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
    * either way (docs/overlap.md). Larger, or under CTA policy zero (no
    * kernel of the library moves data): the runtime's copy. */
   if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces) {
-    /* a premultiplied sum: the kernel scales (in place too) */
+    /* a premultiplied sum: the kernel scales (in place too), with the
+     * reductions' DMACCL_REDUCE_CTAS blocks: from 4 MB that takes 2.5-3.3x
+     * NCCL's time (docs/results/premul-h200/, call G; more blocks here are
+     * the next step, not yet measured) */
     kernelReduce r = {.op = BASE_PREMULSUM, .scalar = op->premulPtr, .scalarBits = op->premulBits};
     execReduceWait own;
     CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes / coreTypeSize(op->datatype),
