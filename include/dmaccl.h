@@ -250,7 +250,8 @@ dmacclResult_t dmacclGetUniqueId(dmacclUniqueId *uniqueId);
  * (unlike NCCL). Collective: every rank calls it with the same id and
  * nranks, and it returns when all have joined. Rank 0 hosts the rendezvous.
  * A rank that does not arrive within DMACCL_INIT_TIMEOUT seconds (default
- * 60) makes the others fail with dmacclTimeout naming it; different nranks, a
+ * 60) of every other rank's arrival makes every rank fail (dmacclTimeout,
+ * naming it where it can); different nranks, a
  * rank given twice, a rank out of range or ranks on different executors fail
  * every rank with dmacclInvalidArgument and a sentence naming them; a device
  * this process cannot use fails this rank with dmacclInvalidArgument. On
@@ -311,8 +312,8 @@ dmacclResult_t dmacclCommInitRank(dmacclComm_t *comm, int nranks, dmacclUniqueId
  * and the new communicator's ranks then waited for them); comm stays
  * usable and its next split is in step (what a late rank sent is
  * dropped). Rank 0 decides for every rank: ranks that come farther apart
- * than the timeout all fail, an early rank too (rank 0 names the last to
- * come); dmacclCommAbort from another thread waits for the split to
+ * than the timeout all fail, an early rank too (rank 0 names a rank that
+ * came too late); dmacclCommAbort from another thread waits for the split to
  * return. Communicators of dmacclCommInitRank only: a rank of a
  * dmacclCommInitAll set fails with dmacclInvalidUsage (make the new set with
  * dmacclCommInitAll from its devices).

@@ -282,8 +282,8 @@ static int testCuda(void) {
 /* A rank that comes to a split after the others gave up on it
  * (DMACCL_INIT_TIMEOUT 4 s, rank 1 sleeps 6 s: 2 s of margin either side
  * on a loaded machine): rank 0 times out naming
- * it, rank 1 fails with a remote error (rank 2 with either), nothing is
- * made. rank 2's
+ * it, ranks 1 and 2 fail with a remote error (rank 0's answer), nothing
+ * is made. rank 2's
  * message was never read by rank 0 and rank 1's came late: both are
  * dropped at the next exchange (rank 0 is in it when rank 1 comes, within
  * its 4 s), so the next splits (each rank alone, then all in reversed
@@ -297,11 +297,8 @@ static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   dmacclComm_t out = (dmacclComm_t)(uintptr_t)5;
   if (rank == 1) usleep(6000 * 1000);
   dmacclResult_t rc = dmacclCommSplit(parent, 0, rank, &out, NULL);
-  /* rank 2 may give up on rank 0's answer first (its own 4 s), then drops
-   * that answer at the next exchange */
-  RANK_CHECK(rank == 0   ? rc == dmacclTimeout
-             : rank == 1 ? rc == dmacclRemoteError
-                         : rc == dmacclRemoteError || rc == dmacclTimeout);
+  /* rank 2 waits for rank 0's answer (a timeout past its own) */
+  RANK_CHECK(rank == 0 ? rc == dmacclTimeout : rc == dmacclRemoteError);
   RANK_CHECK(out == (dmacclComm_t)(uintptr_t)5);
   if (rank == 0) RANK_CHECK(strstr(dmacclCommGetLastError(parent), "rank 1 did not take part"));
   RANK_CHECK(dmacclCommSplit(parent, rank, 0, &out, NULL) == dmacclSuccess);
@@ -370,6 +367,39 @@ static int testEarlyRank(void) {
   return 0;
 }
 
+/* The join of dmacclCommInitRank honours every rank's timeout as an
+ * exchange does (DMACCL_INIT_TIMEOUT 4 s: rank 1 at once, rank 0 after 2 s,
+ * rank 2 after 5.5 s): rank 0 fails the join when rank 1's timeout ends, and
+ * rank 1 hears that verdict (before, it waited 5 s past its own timeout, so
+ * that a rank 0 later than that made the set without it); rank 2 finds no
+ * rendezvous. Every rank fails. */
+static int joinBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
+  (void)arg;
+  dmacclConfig_t cfg = DMACCL_CONFIG_INITIALIZER;
+  cfg.executor = dmacclExecutorHost;
+  if (rank == 0) usleep(2000 * 1000);
+  if (rank == 2) usleep(5500 * 1000);
+  dmacclComm_t comm = (dmacclComm_t)(uintptr_t)5;
+  dmacclResult_t rc = dmacclCommInitRank(&comm, n, *id, rank, &cfg);
+  const char *e = dmacclCommGetLastError(NULL);
+  if (rc != dmacclTimeout) fprintf(stderr, "rank %d: %d: %s\n", rank, (int)rc, e);
+  RANK_CHECK(rc == dmacclTimeout);
+  if (rank < 2) RANK_CHECK(strstr(e, "2 of 3 ranks joined within rank 1's 4 s"));
+  RANK_CHECK(comm == (dmacclComm_t)(uintptr_t)5);
+  return 0;
+}
+
+static int testEarlyJoin(void) {
+  setenv("DMACCL_INIT_TIMEOUT", "4", 1);
+  int failed = mpRun(3, joinBody, NULL, 60, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  if (failed) {
+    TEST_FAIL("a join past a rank's timeout: %d rank(s) failed", failed);
+    return 1;
+  }
+  return 0;
+}
+
 /* A set of one process cannot be split (each rank's call would wait for the
  * others on this one thread). */
 static int testOneProcess(void) {
@@ -392,6 +422,7 @@ int main(int argc, char **argv) {
     RUN(testOneProcess);
     RUN(testLateRank);
     RUN(testEarlyRank);
+    RUN(testEarlyJoin);
   } else if (!strcmp(only, "gpu")) {
     RUN(testCuda);
   }

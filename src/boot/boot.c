@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BOOT_MAGIC 0xb0075d3au
+#define BOOT_MAGIC 0xb0075d3bu /* 3b: the hello and the exchange headers carry `until` */
 
 /* What the unique id holds. The socket name is visible to every user of the
  * host (/proc/net/unix); the secret is not: only holders of the id have it. */
@@ -61,6 +61,7 @@ typedef struct {
   uint32_t magic;
   int32_t nranks, rank, pid;
   unsigned char secret[BOOT_SECRET_BYTES];
+  double until; /* the end of this rank's timeout (CLOCK_MONOTONIC), as exHeader's */
 } bootHello;
 
 /* Rank 0's answer to a hello: 0 and nothing more, or an error code and a sentence. */
@@ -238,8 +239,13 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
   int joined = 1; /* rank 0 itself */
   int *extra = calloc((size_t)b->nranks + 64, sizeof(int)), nextra = 0;
   if (!extra) return fail(err, errlen, dmacclSystemError, "bootstrap: out of memory");
+  /* the join completes by the earliest deadline of the ranks joined so far
+   * (whose: `who`), rank 0's included, or fails on every rank (as an
+   * exchange: every rank waits for this verdict a timeout past its own) */
+  double until = deadline;
+  int who = 0;
   while (joined < b->nranks && rc == dmacclSuccess) {
-    int w = waitFd(b->listenFd, POLLIN, deadline);
+    int w = waitFd(b->listenFd, POLLIN, until);
     if (w == 0) {
       char missing[160] = "";
       size_t used = 0;
@@ -248,8 +254,9 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
           used +=
               (size_t)snprintf(missing + used, sizeof(missing) - used, "%s%d", used ? ", " : "", r);
       rc = fail(err, errlen, dmacclTimeout,
-                "%d of %d ranks joined within %.0f s (DMACCL_INIT_TIMEOUT); missing rank(s): %s",
-                joined, b->nranks, b->timeoutSec, missing);
+                "%d of %d ranks joined within rank %d's %.0f s (DMACCL_INIT_TIMEOUT); missing "
+                "rank(s): %s",
+                joined, b->nranks, who, b->timeoutSec, missing);
       break;
     }
     int c = accept4(b->listenFd, NULL, NULL, SOCK_CLOEXEC);
@@ -258,7 +265,7 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
      * other connection is dropped without a word and changes nothing. A
      * hello must arrive quickly: a silent connection cannot stall the join. */
     bootHello h;
-    double helloBy = nowSec() + 2 < deadline ? nowSec() + 2 : deadline;
+    double helloBy = nowSec() + 2 < until ? nowSec() + 2 : until;
     if (!sameUser(c, NULL) || recvAll(c, &h, sizeof(h), NULL, NULL, helloBy) != 0 ||
         h.magic != BOOT_MAGIC || !sameSecret(h.secret, b->secret)) {
       close(c);
@@ -277,9 +284,16 @@ static dmacclResult_t rootGather(bootState *b, double deadline, char *err, size_
                 "rank %d joined twice (the second from pid %d): every rank must be unique", h.rank,
                 h.pid);
     }
+    if (rc == dmacclSuccess && nowSec() > until)
+      rc =
+          fail(err, errlen, dmacclTimeout,
+               "rank %d joined after rank %d's timeout (%.0f s, DMACCL_INIT_TIMEOUT) had ended, so "
+               "rank 0 failed the join on every rank",
+               h.rank, who, b->timeoutSec);
     if (rc == dmacclSuccess) {
       b->peers[h.rank] = c;
       joined++;
+      if (h.until < until) until = h.until, who = h.rank;
     } else if (nextra < b->nranks + 64) {
       extra[nextra++] = c;
     } else {
@@ -375,16 +389,16 @@ dmacclResult_t bootInit(const dmacclUniqueId *uid, int nranks, int rank, double 
       }
       usleep(1000);
     }
-    bootHello h = {BOOT_MAGIC, nranks, rank, (int32_t)getpid(), {0}};
+    bootHello h = {BOOT_MAGIC, nranks, rank, (int32_t)getpid(), {0}, deadline};
     memcpy(h.secret, id.secret, sizeof(h.secret));
     bootVerdict v;
     if (sendAll(b->root, &h, sizeof(h), NULL, 0, deadline) != 0) {
       rc = fail(err, errlen, dmacclRemoteError, "rank 0 closed the rendezvous during join");
       goto out;
     }
-    /* Rank 0 gives its verdict at its own deadline at the latest: wait a
-     * little longer, so a timeout there arrives here as its sentence. */
-    int r = recvAll(b->root, &v, sizeof(v), NULL, NULL, deadline + 5);
+    /* Rank 0 gives its verdict by this rank's deadline (the hello's
+     * `until`): wait a timeout longer, the time the verdict takes to come. */
+    int r = recvAll(b->root, &v, sizeof(v), NULL, NULL, deadline + timeoutSec);
     if (r == -2)
       rc = fail(err, errlen, dmacclTimeout,
                 "rank 0 did not confirm the join within %.0f s (DMACCL_INIT_TIMEOUT): some rank "
@@ -496,7 +510,7 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
    * the reads themselves wait up to this rank's deadline, for a message
    * there already must not time out) */
   double until = deadline, latest = deadline;
-  int who = 0, last = 0; /* the earliest deadline's rank, and the latest's (the last to come) */
+  int who = 0, last = 0; /* the earliest deadline's rank, and the latest's of those read */
   for (int p = 1; p < b->nranks && rc == dmacclSuccess; p++) {
     int n = withFd ? 1 : 0, r;
     /* a rank's message of an exchange rank 0 gave up on (it came late, or
@@ -526,17 +540,19 @@ static dmacclResult_t exchange(bootState *b, const void *mine, void *all, size_t
       rc = fail(err, errlen, dmacclTimeout,
                 "bootstrap: rank %d came to this exchange after rank %d's timeout (%.0f s) had "
                 "ended, so rank 0 failed it on every rank (ranks must make collective calls in "
-                "the same order, within the timeout of each other)",
+                "the same order, within the timeout of each other; a rank read later may have "
+                "come later still)",
                 last, who, b->timeoutSec);
     if (rc == dmacclSuccess && withFd && n != 1)
       rc = fail(err, errlen, dmacclSystemError, "bootstrap: rank %d sent no descriptor", p);
   }
-  /* Peers learn of a failure from a short answer, sent with a deadline of
-   * its own (a failure may be the exchange's deadline passing: under that
-   * one the answer never went out, and every peer waited out its own). */
+  /* The answers, success or failure, go out under a deadline of their
+   * own: the exchange's may have passed or be about to (a failure may be
+   * that deadline passing, and a success checked just before it left no
+   * time to send: some peers then had the answer and the others not). */
   int ok = rc == dmacclSuccess; /* one verdict for every peer, whatever a send does */
   exHeader answer = {seq, ok ? bytes : EX_FAILED, 0};
-  if (!ok) deadline = nowSec() + b->timeoutSec;
+  deadline = nowSec() + b->timeoutSec;
   for (int p = 1; p < b->nranks; p++) {
     if (sendAll(b->peers[p], &answer, sizeof(answer), withFd && ok ? fds : NULL,
                 withFd && ok ? b->nranks : 0, deadline) ||

@@ -26,7 +26,10 @@ dmacclResult_t bootIdCreate(dmacclUniqueId *id, char *err, size_t errlen);
 
 /* Joins the rendezvous as rank of nranks. Rank 0 checks that every rank
  * agrees on nranks and that each rank joined once; a disagreement fails every
- * rank with dmacclInvalidArgument and a sentence naming it. Returns the bootstrap
+ * rank with dmacclInvalidArgument and a sentence naming it. As an exchange
+ * (below): each rank's hello carries the end of its timeout, rank 0 fails
+ * the join on every rank when it is not complete by the earliest, and a
+ * rank waits for the verdict a timeout past its own. Returns the bootstrap
  * in *out. */
 dmacclResult_t bootInit(const dmacclUniqueId *id, int nranks, int rank, double timeoutSec,
                         bootState **out, char *err, size_t errlen);
