@@ -279,6 +279,20 @@ static int testCuda(void) {
   return run(1);
 }
 
+/* Three ranks run body with DMACCL_INIT_TIMEOUT of `timeout` seconds. */
+static int runTimed(int timeout, mpBody body, double limit, const char *what) {
+  char t[16];
+  snprintf(t, sizeof(t), "%d", timeout);
+  setenv("DMACCL_INIT_TIMEOUT", t, 1);
+  int failed = mpRun(3, body, NULL, limit, 0);
+  unsetenv("DMACCL_INIT_TIMEOUT");
+  if (failed) {
+    TEST_FAIL("%s: %d rank(s) failed", what, failed);
+    return 1;
+  }
+  return 0;
+}
+
 /* A rank that comes to a split after the others gave up on it
  * (DMACCL_INIT_TIMEOUT 4 s, rank 1 sleeps 6 s: 2 s of margin either side
  * on a loaded machine): rank 0 times out naming
@@ -314,14 +328,7 @@ static int lateBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 }
 
 static int testLateRank(void) {
-  setenv("DMACCL_INIT_TIMEOUT", "4", 1);
-  int failed = mpRun(3, lateBody, NULL, 120, 0);
-  unsetenv("DMACCL_INIT_TIMEOUT");
-  if (failed) {
-    TEST_FAIL("a late rank: %d rank(s) failed", failed);
-    return 1;
-  }
-  return 0;
+  return runTimed(4, lateBody, 120, "a late rank");
 }
 
 /* A rank that comes after an early rank's timeout has ended but within
@@ -357,14 +364,7 @@ static int earlyBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 }
 
 static int testEarlyRank(void) {
-  setenv("DMACCL_INIT_TIMEOUT", "6", 1);
-  int failed = mpRun(3, earlyBody, NULL, 120, 0);
-  unsetenv("DMACCL_INIT_TIMEOUT");
-  if (failed) {
-    TEST_FAIL("an early rank: %d rank(s) failed", failed);
-    return 1;
-  }
-  return 0;
+  return runTimed(6, earlyBody, 120, "an early rank");
 }
 
 /* The join of dmacclCommInitRank honours every rank's timeout as an
@@ -390,14 +390,7 @@ static int joinBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
 }
 
 static int testEarlyJoin(void) {
-  setenv("DMACCL_INIT_TIMEOUT", "4", 1);
-  int failed = mpRun(3, joinBody, NULL, 60, 0);
-  unsetenv("DMACCL_INIT_TIMEOUT");
-  if (failed) {
-    TEST_FAIL("a join past a rank's timeout: %d rank(s) failed", failed);
-    return 1;
-  }
-  return 0;
+  return runTimed(4, joinBody, 60, "a join past a rank's timeout");
 }
 
 /* A set of one process cannot be split (each rank's call would wait for the
