@@ -1514,15 +1514,18 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
    * either way (docs/overlap.md). Larger, or under CTA policy zero (no
    * kernel of the library moves data): the runtime's copy. */
   if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces) {
-    /* a premultiplied sum: the kernel scales (in place too), with the
-     * reductions' DMACCL_REDUCE_CTAS blocks: from 4 MB that takes 2.5-3.3x
-     * NCCL's time (docs/results/premul-h200/, call G; more blocks here are
-     * the next step, not yet measured) */
+    /* a premultiplied sum: the kernel scales (in place too) with the byte
+     * copy's blocks, not the reductions' DMACCL_REDUCE_CTAS: one rank has no
+     * transfer to run beside, and with 8 blocks the scaling streamed 0.7
+     * TB/s, 2.5-3.3x NCCL's time from 4 MB (docs/results/premul-h200/, call
+     * G) */
     kernelReduce r = {.op = BASE_PREMULSUM, .scalar = op->premulPtr, .scalarBits = op->premulBits};
     execReduceWait own;
-    CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes / coreTypeSize(op->datatype),
-                                      op->datatype, BASE_PREMULSUM, s->reduceCtas,
-                                      withScalar(&r, NULL, &own), op->stream));
+    int ctas = s->reduceCtas > EXEC_LINE_CTAS ? s->reduceCtas : EXEC_LINE_CTAS;
+    CUDA_TRY(comm,
+             execCudaReduceWait(dst, &src, 1, bytes / coreTypeSize(op->datatype), op->datatype,
+                                BASE_PREMULSUM, ctas < s->smCount ? ctas : s->smCount,
+                                withScalar(&r, NULL, &own), op->stream));
   } else if (bytes && src != dst && bytes <= ONE_RANK_KERNEL_MAX &&
              comm->clique->table.ctaPolicy != dmacclCtaPolicyZero)
     CUDA_TRY(comm, execCudaReduceWait(dst, &src, 1, bytes, dmacclUint8, dmacclSum, EXEC_LINE_CTAS,

@@ -35,6 +35,15 @@ def rank_sum(xs, avg=False):
     return acc.to(xs[0].dtype)
 
 
+def premul_ref(xs, scalar):
+    """The premultiplied sum: rank_sum's accumulation, times the scalar in the
+    tensors' type, rounded once."""
+    acc = xs[0].float() if xs[0].dtype in (torch.bfloat16, torch.float16) else xs[0].clone()
+    for x in xs[1:]:
+        acc = acc + (x.float() if x.dtype != acc.dtype else x)
+    return (acc * torch.tensor(scalar, dtype=xs[0].dtype).to(acc.dtype)).to(xs[0].dtype)
+
+
 def poisoned(count, dtype, dev):
     return torch.full((count,), float("nan"), device=dev).to(dtype)
 
@@ -66,6 +75,15 @@ def collectives_body(uid, rank, n, policy="default"):
             rs = comm.reduce_scatter(poisoned(blk, dtype, dev), mine[:blk * n])
             same(rs, rank_sum([x[:blk * n] for x in xs])[rank * blk:(rank + 1) * blk],
                  f"reduce_scatter {count} {dtype}")
+            # premultiplied sums: the scalar as a number, then as a one-element
+            # tensor on the device
+            out = comm.all_reduce(mine, poisoned(count, dtype, dev), op=dmaccl.premul_sum(0.3))
+            same(out, premul_ref(xs, 0.3), f"all_reduce premul 0.3 {count} {dtype}")
+            sc = torch.tensor([-3.0], dtype=dtype, device=dev)
+            rs = comm.reduce_scatter(poisoned(blk, dtype, dev), mine[:blk * n],
+                                     op=dmaccl.premul_sum(sc))
+            same(rs, premul_ref([x[:blk * n] for x in xs], -3.0)[rank * blk:(rank + 1) * blk],
+                 f"reduce_scatter premul tensor -3 {count} {dtype}")
             ag = comm.all_gather(poisoned(count * n, dtype, dev), mine)
             same(ag, torch.cat(xs), f"all_gather {count} {dtype}")
             t = mine.clone()
@@ -124,14 +142,16 @@ def test_collectives_one_process_per_rank(policy):
 
 def one_rank_body(uid, rank, n, policy):
     """A group of one: out of place every collective is one local copy
-    (under zero the runtime's copy), in place nothing."""
+    (under zero the runtime's copy), in place nothing; a premultiplied sum is
+    the reduction kernel's scaling, in place too (12 MB: more than 1 MB, where
+    the copy is the runtime's)."""
     import dmaccl
 
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, device=dev,
                                cta_policy=policy)
-    for count in (1000, 1 << 20):
+    for count in (1000, 1 << 20, 3 << 21):
         x = inputs(count % 91, 1, count, torch.bfloat16)[0]
         same(comm.all_reduce(x.to(dev), poisoned(count, torch.bfloat16, dev)), x,
              f"one rank all_reduce {count}")
@@ -142,6 +162,13 @@ def one_rank_body(uid, rank, n, policy):
         t = x.to(dev)
         comm.all_reduce(t)
         same(t, x, f"one rank all_reduce in place {count}")
+        # a premultiplied sum of one input is that input scaled (a kernel)
+        same(comm.all_reduce(x.to(dev), poisoned(count, torch.bfloat16, dev),
+                             op=dmaccl.premul_sum(0.3)), premul_ref([x], 0.3),
+             f"one rank all_reduce premul {count}")
+        comm.all_reduce(t, op=dmaccl.premul_sum(torch.tensor([-3.0], dtype=torch.bfloat16,
+                                                             device=dev)))
+        same(t, premul_ref([x], -3.0), f"one rank all_reduce premul in place {count}")
     torch.cuda.synchronize()
     comm.destroy()
 
