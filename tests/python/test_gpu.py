@@ -160,14 +160,14 @@ def one_rank_body(uid, rank, n, policy):
         same(comm.reduce_scatter(poisoned(count, torch.bfloat16, dev), x.to(dev)), x,
              f"one rank reduce_scatter {count}")
         t = x.to(dev)
-        comm.all_reduce(t)
+        comm.all_reduce(t, t)  # (all_reduce(t) alone returns a new tensor, as vLLM's does)
         same(t, x, f"one rank all_reduce in place {count}")
         # a premultiplied sum of one input is that input scaled (a kernel)
         same(comm.all_reduce(x.to(dev), poisoned(count, torch.bfloat16, dev),
                              op=dmaccl.premul_sum(0.3)), premul_ref([x], 0.3),
              f"one rank all_reduce premul {count}")
-        comm.all_reduce(t, op=dmaccl.premul_sum(torch.tensor([-3.0], dtype=torch.bfloat16,
-                                                             device=dev)))
+        comm.all_reduce(t, t, op=dmaccl.premul_sum(torch.tensor([-3.0], dtype=torch.bfloat16,
+                                                                device=dev)))
         same(t, premul_ref([x], -3.0), f"one rank all_reduce premul in place {count}")
     torch.cuda.synchronize()
     comm.destroy()
