@@ -1516,9 +1516,9 @@ static dmacclResult_t cudaOneRank(dmacclComm_t comm, const coreOp *op, const voi
   if (op->redop == BASE_PREMULSUM && planCollOf(op->coll)->reduces) {
     /* a premultiplied sum: the kernel scales (in place too) with the byte
      * copy's blocks, not the reductions' DMACCL_REDUCE_CTAS: one rank has no
-     * transfer to run beside, and with 8 blocks the scaling streamed 0.7
-     * TB/s, 2.5-3.3x NCCL's time from 4 MB (docs/results/premul-h200/, call
-     * G) */
+     * transfer to run beside. With 8 blocks the scaling streamed 0.7 TB/s,
+     * 2.5-3.3x NCCL's time from 4 MB; with 32 it takes NCCL's time (one
+     * H200, 16 MB: 13.6-14.1 us against 46.7; docs/results/scale-h200/) */
     kernelReduce r = {.op = BASE_PREMULSUM, .scalar = op->premulPtr, .scalarBits = op->premulBits};
     execReduceWait own;
     int ctas = s->reduceCtas > EXEC_LINE_CTAS ? s->reduceCtas : EXEC_LINE_CTAS;
