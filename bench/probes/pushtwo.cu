@@ -28,7 +28,6 @@
 //
 // build: nvcc -O2 -std=c++17 -arch=sm_90 -o pushtwo pushtwo.cu -lcuda
 // run:   ./pushtwo [MB list, default 8,16,32,64] [K list, default 1,2,3,4]
-//        (one GPU: both ranks on it, a check of the schedule and results only)
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -56,7 +55,7 @@
   } while (0)
 
 enum { REPS = 10, OPS = 10, CTAS = 8, THREADS = 512, MAXK = 8 };
-static int dev[2] = {0, 1}; // with one GPU both ranks share it (a check, not a time)
+static int dev[2] = {0, 1};
 enum { W_RS = 0, W_DONE = 16, W_EXIT = 32, W_COUNT = 48, NWORDS = 64 };
 
 static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t *p) {
@@ -107,7 +106,7 @@ __global__ void __launch_bounds__(THREADS)
 
 struct Gpu {
   cudaStream_t s0, sA, sC;
-  cudaEvent_t fork, joinA, joinC, t0, t1;
+  cudaEvent_t fork, joinA, joinC, launched, t0, t1;
   float *send, *recv, *slot;
   uint32_t *words;
   cudaGraphExec_t x;
@@ -126,10 +125,26 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
                        m.sA));
     CD(cuStreamWriteValue32((CUstream)m.sA, (CUdeviceptr)(p.words + W_RS + k), epoch, 0));
   }
-  reducePieces<<<CTAS, THREADS, 0, m.s0>>>((float4 *)((char *)m.recv + mine),
-                                           (const float4 *)((char *)m.send + mine),
-                                           (const float4 *)m.slot, nv, pieceVec, K, m.words, epoch);
-  CK(cudaGetLastError());
+  // the kernel, with an event that fires once every CTA has started
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeLaunchCompletionEvent;
+  at[0].val.launchCompletionEvent.event = m.launched;
+  at[0].val.launchCompletionEvent.flags = 0;
+  cfg.gridDim = dim3(CTAS);
+  cfg.blockDim = dim3(THREADS);
+  cfg.stream = m.s0;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, reducePieces, (float4 *)((char *)m.recv + mine),
+                        (const float4 *)((char *)m.send + mine), (const float4 *)m.slot, nv,
+                        pieceVec, K, m.words, epoch));
+  // Queue safety: lane C's WAITs hold a hardware queue, so they follow what
+  // releases them: the kernel's launch (not its end) and lane A's copies
+  // (which the peer's kernel, and so the peer's words, need).
+  CK(cudaEventRecord(m.joinA, m.sA));
+  CK(cudaStreamWaitEvent(m.sC, m.joinA, 0));
+  CK(cudaStreamWaitEvent(m.sC, m.launched, 0));
   for (int k = 0; k < K; k++) { // lane C: my reduced pieces into the peer's receive buffer
     size_t off = k * pb, n = off + pb < part ? pb : part - off;
     CD(cuStreamWaitValue32((CUstream)m.sC, (CUdeviceptr)(m.words + W_DONE + k), epoch,
@@ -138,9 +153,7 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
                        cudaMemcpyDefault, m.sC));
   }
   CD(cuStreamWriteValue32((CUstream)m.sC, (CUdeviceptr)(p.words + W_EXIT), epoch, 0));
-  CK(cudaEventRecord(m.joinA, m.sA));
-  CK(cudaEventRecord(m.joinC, m.sC));
-  CK(cudaStreamWaitEvent(m.s0, m.joinA, 0));
+  CK(cudaEventRecord(m.joinC, m.sC)); // (lane C joined lane A)
   CK(cudaStreamWaitEvent(m.s0, m.joinC, 0));
   CD(cuStreamWaitValue32((CUstream)m.s0, (CUdeviceptr)(m.words + W_EXIT), epoch,
                          CU_STREAM_WAIT_VALUE_GEQ));
@@ -219,23 +232,30 @@ static std::vector<long> list(const char *s, const char *dflt) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<long> mbs = list(argc > 1 ? argv[1] : nullptr, "8,16,32,64");
   std::vector<long> ks = list(argc > 2 ? argv[2] : nullptr, "1,2,3,4");
   size_t maxN = 0;
   for (long mb : mbs) maxN = std::max(maxN, (size_t)mb << 20);
   int ngpu = 0;
   CK(cudaGetDeviceCount(&ngpu));
-  if (ngpu < 2) dev[1] = 0;
+  if (ngpu < 2) {
+    // Two ranks' graphs on one GPU share its hardware queues, and a WAIT of
+    // one could stand ahead of the work of the other that releases it.
+    std::printf("pushtwo: needs 2 GPUs with peer access (this machine has %d)\n", ngpu);
+    return 2;
+  }
   Gpu G[2];
   for (int g = 0; g < 2; g++) {
     CK(cudaSetDevice(dev[g]));
-    if (ngpu >= 2) CK(cudaDeviceEnablePeerAccess(1 - g, 0));
+    CK(cudaDeviceEnablePeerAccess(1 - g, 0));
     CK(cudaStreamCreateWithFlags(&G[g].s0, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&G[g].sA, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&G[g].sC, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&G[g].fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&G[g].joinA, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&G[g].joinC, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&G[g].launched, cudaEventDisableTiming));
     CK(cudaEventCreate(&G[g].t0));
     CK(cudaEventCreate(&G[g].t1));
     CK(cudaMalloc(&G[g].send, maxN));
@@ -249,9 +269,6 @@ int main(int argc, char **argv) {
   std::printf("# pushtwo: AllReduce of 2 GPUs, float, pushes only, %d CTAs; CUDA graphs of %d "
               "operations, median of %d launches; time per operation, us\n",
               CTAS, OPS, REPS);
-  if (ngpu < 2)
-    std::printf("# ONE GPU: both ranks on GPU 0, the pushes local copies (a check of the schedule, "
-                "not a time)\n");
   std::printf("%10s %3s %10s %10s\n", "bytes", "K", "time(us)", "busbw");
   int wrong = 0;
   for (long mb : mbs)
