@@ -39,12 +39,17 @@ class Buf:
         return f"<{self.name}: {self.dtype}, {self.numel} elements, device {self.device}>"
 
 
-def describe(obj, name, writable=False):
-    """A Buf for obj (a torch tensor or numpy array); TypeError/ValueError naming it.
+def describe(obj, name, writable=False, what=None):
+    """A Buf for obj (a torch tensor or numpy array); TypeError/ValueError
+    naming it (and the call `what`, where given).
 
     device: the CUDA device index, or -1 for host memory. rows: the size of
-    the first dimension (1 for a 0-d tensor)."""
+    the first dimension (1 for a 0-d tensor). Refused: what would not travel
+    as its values' bytes (numpy object arrays, byte orders other than the
+    machine's, torch's lazy conjugate and negative views) and read-only
+    arrays where `writable`."""
     b = Buf()
+    where = f"{what}: " if what else ""
     b.obj, b.name = obj, name
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
@@ -52,9 +57,18 @@ def describe(obj, name, writable=False):
         # alone costs more than all the rest)
         cuda = obj.is_cuda
         if not (cuda or obj.is_cpu):
-            raise ValueError(f"{name} is on {obj.device}; dmaccl takes CUDA or CPU tensors")
+            raise ValueError(f"{where}{name} is on {obj.device}; dmaccl takes CUDA or CPU "
+                             "tensors")
+        if obj.layout != torch.strided:
+            raise ValueError(f"{where}{name} is a {obj.layout} tensor; dmaccl takes dense "
+                             "(strided) tensors")
         if not obj.is_contiguous():
-            raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
+            raise ValueError(f"{where}{name} must be contiguous (call .contiguous() first)")
+        if obj.is_conj() or obj.is_neg():
+            # a lazy view: its memory holds the values before the conjugation
+            # or negation, which the library would move or reduce as they are
+            raise ValueError(f"{where}{name} is a lazy {'conjugate' if obj.is_conj() else 'negative'}"
+                             " view; call .resolve_conj() / .resolve_neg() first")
         b.ptr = obj.data_ptr()
         b.numel = obj.numel()
         b.itemsize = obj.element_size()
@@ -65,12 +79,18 @@ def describe(obj, name, writable=False):
     else:
         np = sys.modules.get("numpy")
         if np is None or not isinstance(obj, np.ndarray):
-            raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray, not "
+            raise TypeError(f"{where}{name} must be a torch.Tensor or numpy.ndarray, not "
                             f"{type(obj).__name__}")
+        if obj.dtype.hasobject:
+            raise TypeError(f"{where}{name} holds Python objects (dtype {obj.dtype}); dmaccl "
+                            "moves values, not references")
+        if not obj.dtype.isnative:
+            raise TypeError(f"{where}{name} is in the other byte order (dtype {obj.dtype.str}); "
+                            "convert it with .astype(dtype.newbyteorder('='))")
         if not obj.flags.c_contiguous:
-            raise ValueError(f"{name} must be C-contiguous (numpy.ascontiguousarray)")
+            raise ValueError(f"{where}{name} must be C-contiguous (numpy.ascontiguousarray)")
         if writable and not obj.flags.writeable:
-            raise ValueError(f"{name} is read-only")
+            raise ValueError(f"{where}{name} is read-only (the call writes it)")
         b.ptr = obj.ctypes.data
         b.numel = obj.size
         b.itemsize = obj.itemsize
@@ -88,6 +108,10 @@ def common_type(bufs, reduces, what):
     first = bufs[0]
     for b in bufs[1:]:
         if b.dtype != first.dtype:
+            if type(b.obj).__module__.split(".")[0] != type(first.obj).__module__.split(".")[0]:
+                raise TypeError(f"{what}: {b.name} is a {type(b.obj).__name__} and {first.name} "
+                                f"a {type(first.obj).__name__}; one call takes torch tensors or "
+                                "numpy arrays, not both")
             raise TypeError(f"{what}: {b.name} is {b.dtype} but {first.name} is {first.dtype}; "
                             "dmaccl does not convert types")
     if first.type is not None:
@@ -111,6 +135,7 @@ def scalar_bytes(value, type_, what):
     number (Python's or numpy's): integers must fit the type; floats round
     to nearest even (bfloat16 from float32's bits, the 8-bit floats through
     torch); a value past the type's range is a ValueError."""
+    import math
     import numbers
     import struct
 
@@ -158,5 +183,15 @@ def scalar_bytes(value, type_, what):
     if torch is None or not hasattr(torch, TYPE_NAMES.get(type_, "")):
         raise TypeError(f"{what}: a {TYPE_NAMES.get(type_, type_)} scalar needs torch to "
                         "convert it; pass a one-element tensor of that type")
-    t = torch.tensor([float(value)], dtype=torch.float32).to(getattr(torch, TYPE_NAMES[type_]))
+    # past the largest finite value by half an ulp or more: an overflow (torch
+    # would saturate or give NaN), as for the wider floats above
+    limit = {FLOAT8E4M3: 464.0, FLOAT8E5M2: 61440.0}[type_]
+    try:
+        f = float(value)
+    except OverflowError:
+        f = math.inf
+    if abs(f) >= limit and not (math.isinf(f) and type_ == FLOAT8E5M2 and
+                                not isinstance(value, numbers.Integral)):
+        raise ValueError(f"{what}: the scalar {value!r} overflows {TYPE_NAMES[type_]}")
+    t = torch.tensor([f], dtype=torch.float32).to(getattr(torch, TYPE_NAMES[type_]))
     return bytes([int(t.view(torch.uint8).item())])

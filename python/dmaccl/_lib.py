@@ -74,6 +74,7 @@ _PROTOS = {
     "dmacclCommDeregister": [_p, _p],
     "dmacclGroupStart": [],
     "dmacclGroupEnd": [],
+    "dmacclGroupDrop": [],
     "dmacclAllGather": [_p, _p, _sz, _i, _p, _p],
     "dmacclAlltoAll": [_p, _p, _sz, _i, _p, _p],
     "dmacclAllReduce": [_p, _p, _sz, _i, _i, _p, _p],
@@ -200,6 +201,9 @@ def make_config(executor, algorithm, cta_policy=None):
     cfg.magic = CONFIG_MAGIC
     cfg.version = version()
     cfg.executor = executor
+    if algorithm is not None and not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a selection string or None, not "
+                        f"{type(algorithm).__name__}")
     cfg.algorithm = algorithm.encode() if algorithm else None
     cfg.ctaPolicy = cta_policy_value(cta_policy)
     return cfg

@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import math
 import os
+import operator
 import sys
 import threading
 
@@ -128,15 +129,38 @@ def group_end():
     check(rc)
 
 
+def _group_drop():
+    """dmacclGroupDrop: ends the innermost group issuing nothing; at the
+    outermost level every call recorded since group_start is dropped, and
+    the calls' pending host work (copies back from the shared buffer) with
+    them."""
+    st = _group_state()
+    st.depth -= 1
+    rc = lib().dmacclGroupDrop()
+    if st.depth == 0:
+        finish, st.finish = st.finish, []
+        for f in finish:
+            drop = getattr(f, "on_drop", None)
+            if drop is not None:
+                drop()
+    check(rc)
+
+
 class group:
-    """Context manager: ``with dmaccl.group(): ...`` is group_start/group_end."""
+    """Context manager: ``with dmaccl.group(): ...`` is group_start/group_end.
+    An exception that leaves the outermost ``with`` drops the group instead:
+    none of its calls is issued (a call refused inside it leaves nothing
+    half-done behind, such as a send whose receive was refused)."""
 
     def __enter__(self):
         group_start()
         return self
 
-    def __exit__(self, *exc):
-        group_end()
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            group_end()
+        else:
+            _group_drop()
         return False
 
 
@@ -176,12 +200,38 @@ def _cuda_device(device):
                         else torch.cuda.current_device())
 
 
+def _init_all_device(d, executor):
+    """One entry of init_all's devices as a device index: an int, or a CUDA
+    device (cuda executor); on the host executor an int or "cpu" (0)."""
+    i = _as_int(d)
+    if i is not None:
+        return i
+    if executor == "host":
+        kind = d.split(":")[0] if isinstance(d, str) else getattr(d, "type", None)
+        if kind != "cpu":
+            raise ValueError(f"init_all: device {d!r} on the host executor (give ints or 'cpu')")
+        return 0
+    return _cuda_device(d).index
+
+
 # The arguments a call writes (a read-only numpy array there is refused).
 _WRITTEN = frozenset(("out_tensor", "output_tensor", "output", "tensor"))
+
+
+def _as_int(value):
+    """value as a Python int where it is an integer (Python's or numpy's,
+    anything with __index__), else None; bools are not integers here."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 # Host executor across processes: the library reaches only dmacclMemAlloc
 # memory (shared memory), so calls move data through one such buffer.
 _HOST_BUFFER_DEFAULT = 32 << 20
+_HOST_BUFFER_MAX = 1 << 48  # (a size_t; far past any machine's memory)
 
 
 class Communicator:
@@ -224,19 +274,31 @@ class Communicator:
                 return
         if rank is None or world_size is None:
             raise ValueError("Communicator needs a group, or unique_id with rank and world_size")
-        if not isinstance(world_size, int) or world_size < 1:
+        ws, rk = _as_int(world_size), _as_int(rank)
+        if ws is None or ws < 1:
             raise ValueError(f"world_size must be a positive int, not {world_size!r}")
-        if not isinstance(rank, int) or not 0 <= rank < world_size:
-            raise ValueError(f"rank {rank!r} is out of range for world_size {world_size}")
+        if rk is None or not 0 <= rk < ws:
+            raise ValueError(f"rank {rank!r} is out of range for world_size {ws}")
+        rank, world_size = rk, ws
         self.rank, self.world_size = rank, world_size
         self.executor = _resolve_executor(executor)
         if self.executor == "host":  # checked before anything is made (collective allocation)
+            name = "host_buffer_bytes"
             if host_buffer_bytes is None:
-                host_buffer_bytes = int(os.environ.get("DMACCL_PY_HOST_BUFFER_BYTES",
-                                                       _HOST_BUFFER_DEFAULT))
-            if not isinstance(host_buffer_bytes, int) or host_buffer_bytes < 4096:
-                raise ValueError(f"host_buffer_bytes {host_buffer_bytes!r} must be an int of at "
-                                 "least 4096")
+                env = os.environ.get("DMACCL_PY_HOST_BUFFER_BYTES")
+                if env is not None:
+                    name = "DMACCL_PY_HOST_BUFFER_BYTES"
+                    try:
+                        host_buffer_bytes = int(env)
+                    except ValueError:
+                        host_buffer_bytes = env
+                else:
+                    host_buffer_bytes = _HOST_BUFFER_DEFAULT
+            hb = _as_int(host_buffer_bytes)
+            if hb is None or not 4096 <= hb <= _HOST_BUFFER_MAX:
+                raise ValueError(f"{name} {host_buffer_bytes!r} must be an int of at least 4096 "
+                                 f"and at most 2**{_HOST_BUFFER_MAX.bit_length() - 1}")
+            host_buffer_bytes = hb
         if group is not None:
             unique_id = _broadcast_unique_id(group, rank)
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _lib.UNIQUE_ID_BYTES:
@@ -276,15 +338,19 @@ class Communicator:
         one thread inside ``dmaccl.group()``. A device may repeat: its ranks
         share the GPU. executor, algorithm and cta_policy as for the
         constructor."""
-        if isinstance(devices, int):
-            if devices < 1:
+        executor = _resolve_executor(executor)
+        count = _as_int(devices)
+        if count is not None:
+            if count < 1:
                 raise ValueError(f"init_all: need at least one rank, not {devices}")
-            devices = list(range(devices))
-        devices = [d if isinstance(d, int) else _cuda_device(d).index for d in devices]
+            devices = list(range(count))
+        elif isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+            raise TypeError(f"init_all: devices must be a number of ranks or a list of devices, "
+                            f"not {type(devices).__name__}")
+        devices = [_init_all_device(d, executor) for d in devices]
         n = len(devices)
         if n < 1:
             raise ValueError("init_all: devices is empty")
-        executor = _resolve_executor(executor)
         cfg = _lib.make_config(
             _lib.EXECUTOR_CUDA if executor == "cuda" else _lib.EXECUTOR_HOST, algorithm,
             cta_policy)
@@ -412,7 +478,7 @@ class Communicator:
         (optional: first use registers it). Returns a handle for
         deregister_comm_window."""
         self._live("register_comm_window")
-        b = B.describe(tensor, "tensor")
+        b = B.describe(tensor, "tensor", what="register_comm_window")
         self._check_device([b], "register_comm_window")
         h = ctypes.c_void_p()
         check(lib().dmacclCommRegister(self._comm, b.ptr, b.nbytes, ctypes.byref(h)), self._comm)
@@ -455,7 +521,7 @@ class Communicator:
         if arrived is None:
             self._issue("dmacclAllGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t), stream)
         else:
-            w, v = self._arrival(what, arrived, value)
+            w, v = self._arrival(what, arrived, value, apart=(r, s))
             self._issue("dmacclAllGatherNotify", s, r,
                         lambda sp, rp, wp: (sp, rp, s.numel * k, t, wp, v), stream, words=w)
         return output_tensor
@@ -478,7 +544,7 @@ class Communicator:
         if arrived is None:
             self._issue("dmacclAllGatherV", s, r, lambda sp, rp: (sp, rp, ca, da, t), stream)
         else:
-            w, v = self._arrival(what, arrived, value)
+            w, v = self._arrival(what, arrived, value, apart=(r, s))
             self._issue("dmacclAllGatherVNotify", s, r,
                         lambda sp, rp, wp: (sp, rp, ca, da, t, wp, v), stream, words=w)
         return output_tensor
@@ -495,26 +561,34 @@ class Communicator:
         what = "wait_arrived"
         self._live(what)
         w, v = self._arrival(what, arrived, value, writable=False)
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.world_size:
+        r = _as_int(rank)
+        if r is None or not 0 <= r < self.world_size:
             raise ValueError(f"{what}: rank {rank!r} is not a rank of the communicator "
                              f"(0 to {self.world_size - 1})")
+        rank = r
         st = self._stream(stream)
         check(lib().dmacclStreamWaitArrival(w.ptr, rank, v, self._comm, st), self._comm)
         return None
 
-    def _arrival(self, what, arrived, value, writable=True):
+    def _arrival(self, what, arrived, value, writable=True, apart=()):
         """The arrival words' Buf and the value, checked (writable: the
-        collective stores them; a wait only reads them)."""
-        w = B.describe(arrived, "arrived", writable=writable)
+        collective stores them; a wait only reads them; apart: the call's
+        other Bufs, which the words must not overlap)."""
+        w = B.describe(arrived, "arrived", writable=writable, what=what)
+        for b in apart:
+            if b.nbytes and w.nbytes and b.ptr < w.ptr + w.nbytes and w.ptr < b.ptr + b.nbytes:
+                raise ValueError(f"{what}: arrived overlaps {b.name} (the words must lie apart "
+                                 "from the collective's tensors)")
         self._check_device([w], what)
         if w.itemsize != 4 or str(w.dtype).split(".")[-1] not in ("int32", "uint32"):
             raise TypeError(f"{what}: arrived must hold int32 or uint32 words, not {w.dtype}")
         if w.numel != self.world_size:
             raise ValueError(f"{what}: arrived has {w.numel} words, world_size is "
                              f"{self.world_size} (one per rank)")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 32:
+        v = _as_int(value)
+        if v is None or not 0 <= v < 1 << 32:
             raise ValueError(f"{what}: value {value!r} is not a 32-bit unsigned int")
-        return w, value
+        return w, v
 
     def reduce_scatter(self, output_tensor, input_tensor, op=ReduceOp.SUM, stream=None):
         if self.disabled:
@@ -553,9 +627,11 @@ class Communicator:
             return None
         what = "broadcast"
         self._live(what)
-        b, t, k = self._typed(what, False, tensor=tensor)
-        self._root(what, "src", src)
-        self._issue("dmacclBroadcast", b, b, lambda sp, rp: (sp, rp, b.numel * k, t, src), stream)
+        src = self._root(what, "src", src)
+        root = self.rank == src  # (the root's tensor is only read)
+        b, t, k = self._typed(what, False, read_only=("tensor",) if root else (), tensor=tensor)
+        self._issue("dmacclBroadcast", b, b, lambda sp, rp: (sp, rp, b.numel * k, t, src), stream,
+                    written=not root)
         return tensor
 
     def reduce(self, in_tensor, out_tensor, root, op=ReduceOp.SUM, stream=None):
@@ -565,16 +641,18 @@ class Communicator:
             return None
         what = "reduce"
         self._live(what)
-        self._root(what, "root", root)
-        if out_tensor is None:
+        root = self._root(what, "root", root)
+        stand_in = out_tensor is None
+        if stand_in:
             if self.rank == root:
                 raise ValueError(f"{what}: out_tensor is None on the root rank")
             out_tensor = in_tensor  # not written on a non-root rank
-        s, r, t, k = self._typed(what, True, in_tensor=in_tensor, out_tensor=out_tensor)
+        s, r, t, k = self._typed(what, True, read_only=("out_tensor",) if stand_in else (),
+                                 in_tensor=in_tensor, out_tensor=out_tensor)
         _same_numel(what, r, s)
         with self._op(what, op, t, s) as o:
             self._issue("dmacclReduce", s, r, lambda sp, rp: (sp, rp, s.numel, t, o, root),
-                        stream)
+                        stream, written=not stand_in)
         return out_tensor
 
     def gather(self, output_tensor, input_tensor, root, stream=None):
@@ -584,15 +662,17 @@ class Communicator:
             return None
         what = "gather"
         self._live(what)
-        self._root(what, "root", root)
-        if output_tensor is None and self.rank == root:
+        root = self._root(what, "root", root)
+        stand_in = output_tensor is None  # (input_tensor stands in, only read)
+        if stand_in and self.rank == root:
             raise ValueError(f"{what}: output_tensor is None on the root rank")
-        r, s, t, k = self._typed(what, False, output_tensor=output_tensor
-                                 if output_tensor is not None else input_tensor,
+        r, s, t, k = self._typed(what, False, read_only=("output_tensor",) if stand_in else (),
+                                 output_tensor=input_tensor if stand_in else output_tensor,
                                  input_tensor=input_tensor)
         if self.rank == root:
             _numel_is(what, r, s.numel * self.world_size, "world_size * input_tensor.numel()")
-        self._issue("dmacclGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t, root), stream)
+        self._issue("dmacclGather", s, r, lambda sp, rp: (sp, rp, s.numel * k, t, root), stream,
+                    written=not stand_in)
         return output_tensor
 
     def scatter(self, output_tensor, input_tensor, root, stream=None):
@@ -602,7 +682,7 @@ class Communicator:
             return None
         what = "scatter"
         self._live(what)
-        self._root(what, "root", root)
+        root = self._root(what, "root", root)
         if input_tensor is None and self.rank == root:
             raise ValueError(f"{what}: input_tensor is None on the root rank")
         r, s, t, k = self._typed(what, False, output_tensor=output_tensor,
@@ -661,7 +741,7 @@ class Communicator:
         what = "send"
         self._live(what)
         b, t, k = self._typed(what, False, read_only=("tensor",), tensor=tensor)
-        self._peer(what, "dst", dst)
+        dst = self._peer(what, "dst", dst)
         self._issue("dmacclSend", b, None, lambda sp, rp: (sp, b.numel * k, t, dst), stream)
         return tensor
 
@@ -672,7 +752,7 @@ class Communicator:
         what = "recv"
         self._live(what)
         b, t, k = self._typed(what, False, tensor=tensor)
-        self._peer(what, "src", src)
+        src = self._peer(what, "src", src)
         self._issue("dmacclRecv", None, b, lambda sp, rp: (rp, b.numel * k, t, src), stream)
         return tensor
 
@@ -707,8 +787,8 @@ class Communicator:
     def _typed(self, what, reduces, read_only=(), **named):
         """The named tensors' Bufs (checked, in order), then the call's dmaccl
         type and count scale (_buffers.common_type)."""
-        bufs = [B.describe(obj, name, writable=name in _WRITTEN and name not in read_only)
-                for name, obj in named.items()]
+        bufs = [B.describe(obj, name, writable=name in _WRITTEN and name not in read_only,
+                           what=what) for name, obj in named.items()]
         self._check_device(bufs, what)
         return (*bufs, *B.common_type(bufs, reduces, what))
 
@@ -726,7 +806,7 @@ class Communicator:
             keep = ctypes.create_string_buffer(B.scalar_bytes(sc, t, what), 8)
             ptr, residence = ctypes.addressof(keep), 1  # dmacclScalarHostImmediate
         else:
-            b = B.describe(sc, "scalar", writable=False)
+            b = B.describe(sc, "scalar", writable=False, what=what)
             self._check_device([b], what)
             if b.numel != 1:
                 raise ValueError(f"{what}: the premul_sum scalar has {b.numel} elements (one, "
@@ -757,9 +837,13 @@ class Communicator:
                                  "uses the host executor (CPU tensors or numpy arrays)")
 
     def _sizes(self, what, name, sizes):
+        if isinstance(sizes, (str, bytes)):
+            sizes = None
         try:
-            sizes = [int(x) for x in sizes]
-        except (TypeError, ValueError):
+            sizes = [_as_int(x) for x in sizes]
+        except TypeError:
+            sizes = [None]
+        if None in sizes:
             raise TypeError(f"{what}: {name} must be a list of {self.world_size} ints") from None
         if len(sizes) != self.world_size:
             raise ValueError(f"{what}: {name} has {len(sizes)} entries, world_size is "
@@ -770,8 +854,11 @@ class Communicator:
         return sizes
 
     def _peer(self, what, name, peer):
-        if isinstance(peer, bool) or not isinstance(peer, int):
+        """peer as an int, checked: a rank, not this one outside a group."""
+        p = _as_int(peer)
+        if p is None:
             raise TypeError(f"{what}: {name} must be an int rank, not {type(peer).__name__}")
+        peer = p
         if not 0 <= peer < self.world_size:
             raise ValueError(f"{what}: {name} {peer} is not a rank (0 to "
                              f"{self.world_size - 1}, this rank is {self.rank})")
@@ -779,12 +866,15 @@ class Communicator:
             raise ValueError(f"{what}: {name} {peer} is this rank itself; a send/recv to "
                              "oneself runs only inside a group that holds its match "
                              "(dmaccl.group(), batch_isend_irecv)")
+        return peer
 
     def _root(self, what, name, root):
-        if not isinstance(root, int) or isinstance(root, bool) or \
-                not 0 <= root < self.world_size:
+        """root as an int, checked."""
+        r = _as_int(root)
+        if r is None or not 0 <= r < self.world_size:
             raise ValueError(f"{what}: {name} {root!r} is not a rank of world_size "
                              f"{self.world_size}")
+        return r
 
     def _stream(self, stream):
         if self.executor != "cuda":
@@ -801,11 +891,12 @@ class Communicator:
                             f"{type(stream).__name__}")
         return handle
 
-    def _issue(self, fn, send, recv, args, stream, words=None):
+    def _issue(self, fn, send, recv, args, stream, words=None, written=True):
         """Calls fn(*args(sendptr, recvptr), comm, stream); with words (the
         arrival words' Buf), args(sendptr, recvptr, wordsptr). Host executor
         across processes: through the shared buffer, complete on return (at
-        the group's end inside one)."""
+        the group's end inside one); written=False: the call leaves recv
+        alone on this rank (nothing is copied back into it)."""
         L = lib()
         st = self._stream(stream)
         if words is not None:  # one argument more: the words, where the call can reach them
@@ -858,13 +949,17 @@ class Communicator:
         def done():
             try:
                 check(L.dmacclCommSynchronize(self._comm), self._comm)
-                if recv is not None:
+                if written:
                     ctypes.memmove(recv.ptr, rp, recv.nbytes)
                 if wp is not None:
                     ctypes.memmove(words.ptr, wp, words.nbytes)
             finally:
-                self._host_used, self._host_pending = 0, False
+                release()
 
+        def release():
+            self._host_used, self._host_pending = 0, False
+
+        done.on_drop = release  # a dropped group: nothing ran, nothing to copy back
         self._finish(done)
 
     def _finish(self, f):

@@ -146,6 +146,16 @@ class _Dmaccl:
             return _Work(result, ev)
         return _Work(result)
 
+    def _per_rank(self, what, name, tensors, numel):
+        """A list form's per-rank tensors, checked before anything moves: one
+        per rank, each of numel elements (as gloo checks them)."""
+        if len(tensors) != self._size:
+            raise ValueError(f"{what}: {name} has {len(tensors)} tensors, the group has "
+                             f"{self._size} ranks (one per rank)")
+        for r, t in enumerate(tensors):
+            if t.numel() != numel:
+                raise ValueError(f"{what}: {name}[{r}] has {t.numel()} elements, not {numel}")
+
     # --- collectives ------------------------------------------------------------------------------
     def allreduce(self, tensors, opts):
         comms = [self._comm(t) for t in tensors]  # made outside the group
@@ -170,6 +180,8 @@ class _Dmaccl:
 
     def allgather(self, output_tensors, input_tensors, opts):
         for outs, i in zip(output_tensors, input_tensors):
+            self._per_rank("all_gather", "output_tensor_list", outs, i.numel())
+        for outs, i in zip(output_tensors, input_tensors):
             flat = i.new_empty((self._size * i.numel(),))
             self._comm(i).all_gather(flat, i.contiguous())
             for r, o in enumerate(outs):
@@ -189,6 +201,8 @@ class _Dmaccl:
 
     def reduce_scatter(self, output_tensors, input_tensors, opts):
         for o, ins in zip(output_tensors, input_tensors):
+            self._per_rank("reduce_scatter", "input_list", ins, o.numel())
+        for o, ins in zip(output_tensors, input_tensors):
             flat = torch.cat([x.reshape(-1) for x in ins])
             out = o if o.is_contiguous() else o.contiguous()
             self._comm(o).reduce_scatter(out, flat, op=opts.reduceOp)
@@ -202,6 +216,11 @@ class _Dmaccl:
         return self._work([output], input)
 
     def alltoall(self, output_tensors, input_tensors, opts):
+        for name, ts in (("output_tensor_list", output_tensors), ("input_tensor_list",
+                                                                  input_tensors)):
+            if len(ts) != self._size:
+                raise ValueError(f"all_to_all: {name} has {len(ts)} tensors, the group has "
+                                 f"{self._size} ranks (one per rank)")
         flat_in = torch.cat([x.reshape(-1) for x in input_tensors])
         flat_out = flat_in.new_empty((sum(o.numel() for o in output_tensors),))
         self._comm(flat_in).all_to_all_single(flat_out, flat_in,
@@ -230,6 +249,8 @@ class _Dmaccl:
     def gather(self, output_tensors, input_tensors, opts):
         i = input_tensors[0]
         root = opts.rootRank
+        if self._rank == root:
+            self._per_rank("gather", "gather_list", output_tensors[0], i.numel())
         flat = i.new_empty((self._size * i.numel(),)) if self._rank == root else None
         self._comm(i).gather(flat, i.contiguous(), root)
         if self._rank == root:
@@ -240,6 +261,8 @@ class _Dmaccl:
     def scatter(self, output_tensors, input_tensors, opts):
         o = output_tensors[0]
         root = opts.rootRank
+        if self._rank == root:
+            self._per_rank("scatter", "scatter_list", input_tensors[0], o.numel())
         flat = torch.cat([x.reshape(-1) for x in input_tensors[0]]) if self._rank == root \
             else None
         out = o if o.is_contiguous() else o.contiguous()

@@ -272,6 +272,8 @@ def errors_body(uid, rank, n):
     x = np.arange(12, dtype=np.float32) + rank
     y = poison(np.empty(12, np.float32))
     before = y.copy()
+    yy = poison(np.empty(12 * n, np.float32))
+    yy_before = yy.copy()
     bad = [
         (lambda: comm.all_reduce(x, np.empty(11, np.float32)), ValueError, "out_tensor"),
         (lambda: comm.all_reduce(x, np.empty(12, np.float64)), TypeError, "float64"),
@@ -315,11 +317,60 @@ def errors_body(uid, rank, n):
         (lambda: comm.all_gather(np.empty(10 ** 7, np.float32), np.empty(10 ** 7 // n,
                                                                          np.float32)),
          ValueError, "host_buffer_bytes"),
+        # what would not travel as its values' bytes
+        (lambda: comm.broadcast(np.array([None] * 3, dtype=object), 0), TypeError,
+         "broadcast: tensor holds Python objects"),
+        (lambda: comm.all_reduce(x.astype(">f4"), y.astype(">f4")), TypeError, "byte order"),
+        # integers only, where the call takes integers
+        (lambda: comm.all_gatherv(np.empty((4, 2), np.float32), x[:4].reshape(2, 2), [2.9, 2.2]),
+         TypeError, "sizes must be a list"),
+        (lambda: comm.all_gatherv(np.empty((4, 2), np.float32), x[:4].reshape(2, 2), "22"),
+         TypeError, "sizes must be a list"),
+        (lambda: comm.all_gatherv(np.empty((4, 2), np.float32), x[:4].reshape(2, 2),
+                                  [True] * n), TypeError, "sizes must be a list"),
+        (lambda: comm.send(x, 1.0 - rank), TypeError, "dst must be an int"),
+        # the arrival words apart from the collective's tensors
+        (lambda: comm.all_gather(yy, x, arrived=yy.view(np.uint32)[:n]), ValueError,
+         "arrived overlaps output_tensor"),
     ]
     for call, exc, word in bad:
         with pytest.raises(exc, match=word):
             call()
         np.testing.assert_array_equal(y.view(np.uint8), before.view(np.uint8))
+        np.testing.assert_array_equal(yy.view(np.uint8), yy_before.view(np.uint8))
+    # a call refused inside a group drops the group: the send before it is
+    # not issued, so the next batch's receive gets the next batch's send
+    peer = (rank + 1) % n
+    frm = (rank - 1) % n
+    ro = np.zeros(12, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="recv: tensor is read-only"):
+        with dmaccl.group():
+            comm.send(x, peer)
+            comm.recv(ro, frm)
+    got = poison(np.empty(12, np.float32))
+    with dmaccl.group():
+        comm.send(x * 2, peer)
+        comm.recv(got, frm)
+    np.testing.assert_array_equal(got, (np.arange(12, dtype=np.float32) + frm) * 2)
+    # read-only where the call only reads: a non-root's reduce and gather
+    # input (out None), the broadcast root's tensor
+    rx = x.copy()
+    rx.flags.writeable = False
+    red = poison(np.empty(12, np.float32))
+    comm.reduce(rx, red if rank == 0 else None, 0)
+    gat = poison(np.empty(12 * n, np.float32))
+    comm.gather(gat if rank == 0 else None, rx, 0)
+    bc = rx if rank == 0 else poison(np.empty(12, np.float32))
+    comm.broadcast(bc, 0)
+    if rank == 0:
+        np.testing.assert_array_equal(red, sum(np.arange(12, dtype=np.float32) + r
+                                               for r in range(n)))
+        np.testing.assert_array_equal(gat, np.concatenate([np.arange(12, dtype=np.float32) + r
+                                                           for r in range(n)]))
+    np.testing.assert_array_equal(bc, np.arange(12, dtype=np.float32))
+    # numpy integers where the call takes an int
+    comm.broadcast(bc, np.int64(0))
     # still usable, and the library's own checks speak through DmacclError
     comm.all_reduce(x, y)
     np.testing.assert_array_equal(y, sum(np.arange(12, dtype=np.float32) + r for r in range(n)))
@@ -485,6 +536,20 @@ def test_unique_id_is_checked():
     with pytest.raises(ValueError, match="host_buffer_bytes"):
         dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
                             executor="host", host_buffer_bytes=100)
+    for size in (2**64 + 8192, True):  # (2**64 + 8192 wrapped to 8 KiB in a size_t)
+        with pytest.raises(ValueError, match="host_buffer_bytes"):
+            dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
+                                executor="host", host_buffer_bytes=size)
+    with pytest.raises(ValueError, match="world_size"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=True,
+                            executor="host")
+    with pytest.raises(TypeError, match="algorithm"):
+        dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
+                            executor="host", algorithm=5)
+    with pytest.raises(TypeError, match="init_all: devices"):
+        dmaccl.Communicator.init_all(2.0, executor="host")
+    with pytest.raises(ValueError, match="init_all: device 'cuda:0' on the host"):
+        dmaccl.Communicator.init_all(["cuda:0", "cpu"], executor="host")
     with pytest.raises(ValueError, match="executor"):
         dmaccl.Communicator(unique_id=dmaccl.get_unique_id(), rank=0, world_size=2,
                             executor="tpu")
@@ -516,3 +581,28 @@ def test_cta_policy(policy):
     for bad in ("none", 2, ""):
         with pytest.raises(ValueError, match="cta_policy"):
             dmaccl.Communicator.init_all(n, executor="host", cta_policy=bad)
+
+
+def test_buffers_refuse_what_would_not_travel_as_its_bytes():
+    """Lazy conjugate and negative views hold the values before the view's
+    operation; an fp8 premul scalar past the type's range overflows as the
+    wider floats' do."""
+    torch = pytest.importorskip("torch")
+    from dmaccl import _buffers as B
+
+    c = torch.tensor([1 + 2j, 3 + 4j], dtype=torch.complex64)
+    with pytest.raises(ValueError, match="f: t is a lazy conjugate view"):
+        B.describe(c.conj(), "t", what="f")
+    B.describe(c.conj().resolve_conj(), "t")
+    with pytest.raises(ValueError, match="lazy negative view"):
+        B.describe(torch._neg_view(torch.ones(3)), "t")
+    with pytest.raises(ValueError, match="sparse|layout"):
+        B.describe(torch.ones(3).to_sparse(), "t")
+    for t in (B.FLOAT8E4M3, B.FLOAT8E5M2):
+        if not hasattr(torch, B.TYPE_NAMES[t]):
+            continue
+        for v in (1e10, 10 ** 400, -1e6):
+            with pytest.raises(ValueError, match="overflows"):
+                B.scalar_bytes(v, t, "f")
+        assert B.scalar_bytes(2.0, t, "f") == bytes(
+            [int(torch.tensor([2.0]).to(getattr(torch, B.TYPE_NAMES[t])).view(torch.uint8))])

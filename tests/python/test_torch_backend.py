@@ -200,6 +200,24 @@ def backend_body(uid, rank, n, port, route):
     dist.all_reduce(q2, group=gloo)
     torch.testing.assert_close(p, p2)
     torch.testing.assert_close(q, q2)
+    # list forms with a wrong list: refused before anything moves (as gloo
+    # refuses them), every output left as it was
+    x = rand(4)
+    outs = [poisoned(4) for _ in range(n - 1)] + [poisoned(3)]
+    keep = [o.clone() for o in outs]
+    wrong = [
+        (lambda: dist.all_gather(outs[:1], x), "output_tensor_list has 1 tensors"),
+        (lambda: dist.all_gather(outs, x), f"output_tensor_list\\[{n - 1}\\] has 3 elements"),
+        (lambda: dist.reduce_scatter(outs[0], [rand(3)] + [rand(4)] * (n - 1)),
+         "input_list\\[0\\] has 3 elements"),
+        (lambda: dist.all_to_all(outs[:1], [x]), "output_tensor_list has 1 tensors"),
+    ]
+    for call, word in wrong:
+        with pytest.raises((ValueError, RuntimeError), match=word):
+            call()
+        for o, k in zip(outs, keep):
+            assert torch.equal(o.view(torch.uint8), k.view(torch.uint8)), \
+                "a refused list form wrote its output"
     dist.barrier()
     # point to point: a pipeline with send/recv, then a ring in batch_isend_irecv
     nxt, prv = (rank + 1) % n, (rank - 1) % n
