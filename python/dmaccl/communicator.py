@@ -702,6 +702,9 @@ class Communicator:
         what = "all_to_all_single"
         self._live(what)
         r, s, t, k = self._typed(what, False, output=output, input=input)
+        if r.nbytes and s.nbytes and r.ptr < s.ptr + s.nbytes and s.ptr < r.ptr + r.nbytes:
+            raise ValueError(f"{what}: output and input overlap (an all-to-all is not done in "
+                             "place: give output its own memory)")
         n = self.world_size
         if output_split_sizes is None and input_split_sizes is None:
             if s.numel % n:

@@ -329,6 +329,7 @@ def errors_body(uid, rank, n):
         (lambda: comm.all_gatherv(np.empty((4, 2), np.float32), x[:4].reshape(2, 2),
                                   [True] * n), TypeError, "sizes must be a list"),
         (lambda: comm.send(x, 1.0 - rank), TypeError, "dst must be an int"),
+        (lambda: comm.all_to_all_single(yy, yy), ValueError, "output and input overlap"),
         # the arrival words apart from the collective's tensors
         (lambda: comm.all_gather(yy, x, arrived=yy.view(np.uint32)[:n]), ValueError,
          "arrived overlaps output_tensor"),
