@@ -126,6 +126,20 @@ def collectives_body(uid, rank, n, policy="default"):
     torch.cuda.synchronize()
     same(chk, torch.cat(xs), "blocks copied after wait_arrived")
     same(arrived.cpu(), torch.full((n,), 77, dtype=torch.int32), "arrival words")
+    # a call refused inside a group drops the group (dmacclGroupDrop): the
+    # send before the refused receive is not issued alone, so the next
+    # batch's receive meets the next batch's send
+    peer, frm = (rank + 1) % n, (rank - 1) % n
+    mine = xs[rank][:4096].to(dev)
+    with pytest.raises(ValueError, match="recv: tensor is in host memory"):
+        with dmaccl.group():
+            comm.send(mine, peer)
+            comm.recv(torch.zeros(4096), frm)
+    got = poisoned(4096, torch.float32, dev)
+    with dmaccl.group():
+        comm.send(mine * 2, peer)
+        comm.recv(got, frm)
+    same(got, xs[frm][:4096] * 2, "the batch after a dropped group")
     torch.cuda.synchronize()
     comm.destroy()
 
