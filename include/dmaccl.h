@@ -389,7 +389,14 @@ dmacclResult_t dmacclCommSynchronize(dmacclComm_t comm);
  * outermost End issues. A thread that issues collectives for several ranks of
  * one dmacclCommInitAll set must put them in one group (the calls of one rank
  * outside a group from that thread are fine). A call that fails inside a group
- * is not recorded and does not abort the group. As with NCCL, every rank
+ * (a collective, Send, Recv, dmacclStart or dmacclCommInitRank refused at the
+ * call) fails the group, as in NCCL: the outermost dmacclGroupEnd then issues
+ * none of the group's calls, makes none of its communicators and returns
+ * the first failure, with its sentence (dmacclCommGetLastError(NULL));
+ * nothing is written and every communicator stays usable. (Issuing the
+ * others would pair a rank's later calls with its peers' wrong ones.) A
+ * rank whose group failed so issues nothing, so its peers' matching calls
+ * wait for it, as with NCCL. As with NCCL, every rank
  * makes its calls on communicators that share GPUs in the same order, inside
  * groups too (a group issues them by position on each communicator, then in
  * call order).

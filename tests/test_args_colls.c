@@ -515,23 +515,86 @@ static int testPremulDisagree(void) {
 
 /* A call that fails inside a group is not recorded; the group still issues
  * the others, which run correctly. */
+/* A call refused inside a group fails the group, as in NCCL: the outermost
+ * dmacclGroupEnd returns the first failure and issues none of the group's
+ * calls, so nothing is written and no rank's later calls meet a stale one.
+ * Before, the other calls went out: a retried AllReduce met rank 0's stale
+ * one (a wrong sum, success returned), and a Send whose Recv was refused met
+ * the next group's Recv. */
 static int testFailInGroup(void) {
-  ccCase cs = {COLL_ALLREDUCE, dmacclFloat16, dmacclAvg, 501, 0, 0, 0, 0, 808, NULL, 0};
-  ccOp *op = ccOpNew(&env, N, &cs);
-  ASSERT_TRUE(op != NULL);
-  ASSERT_EQ_INT(ccOpFill(op, 808), 0);
+  poison();
+  float *in[N], *out[N];
+  for (int r = 0; r < N; r++) in[r] = (float *)sendb[r], out[r] = (float *)recvb[r];
   ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
-  EXPECT_ERR(
-      dmacclAllReduce(sendb[0], recvb[0], 8, dmacclFloat16, (dmacclRedOp_t)6, comms[0], NULL),
-      dmacclInvalidArgument, comms[0], "op 6");
-  EXPECT_ERR(dmacclBroadcast(sendb[2], recvb[2], 8, dmacclFloat16, -3, comms[2], NULL),
+  for (int r = 0; r < N; r++) {
+    if (r == 1)
+      EXPECT_ERR(dmacclAllReduce(in[r], out[r], 8, dmacclFloat32, (dmacclRedOp_t)9, comms[r], NULL),
+                 dmacclInvalidArgument, comms[r], "op 9");
+    else
+      ASSERT_EQ_INT(dmacclAllReduce(in[r], out[r], 8, dmacclFloat32, dmacclSum, comms[r], NULL),
+                    dmacclSuccess);
+  }
+  EXPECT_ERR(dmacclBroadcast(in[2], out[2], 8, dmacclFloat16, -3, comms[2], NULL),
              dmacclInvalidArgument, comms[2], "root -3");
-  for (int r = 0; r < N; r++) ASSERT_EQ_INT(ccOpIssue(op, comms, r), dmacclSuccess);
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidArgument, NULL,
+             "dmacclGroupEnd: a call inside the group failed, so none of its calls was issued or "
+             "made (the first failure: dmacclAllReduce: op 9");
+  for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
+  ASSERT_EQ_INT(untouchedAndUsable(), 0);
+  /* the retry, every rank's call good: every rank's sum of this data */
+  poison();
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 8; i++) in[r][i] = (float)(10 * (r + 1) + i);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclAllReduce(in[r], out[r], 8, dmacclFloat32, dmacclSum, comms[r], NULL),
+                  dmacclSuccess);
   ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
   ASSERT_EQ_INT(ccWait(&env, comms, N), dmacclSuccess);
-  ASSERT_EQ_INT(ccOpCheck(op), 0);
-  ccOpFree(op);
-  return 0;
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 8; i++) ASSERT_TRUE(out[r][i] == (float)(100 + 4 * i));
+  /* a ring of Send/Recv with one Recv refused: no Send goes out; the next
+   * ring's Recvs get the next ring's data */
+  poison();
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclSend(in[r], 8, dmacclFloat32, (r + 1) % N, comms[r], NULL), dmacclSuccess);
+    if (r == 3)
+      EXPECT_ERR(dmacclRecv(out[r], 8, (dmacclDataType_t)42, (r + N - 1) % N, comms[r], NULL),
+                 dmacclInvalidArgument, comms[r], "datatype 42");
+    else
+      ASSERT_EQ_INT(dmacclRecv(out[r], 8, dmacclFloat32, (r + N - 1) % N, comms[r], NULL),
+                    dmacclSuccess);
+  }
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidArgument, NULL, "dmacclRecv: datatype 42");
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 8; i++) in[r][i] = (float)(1000 * (r + 1) + i);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclSend(in[r], 8, dmacclFloat32, (r + 1) % N, comms[r], NULL), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclRecv(out[r], 8, dmacclFloat32, (r + N - 1) % N, comms[r], NULL),
+                  dmacclSuccess);
+  }
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  ASSERT_EQ_INT(ccWait(&env, comms, N), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 8; i++) ASSERT_TRUE(out[r][i] == (float)(1000 * ((r + N - 1) % N + 1) + i));
+  /* a nested group fails at its outermost end; a dropped group clears the
+   * failure, and the next group issues */
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  EXPECT_ERR(dmacclAllReduce(in[0], out[0], 8, dmacclFloat32, (dmacclRedOp_t)9, comms[0], NULL),
+             dmacclInvalidArgument, comms[0], "op 9");
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess); /* inner */
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidArgument, NULL, "op 9");
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  EXPECT_ERR(dmacclAllReduce(in[0], out[0], 8, dmacclFloat32, (dmacclRedOp_t)9, comms[0], NULL),
+             dmacclInvalidArgument, comms[0], "op 9");
+  ASSERT_EQ_INT(dmacclGroupDrop(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupStart(), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  poison();
+  return untouchedAndUsable();
 }
 
 /* The sendrecv row where the library refuses it: on a set of one rank the
@@ -571,7 +634,7 @@ static int testSendRecvRefused(void) {
     EXPECT_ERR(collIssue(COLL_SENDRECV, &s4, r, sendb[r], recvb[r],
                          (dmacclDataType_t)dmacclNumTypes, dmacclSum, comms[r], NULL, NULL),
                dmacclInvalidArgument, comms[r], "is not a dmacclDataType_t");
-  ASSERT_EQ_INT(dmacclGroupEnd(), dmacclSuccess);
+  EXPECT_ERR(dmacclGroupEnd(), dmacclInvalidArgument, NULL, "is not a dmacclDataType_t");
   for (int r = 0; r < N; r++) ASSERT_EQ_INT(dmacclCommSynchronize(comms[r]), dmacclSuccess);
   req[0] = req[1] = NULL;
   EXPECT_ERR(collIssue(COLL_SENDRECV, &s4, 2, sendb[2], recvb[2], (dmacclDataType_t)-1, dmacclSum,

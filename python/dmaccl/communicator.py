@@ -118,6 +118,12 @@ def group_end():
     rc = lib().dmacclGroupEnd()
     if st.depth == 0:
         finish, st.finish = st.finish, []
+        if rc != 0:  # a call inside failed: the library issued none of them
+            for f in finish:
+                drop = getattr(f, "on_drop", None)
+                if drop is not None:
+                    drop()
+            check(rc)
         errors = []
         for f in finish:
             try:

@@ -12,7 +12,10 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
   const char *call = op->call ? op->call : planCollOf(op->coll)->call; /* ...Notify: its own */
   op->call = call;
   dmacclResult_t rc = coreEnter(op->comm, call);
-  if (rc != dmacclSuccess) return rc;
+  if (rc != dmacclSuccess) {
+    coreGroupFail(rc);
+    return rc;
+  }
   size_t packed[PLAN_VEC_ARRAYS * CORE_MAX_RANKS];
   rc = arrays ? corePackArrays(op, arrays, names, k, packed) : dmacclSuccess;
   if (rc == dmacclSuccess) rc = coreCheckCollArgs(op, call);
@@ -29,6 +32,7 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
       rc = corePost(op);
   }
   coreLeave(op->comm);
+  coreGroupFail(rc);
   return rc;
 }
 

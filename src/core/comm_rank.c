@@ -87,8 +87,19 @@ static void keepAlgorithm(dmacclComm_t comm, const dmacclConfig_t *config);
 static dmacclResult_t recordInit(dmacclComm_t *out, int nranks, const dmacclUniqueId *id, int rank,
                                  const dmacclConfig_t *config);
 
+static dmacclResult_t initRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
+                               const dmacclConfig_t *config);
+
+/* Inside a group a refused call fails the group (group.c, coreGroupFail). */
 dmacclResult_t dmacclCommInitRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
                                   const dmacclConfig_t *config) {
+  dmacclResult_t rc = initRank(out, nranks, id, rank, config);
+  coreGroupFail(rc);
+  return rc;
+}
+
+static dmacclResult_t initRank(dmacclComm_t *out, int nranks, dmacclUniqueId id, int rank,
+                               const dmacclConfig_t *config) {
   const char *call = "dmacclCommInitRank";
   if (!out) return coreError(NULL, dmacclInvalidArgument, "%s: comm is NULL", call);
   if (nranks < 1 || nranks > CORE_MAX_RANKS)

@@ -575,6 +575,10 @@ void coreMemReleaseAll(dmacclComm_t comm);
 
 /* Groups (group.c). */
 int coreGroupActive(void);
+/* A public call that records into the open group failed with rc (its
+ * sentence already set): the outermost dmacclGroupEnd issues nothing and
+ * returns the first such failure. Nothing outside a group. */
+void coreGroupFail(dmacclResult_t rc);
 dmacclResult_t coreGroupRecordInit(coreInitCall *call); /* takes call, also on failure */
 /* This thread is posting its group's calls (the outermost dmacclGroupEnd):
  * an executor may hold their launches until execOps.flush. */

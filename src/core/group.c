@@ -6,6 +6,7 @@
  */
 #include "../exec/exec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +35,23 @@ static _Thread_local int nsolo;
 static _Thread_local coreInitCall **inits;
 static _Thread_local int ninits, capinits;
 
+/* The first call that failed inside the open group and its sentence (NCCL's
+ * ncclGroupError): the outermost dmacclGroupEnd then issues nothing and
+ * returns it. Issuing the others would run a rank's calls without the
+ * failed one, so that its peers' calls meet the wrong partners: a retried
+ * AllReduce paired with the stale one and returned a wrong sum, a Send went
+ * out without the refused Recv and met the next group's Recv. */
+static _Thread_local dmacclResult_t failed;
+static _Thread_local char failedWhy[400];
+
 int coreGroupActive(void) {
   return depth > 0;
+}
+
+void coreGroupFail(dmacclResult_t rc) {
+  if (depth == 0 || rc == dmacclSuccess || failed != dmacclSuccess) return;
+  failed = rc;
+  snprintf(failedWhy, sizeof(failedWhy), "%s", dmacclCommGetLastError(NULL));
 }
 
 dmacclResult_t coreGroupRecordInit(coreInitCall *call) {
@@ -75,7 +91,7 @@ int coreGroupHolds(dmacclComm_t comm) {
 }
 
 dmacclResult_t dmacclGroupStart(void) {
-  depth++;
+  if (depth++ == 0) failed = dmacclSuccess;
   return dmacclSuccess;
 }
 
@@ -253,6 +269,7 @@ dmacclResult_t dmacclGroupDrop(void) {
   if (--depth > 0) return dmacclSuccess;
   dropInits();
   dropAll();
+  failed = dmacclSuccess;
   return dmacclSuccess;
 }
 
@@ -261,6 +278,16 @@ dmacclResult_t dmacclGroupEnd(void) {
     return coreError(NULL, dmacclInvalidUsage,
                      "dmacclGroupEnd: no group is open (call dmacclGroupStart first)");
   if (--depth > 0) return dmacclSuccess;
+  if (failed != dmacclSuccess) {
+    dmacclResult_t rc = failed;
+    failed = dmacclSuccess;
+    dropAll();
+    dropInits();
+    return coreError(NULL, rc,
+                     "dmacclGroupEnd: a call inside the group failed, so none of its calls was "
+                     "issued or made (the first failure: %s)",
+                     failedWhy);
+  }
   /* Two ranks of one set of processes on the CUDA executor cannot be driven
    * by one thread: a call of one may wait inside for its peers' calls
    * (launch_mp.c), the other's among them. Refused before anything is made

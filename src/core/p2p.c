@@ -348,7 +348,10 @@ static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t da
                           dmacclComm_t comm, cudaStream_t stream) {
   const char *call = send ? "dmacclSend" : "dmacclRecv";
   dmacclResult_t rc = coreEnter(comm, call);
-  if (rc != dmacclSuccess) return rc;
+  if (rc != dmacclSuccess) {
+    coreGroupFail(rc);
+    return rc;
+  }
   coreOp op = coreP2pOp(send, buf, count, datatype, peer, comm);
   op.stream = stream;
   op.selfP2p = peer == comm->rank && coreGroupActive();
@@ -359,6 +362,7 @@ static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t da
   else if (rc == dmacclSuccess)
     return coreP2pPost(&op, call); /* leaves comm */
   coreLeave(comm);
+  coreGroupFail(rc);
   return rc;
 }
 

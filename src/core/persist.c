@@ -198,7 +198,7 @@ static dmacclResult_t checkRequest(dmacclRequest_t request, const char *call, in
   return dmacclSuccess;
 }
 
-dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
+static dmacclResult_t startRequest(dmacclRequest_t request, cudaStream_t stream) {
   const char *call = "dmacclStart";
   dmacclResult_t rc = checkRequest(request, call, 0);
   if (rc != dmacclSuccess) return rc;
@@ -224,6 +224,12 @@ dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
       rc = corePost(&op);
   }
   coreLeave(op.comm);
+  return rc;
+}
+
+dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
+  dmacclResult_t rc = startRequest(request, stream);
+  coreGroupFail(rc);
   return rc;
 }
 
