@@ -358,7 +358,11 @@ dmacclResult_t dmacclMemFree(dmacclComm_t comm, void *ptr);
  * first launches an operation with it; later operations find it in the cache.
  * Registering ahead moves this rank's part of that cost out of the collective.
  * Single-process communicators need no registration; there the call only
- * checks the buffer. *handle is given to dmacclCommDeregister.
+ * checks the buffer. *handle is given to dmacclCommDeregister, once per
+ * registration (a buffer registered twice may return the same handle twice);
+ * a handle this communicator's dmacclCommRegister did not return, or one
+ * deregistered as often as it was registered, is refused with
+ * dmacclInvalidArgument.
  */
 dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, void **handle);
 dmacclResult_t dmacclCommDeregister(dmacclComm_t comm, void *handle);

@@ -159,6 +159,29 @@ static int testDeepQueue(void) {
   return 0;
 }
 
+/* dmacclCommDeregister takes only what this communicator's dmacclCommRegister
+ * returned, as often as it returned it (the host executor's handles are
+ * the pointers themselves: any handle was taken before). */
+static int testRegisterHandles(void) {
+  dmacclComm_t comms[2];
+  ASSERT_EQ_INT(makeComms(comms, 2, "auto"), 0);
+  char buf[64];
+  void *h = NULL, *h2 = NULL;
+  ASSERT_EQ_INT(dmacclCommRegister(comms[0], buf, sizeof(buf), &h), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommRegister(comms[0], buf, sizeof(buf), &h2), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[1], h), dmacclInvalidArgument);
+  ASSERT_CONTAINS(dmacclCommGetLastError(comms[1]), "was not returned by dmacclCommRegister");
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[0], (void *)(buf + 1)), dmacclInvalidArgument);
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[0], h), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[0], h2), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[0], h), dmacclInvalidArgument);
+  /* registered again after: a handle again */
+  ASSERT_EQ_INT(dmacclCommRegister(comms[0], buf, sizeof(buf), &h), dmacclSuccess);
+  ASSERT_EQ_INT(dmacclCommDeregister(comms[0], h), dmacclSuccess);
+  destroyAll(comms, 2);
+  return 0;
+}
+
 /* Groups of 6 to 60 recorded calls from one thread, 2 to 20 per rank
  * (group.c keeps up to 8 recorded calls in the thread's own array and its
  * scratch arrays for up to 16 on the stack, more on the heap): k
@@ -227,5 +250,6 @@ int main(void) {
   RUN(testThreadPerRank);
   RUN(testDeepQueue);
   RUN(testGroupSizes);
+  RUN(testRegisterHandles);
   TEST_EXIT();
 }

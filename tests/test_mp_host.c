@@ -354,7 +354,14 @@ static int bufBody(int rank, int n, const dmacclUniqueId *id, void *arg) {
   void *h = NULL;
   RANK_CHECK(dmacclCommRegister(comm, priv, bytes, &h) == dmacclInvalidArgument);
   RANK_CHECK(dmacclCommRegister(comm, send, bytes, &h) == dmacclSuccess);
+  void *h2 = NULL; /* the same buffer twice: deregistered twice */
+  RANK_CHECK(dmacclCommRegister(comm, send, bytes, &h2) == dmacclSuccess);
   RANK_CHECK(dmacclCommDeregister(comm, h) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDeregister(comm, h2) == dmacclSuccess);
+  RANK_CHECK(dmacclCommDeregister(comm, h) == dmacclInvalidArgument); /* once more */
+  RANK_CHECK(strstr(dmacclCommGetLastError(comm), "was not returned by dmacclCommRegister") !=
+             NULL);
+  RANK_CHECK(dmacclCommDeregister(comm, (void *)(uintptr_t)0x999) == dmacclInvalidArgument);
   RANK_CHECK(dmacclCommDeregister(comm, NULL) == dmacclInvalidArgument);
   RANK_CHECK(dmacclMemFree(comm, priv) == dmacclInvalidArgument);
   RANK_CHECK(dmacclMemAlloc(comm, 0, (void **)&recv) == dmacclInvalidArgument);

@@ -36,6 +36,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -488,6 +489,24 @@ static int testProcesses(int gpu) {
   return 0;
 }
 
+typedef struct {
+  ncclComm_t comm;
+  ncclResult_t async;
+  char why[320];
+} asyncProbe;
+
+/* Polls comm's async error from a thread of its own (up to 10 s), then
+ * keeps that thread's ncclGetLastError. */
+static void *asyncOnThread(void *arg) {
+  asyncProbe *p = arg;
+  for (int i = 0; i < 10000 && p->async == ncclSuccess; i++) {
+    if (ncclCommGetAsyncError(p->comm, &p->async) != ncclSuccess) break;
+    if (p->async == ncclSuccess) usleep(1000);
+  }
+  snprintf(p->why, sizeof(p->why), "%s", ncclGetLastError(p->comm));
+  return NULL;
+}
+
 /* ncclCommInitAll on the host executor: ranks as host threads of this
  * process, one thread issuing for all of them in a group (an AllReduce of
  * each rank's values, then a Broadcast from the last rank). */
@@ -524,6 +543,36 @@ static int testInitAll(void) {
     ASSERT_EQ_INT(dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]), dmacclSuccess);
   for (int r = 0; r < N; r++)
     for (int i = 0; i < CNT; i++) ASSERT_TRUE(in[r][i] == (int32_t)(i * 31 + (N - 1) * 1000003));
+  /* counts that disagree: another thread's ncclCommGetAsyncError sees the
+   * error, and its ncclGetLastError then has the sentence (NCCL's last error
+   * is the process's; the disagreement was found on this thread) */
+  ASSERT_EQ_INT(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(ncclAllReduce(in[r], out[r], 8 + (r == 1), ncclInt32, ncclSum, comms[r], NULL),
+                  ncclSuccess);
+  ASSERT_EQ_INT(ncclGroupEnd(), ncclSuccess);
+  asyncProbe probe = {comms[0], ncclSuccess, ""};
+  pthread_t th;
+  ASSERT_EQ_INT(pthread_create(&th, NULL, asyncOnThread, &probe), 0);
+  ASSERT_EQ_INT(pthread_join(th, NULL), 0);
+  ASSERT_EQ_INT(probe.async, ncclInvalidUsage);
+  ASSERT_CONTAINS(probe.why, "count");
+  for (int r = 0; r < N; r++) dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]); /* reported */
+  /* nested: an inner simulated end only closes its level (as NCCL); the
+   * outer end issues the calls */
+  ASSERT_EQ_INT(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ_INT(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(ncclAllReduce(in[r], out[r], CNT, ncclInt32, ncclSum, comms[r], NULL),
+                  ncclSuccess);
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ_INT(ncclGroupSimulateEnd(&sim), ncclSuccess);
+  ASSERT_EQ_INT(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]), dmacclSuccess);
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < CNT; i++)
+      ASSERT_TRUE(out[r][i] == (int32_t)((uint32_t)(i * 31 + (N - 1) * 1000003) * N));
   for (int r = 0; r < N; r++) {
     ASSERT_EQ_INT(ncclCommDestroy(comms[r]), ncclSuccess);
     free(in[r]), free(out[r]);

@@ -214,6 +214,7 @@ void coreFreeComm(dmacclComm_t comm) {
   free(comm->p2p);
   free(comm->p2pSeen);
   free(comm->redOps);
+  free(comm->regs);
   free(comm);
 }
 

@@ -292,9 +292,16 @@ struct dmacclComm {
   uint64_t refusedSeq;
   dmacclResult_t refusedCode;
   char refusedWhy[448];
-  pthread_mutex_t memLock; /* mems, and redOps */
+  pthread_mutex_t memLock; /* mems, redOps and regs */
   coreRedOp *redOps;       /* nredOps slots (op.c) */
   int nredOps;
+  /* dmacclCommRegister's handles not yet deregistered, each with its count
+   * (a pointer registered twice is one handle twice on some executors) */
+  struct coreReg {
+    void *handle;
+    int count;
+  } * regs;
+  int nregs, capregs;
   coreMem *mems;     /* dmacclMemAlloc allocations */
   uint64_t memCount; /* dmacclMemAlloc calls so far */
   /* Send/Recv (p2p.c). A communicator's channels, made at first use and

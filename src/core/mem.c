@@ -199,13 +199,48 @@ dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, vo
                      call, size, comm->nranks);
   rc = comm->exec->checkBuffer(comm, buff, size, call, "buff");
   if (rc != dmacclSuccess) return rc;
-  return comm->exec->registerBuf(comm, buff, size, handle);
+  /* room for the handle first, so that a registration is never left unkept */
+  pthread_mutex_lock(&comm->memLock);
+  if (comm->nregs == comm->capregs) {
+    int cap = comm->capregs ? 2 * comm->capregs : 8;
+    struct coreReg *m = realloc(comm->regs, (size_t)cap * sizeof(*m));
+    if (m) comm->regs = m, comm->capregs = cap;
+  }
+  int room = comm->nregs < comm->capregs;
+  pthread_mutex_unlock(&comm->memLock);
+  if (!room) return coreError(comm, dmacclSystemError, "%s: out of memory", call);
+  void *h = NULL;
+  rc = comm->exec->registerBuf(comm, buff, size, &h);
+  if (rc != dmacclSuccess) return rc;
+  pthread_mutex_lock(&comm->memLock);
+  int i = 0;
+  while (i < comm->nregs && comm->regs[i].handle != h) i++;
+  if (i == comm->nregs) comm->regs[comm->nregs++] = (struct coreReg){h, 0};
+  comm->regs[i].count++;
+  pthread_mutex_unlock(&comm->memLock);
+  *handle = h;
+  return dmacclSuccess;
 }
 
+/* Refused before the executor sees it: a handle this communicator's
+ * dmacclCommRegister did not return, or one deregistered as many times as
+ * it was registered (every executor; the host's and one process's CUDA
+ * handles are the pointers themselves, which the executor cannot check). */
 dmacclResult_t dmacclCommDeregister(dmacclComm_t comm, void *handle) {
   const char *call = "dmacclCommDeregister";
   dmacclResult_t rc = coreCheckComm(comm, call);
   if (rc != dmacclSuccess) return rc;
   if (!handle) return coreError(comm, dmacclInvalidArgument, "%s: handle is NULL", call);
+  pthread_mutex_lock(&comm->memLock);
+  int i = 0;
+  while (i < comm->nregs && comm->regs[i].handle != handle) i++;
+  int known = i < comm->nregs;
+  if (known && --comm->regs[i].count == 0) comm->regs[i] = comm->regs[--comm->nregs];
+  pthread_mutex_unlock(&comm->memLock);
+  if (!known)
+    return coreError(comm, dmacclInvalidArgument,
+                     "%s: handle %p was not returned by dmacclCommRegister on this communicator "
+                     "(or was deregistered as often as it was registered)",
+                     call, handle);
   return comm->exec->deregisterBuf(comm, handle);
 }

@@ -278,6 +278,10 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
   ncclResult_t rc = of(dmacclCommGetAsyncError(C(comm), &a));
   if (rc == ncclSuccess) {
     *asyncError = of(a);
+    /* the sentence for the caller's next ncclGetLastError: the error may have
+     * been found on another thread (a peer rank's, the progress thread), and
+     * NCCL's last error is the process's, not the thread's */
+    if (a != dmacclSuccess) fail(*asyncError, "%s", dmacclCommGetLastError(C(comm)));
   }
   return rc;
 }
@@ -433,11 +437,20 @@ EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t dataty
   return of(dmacclRecv(recvbuff, count, (dmacclDataType_t)datatype, peer, C(comm), stream));
 }
 
+/* The depth of this thread's groups opened through these names: whether
+ * ncclGroupSimulateEnd ends the outermost one (dmaccl's own count also
+ * holds groups opened through dmaccl's names on the thread, which a
+ * program using NCCL's names does not open). */
+static _Thread_local int groupDepth;
+
 EXPORT ncclResult_t ncclGroupStart(void) {
-  return of(dmacclGroupStart());
+  ncclResult_t rc = of(dmacclGroupStart());
+  if (rc == ncclSuccess) groupDepth++;
+  return rc;
 }
 
 EXPORT ncclResult_t ncclGroupEnd(void) {
+  if (groupDepth > 0) groupDepth--;
   return of(dmacclGroupEnd());
 }
 
@@ -445,15 +458,18 @@ EXPORT ncclResult_t ncclGroupEnd(void) {
  * without launching. With no time to estimate it says so (the group's calls
  * are dropped, nothing was issued). */
 EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
-  if (!simInfo) return of(dmacclGroupEnd());
+  if (!simInfo) return ncclGroupEnd();
   if (simInfo->magic != 0x74685283u)
     return fail(ncclInvalidArgument,
                 "ncclGroupSimulateEnd: simInfo's magic is 0x%x, not NCCL's 0x74685283 "
                 "(initialize it with NCCL_SIM_INFO_INITIALIZER); the group is still open",
                 simInfo->magic);
+  int inner = groupDepth > 1;
   dmacclResult_t r = dmacclGroupDrop();
   if (r != dmacclSuccess)
     return fail(of(r), "ncclGroupSimulateEnd: no group is open (call ncclGroupStart first)");
+  if (groupDepth > 0) groupDepth--;
+  if (inner) return ncclSuccess; /* as NCCL: an inner end only closes its level */
   return fail(ncclInvalidUsage,
               "ncclGroupSimulateEnd: not supported by dmaccl's NCCL API (no time model): the "
               "group was ended and its calls dropped, nothing issued");
