@@ -877,6 +877,10 @@ static int testArgs(void) {
   ASSERT_EQ_INT(dmacclSend(b, 4, (dmacclDataType_t)99, 1, s.comm[0], s.st[0]),
                 dmacclInvalidArgument);
   ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: datatype 99");
+  ASSERT_EQ_INT(dmacclSend(b, (size_t)1 << 62, dmacclFloat32, 1, s.comm[0], s.st[0]),
+                dmacclInvalidArgument); /* (a Send's buffer is its count, not times the ranks) */
+  ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]),
+                  "dmacclSend: count 4611686018427387904 of float (4 bytes each) overflows");
   ASSERT_EQ_INT(dmacclSend(NULL, 4, dmacclFloat32, 1, s.comm[0], s.st[0]), dmacclInvalidArgument);
   ASSERT_CONTAINS(dmacclCommGetLastError(s.comm[0]), "dmacclSend: sendbuff is NULL");
   ASSERT_EQ_INT(dmacclRecv(NULL, 4, dmacclFloat32, 1, s.comm[0], s.st[0]), dmacclInvalidArgument);

@@ -182,8 +182,13 @@ dmacclResult_t coreCheckCollArgs(coreOp *op, const char *call) {
   if (ci->vector) {
     if ((rc = checkArrays(op, call, tsize)) != dmacclSuccess) return rc;
   } else {
-    /* count * size * nranks: the largest buffer any uniform form has */
-    if (op->count > (size_t)PTRDIFF_MAX / tsize / (size_t)n)
+    /* count * size * nranks: the largest buffer any uniform form has (a
+     * Send/Recv's is its count alone) */
+    if (op->p2p && op->count > (size_t)PTRDIFF_MAX / tsize)
+      return coreError(comm, dmacclInvalidArgument,
+                       "%s: count %zu of %s (%zu bytes each) overflows the buffer size", call,
+                       op->count, coreTypeName(op->datatype), tsize);
+    if (!op->p2p && op->count > (size_t)PTRDIFF_MAX / tsize / (size_t)n)
       return coreError(comm, dmacclInvalidArgument,
                        "%s: %s %zu of %s (%zu bytes each) times %d ranks overflows the buffer size",
                        call, ci->countArg, op->count, coreTypeName(op->datatype), tsize, n);
