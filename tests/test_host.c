@@ -159,6 +159,20 @@ static int testDeepQueue(void) {
   return 0;
 }
 
+enum { REG_THREADS = 19 };
+typedef struct {
+  dmacclComm_t comm;
+  char *buf;
+  void *h;
+  int rc;
+} regArg;
+
+static void *regThread(void *arg) {
+  regArg *a = arg;
+  a->rc = dmacclCommRegister(a->comm, a->buf, 32, &a->h);
+  return NULL;
+}
+
 /* dmacclCommDeregister takes only what this communicator's dmacclCommRegister
  * returned, as often as it returned it (the host executor's handles are
  * the pointers themselves: any handle was taken before). */
@@ -178,6 +192,21 @@ static int testRegisterHandles(void) {
   /* registered again after: a handle again */
   ASSERT_EQ_INT(dmacclCommRegister(comms[0], buf, sizeof(buf), &h), dmacclSuccess);
   ASSERT_EQ_INT(dmacclCommDeregister(comms[0], h), dmacclSuccess);
+  /* threads registering at once past the list's capacity (8, then 16, ...):
+   * every handle kept once (ASan caught an append past the list before) */
+  static char bufs[REG_THREADS][32];
+  regArg args[REG_THREADS];
+  pthread_t th[REG_THREADS];
+  for (int t = 0; t < REG_THREADS; t++) {
+    args[t] = (regArg){comms[1], bufs[t], NULL, -1};
+    ASSERT_EQ_INT(pthread_create(&th[t], NULL, regThread, &args[t]), 0);
+  }
+  for (int t = 0; t < REG_THREADS; t++) ASSERT_EQ_INT(pthread_join(th[t], NULL), 0);
+  for (int t = 0; t < REG_THREADS; t++) {
+    ASSERT_EQ_INT(args[t].rc, dmacclSuccess);
+    ASSERT_EQ_INT(dmacclCommDeregister(comms[1], args[t].h), dmacclSuccess);
+    ASSERT_EQ_INT(dmacclCommDeregister(comms[1], args[t].h), dmacclInvalidArgument);
+  }
   destroyAll(comms, 2);
   return 0;
 }

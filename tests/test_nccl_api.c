@@ -558,6 +558,27 @@ static int testInitAll(void) {
   ASSERT_EQ_INT(probe.async, ncclInvalidUsage);
   ASSERT_CONTAINS(probe.why, "count");
   for (int r = 0; r < N; r++) dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]); /* reported */
+  /* a refusal of the NCCL names' own (a config that is not NCCL's) fails
+   * the group as dmaccl's refusals do: nothing issued, nothing made */
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0x1234;
+  ncclUniqueId uid;
+  ASSERT_EQ_INT(ncclGetUniqueId(&uid), ncclSuccess);
+  ncclComm_t extra = (ncclComm_t)(uintptr_t)9;
+  for (int r = 0; r < N; r++) memset(out[r], 0xA5, CNT * sizeof(int32_t));
+  ASSERT_EQ_INT(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ_INT(ncclCommInitRankConfig(&extra, 1, uid, 0, &bad), ncclInvalidArgument);
+  for (int r = 0; r < N; r++)
+    ASSERT_EQ_INT(ncclAllReduce(in[r], out[r], CNT, ncclInt32, ncclSum, comms[r], NULL),
+                  ncclSuccess);
+  ASSERT_EQ_INT(ncclGroupEnd(), ncclInvalidArgument);
+  ASSERT_CONTAINS(ncclGetLastError(NULL), "ncclGroupEnd: a call inside the group failed");
+  ASSERT_CONTAINS(ncclGetLastError(NULL), "magic");
+  ASSERT_TRUE(extra == (ncclComm_t)(uintptr_t)9);
+  for (int r = 0; r < N; r++) {
+    ASSERT_EQ_INT(dmacclCommSynchronize((dmacclComm_t)(void *)comms[r]), dmacclSuccess);
+    for (int i = 0; i < CNT; i++) ASSERT_TRUE((uint32_t)out[r][i] == 0xA5A5A5A5u);
+  }
   /* nested: an inner simulated end only closes its level (as NCCL); the
    * outer end issues the calls */
   ASSERT_EQ_INT(ncclGroupStart(), ncclSuccess);

@@ -22,9 +22,14 @@
 // No ENTRY handshake: the staging slot is the library's, and the peer's RS
 // word says its stream has reached the operation before I push into its
 // receive buffer. One process drives both GPUs; each GPU's OPS operations
-// are one CUDA graph with the epoch values baked in, launched REPS times,
-// the words set back to 0 and both GPUs drained between launches (outside
-// the timed span). Every output element is checked (small integers: exact).
+// are one CUDA graph with the epoch values baked in, launched REPS + 1 times
+// (the first a warm-up), both graphs held behind one host word and released
+// together. Between launches (outside the timed span) both GPUs drain, the
+// words go back to 0, every output and the slot are poisoned and every
+// operation's input is filled anew (operation o has buffers of its own, so
+// an operation that read a stale slot or missed a push shows). Every element
+// of every operation's output of the last launch is checked (small
+// integers: exact).
 //
 // build: nvcc -O2 -std=c++17 -arch=sm_90 -o pushtwo pushtwo.cu -lcuda
 // run:   ./pushtwo [MB list, default 8,16,32,64] [K list, default 1,2,3,4]
@@ -56,6 +61,7 @@
 
 enum { REPS = 10, OPS = 10, CTAS = 8, THREADS = 512, MAXK = 8 };
 static int dev[2] = {0, 1};
+static volatile int *gate; // host memory both GPUs read (hold)
 enum { W_RS = 0, W_DONE = 16, W_EXIT = 32, W_COUNT = 48, NWORDS = 64 };
 
 static __device__ __forceinline__ uint32_t loadAcquire(const uint32_t *p) {
@@ -104,16 +110,36 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+// Operation o of a graph reads send[o] and writes recv[o]: every operation's
+// own data, filled anew before each launch, and every output checked.
 struct Gpu {
   cudaStream_t s0, sA, sC;
   cudaEvent_t fork, joinA, joinC, launched, t0, t1;
-  float *send, *recv, *slot;
+  float *send[OPS], *recv[OPS], *slot;
   uint32_t *words;
   cudaGraphExec_t x;
 };
 
-static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
+// The value of element i of rank g's input to operation o of launch r.
+__host__ __device__ static inline float valueOf(size_t i, int g, int o, int r) {
+  return (float)((i * 7 + (size_t)g * 13 + (size_t)o * 31 + (size_t)r * 5) % 1001);
+}
+
+__global__ void fill(float *p, size_t n, int g, int o, int r) {
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    p[i] = valueOf(i, g, o, r);
+}
+
+// Holds a stream until the host writes *gate (both GPUs then start together).
+__global__ void hold(volatile int *gate) {
+  while (*gate == 0) {
+  }
+}
+
+static void op(Gpu *G, int g, size_t N, int K, int o) {
   Gpu &m = G[g], &p = G[1 - g];
+  uint32_t epoch = (uint32_t)(o + 1);
   size_t part = N / 2, nv = part / 16, pieceVec = (nv + K - 1) / K, pb = pieceVec * 16;
   size_t mine = (size_t)g * part, theirs = (size_t)(1 - g) * part;
   CK(cudaEventRecord(m.fork, m.s0));
@@ -121,7 +147,7 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
   CK(cudaStreamWaitEvent(m.sC, m.fork, 0));
   for (int k = 0; k < K; k++) { // lane A: the peer's pieces of my input into its slot
     size_t off = k * pb, n = off + pb < part ? pb : part - off;
-    CK(cudaMemcpyAsync((char *)p.slot + off, (char *)m.send + theirs + off, n, cudaMemcpyDefault,
+    CK(cudaMemcpyAsync((char *)p.slot + off, (char *)m.send[o] + theirs + off, n, cudaMemcpyDefault,
                        m.sA));
     CD(cuStreamWriteValue32((CUstream)m.sA, (CUdeviceptr)(p.words + W_RS + k), epoch, 0));
   }
@@ -136,8 +162,8 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
   cfg.stream = m.s0;
   cfg.attrs = at;
   cfg.numAttrs = 1;
-  CK(cudaLaunchKernelEx(&cfg, reducePieces, (float4 *)((char *)m.recv + mine),
-                        (const float4 *)((char *)m.send + mine), (const float4 *)m.slot, nv,
+  CK(cudaLaunchKernelEx(&cfg, reducePieces, (float4 *)((char *)m.recv[o] + mine),
+                        (const float4 *)((char *)m.send[o] + mine), (const float4 *)m.slot, nv,
                         pieceVec, K, m.words, epoch));
   // Queue safety: lane C's WAITs hold a hardware queue, so they follow what
   // releases them: the kernel's launch (not its end) and lane A's copies
@@ -149,7 +175,7 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
     size_t off = k * pb, n = off + pb < part ? pb : part - off;
     CD(cuStreamWaitValue32((CUstream)m.sC, (CUdeviceptr)(m.words + W_DONE + k), epoch,
                            CU_STREAM_WAIT_VALUE_GEQ));
-    CK(cudaMemcpyAsync((char *)p.recv + mine + off, (char *)m.recv + mine + off, n,
+    CK(cudaMemcpyAsync((char *)p.recv[o] + mine + off, (char *)m.recv[o] + mine + off, n,
                        cudaMemcpyDefault, m.sC));
   }
   CD(cuStreamWriteValue32((CUstream)m.sC, (CUdeviceptr)(p.words + W_EXIT), epoch, 0));
@@ -159,12 +185,19 @@ static void op(Gpu *G, int g, size_t N, int K, uint32_t epoch) {
                          CU_STREAM_WAIT_VALUE_GEQ));
 }
 
-static void drain(Gpu *G) {
+// Between launches (untimed): both GPUs idle, the words 0, every output and
+// the slot poisoned (NaN), every input filled for launch r.
+static void drain(Gpu *G, size_t N, int r) {
   for (int g = 0; g < 2; g++) {
     CK(cudaSetDevice(dev[g]));
-    CK(cudaStreamSynchronize(G[g].s0));
+    CK(cudaDeviceSynchronize());
     CK(cudaMemset(G[g].words, 0, NWORDS * sizeof(uint32_t)));
-    CK(cudaMemset(G[g].recv, 0xff, 1 << 20)); // poison the start of each output
+    CK(cudaMemset(G[g].slot, 0xff, N / 2));
+    for (int o = 0; o < OPS; o++) {
+      CK(cudaMemset(G[g].recv[o], 0xff, N));
+      fill<<<264, 512>>>(G[g].send[o], N / 4, g, o, r);
+      CK(cudaGetLastError());
+    }
     CK(cudaDeviceSynchronize());
   }
 }
@@ -175,20 +208,24 @@ static double run(Gpu *G, size_t N, int K, int *wrong) {
     CK(cudaSetDevice(dev[g]));
     cudaGraph_t gr;
     CK(cudaStreamBeginCapture(G[g].s0, cudaStreamCaptureModeThreadLocal));
-    for (int o = 0; o < OPS; o++) op(G, g, N, K, (uint32_t)(o + 1));
+    for (int o = 0; o < OPS; o++) op(G, g, N, K, o);
     CK(cudaStreamEndCapture(G[g].s0, &gr));
     CK(cudaGraphInstantiate(&G[g].x, gr, 0));
     CK(cudaGraphDestroy(gr));
   }
   std::vector<double> t;
   for (int r = 0; r < REPS + 1; r++) {
-    drain(G);
-    for (int g = 0; g < 2; g++) {
+    drain(G, N, r);
+    *gate = 0;
+    for (int g = 0; g < 2; g++) { // both graphs queued behind the gate, then released together
       CK(cudaSetDevice(dev[g]));
+      hold<<<1, 1, 0, G[g].s0>>>(gate);
+      CK(cudaGetLastError());
       CK(cudaEventRecord(G[g].t0, G[g].s0));
       CK(cudaGraphLaunch(G[g].x, G[g].s0));
       CK(cudaEventRecord(G[g].t1, G[g].s0));
     }
+    *gate = 1;
     float worst = 0;
     for (int g = 0; g < 2; g++) {
       CK(cudaSetDevice(dev[g]));
@@ -199,22 +236,24 @@ static double run(Gpu *G, size_t N, int K, int *wrong) {
     }
     if (r) t.push_back(worst * 1e3 / OPS); // the first launch warms up
   }
-  // every element of both outputs: send0 + send1
+  // every element of every operation's output on both GPUs, from the last
+  // launch (r = REPS): the two ranks' inputs to that operation, summed
   size_t n = N / 4;
-  std::vector<float> a(n), b(n), o(n);
-  CK(cudaSetDevice(dev[0]));
-  CK(cudaMemcpy(a.data(), G[0].send, N, cudaMemcpyDeviceToHost));
-  CK(cudaSetDevice(dev[1]));
-  CK(cudaMemcpy(b.data(), G[1].send, N, cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
   for (int g = 0; g < 2; g++) {
     CK(cudaSetDevice(dev[g]));
-    CK(cudaMemcpy(o.data(), G[g].recv, N, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; i++)
-      if (o[i] != a[i] + b[i]) {
-        if (!*wrong)
-          std::printf("WRONG: GPU %d element %zu: %g, expected %g\n", g, i, o[i], a[i] + b[i]);
-        ++*wrong;
+    for (int o = 0; o < OPS; o++) {
+      CK(cudaMemcpy(out.data(), G[g].recv[o], N, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < n; i++) {
+        float want = valueOf(i, 0, o, REPS) + valueOf(i, 1, o, REPS);
+        if (out[i] != want) {
+          if (!*wrong)
+            std::printf("WRONG: GPU %d operation %d element %zu: %g, expected %g\n", g, o, i,
+                        out[i], want);
+          ++*wrong;
+        }
       }
+    }
     CK(cudaGraphExecDestroy(G[g].x));
   }
   std::sort(t.begin(), t.end());
@@ -245,6 +284,7 @@ int main(int argc, char **argv) {
     std::printf("pushtwo: needs 2 GPUs with peer access (this machine has %d)\n", ngpu);
     return 2;
   }
+  CK(cudaHostAlloc((void **)&gate, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   Gpu G[2];
   for (int g = 0; g < 2; g++) {
     CK(cudaSetDevice(dev[g]));
@@ -258,13 +298,12 @@ int main(int argc, char **argv) {
     CK(cudaEventCreateWithFlags(&G[g].launched, cudaEventDisableTiming));
     CK(cudaEventCreate(&G[g].t0));
     CK(cudaEventCreate(&G[g].t1));
-    CK(cudaMalloc(&G[g].send, maxN));
-    CK(cudaMalloc(&G[g].recv, maxN));
+    for (int o = 0; o < OPS; o++) {
+      CK(cudaMalloc(&G[g].send[o], maxN));
+      CK(cudaMalloc(&G[g].recv[o], maxN));
+    }
     CK(cudaMalloc(&G[g].slot, maxN / 2));
     CK(cudaMalloc(&G[g].words, NWORDS * sizeof(uint32_t)));
-    std::vector<float> h(maxN / 4);
-    for (size_t i = 0; i < h.size(); i++) h[i] = (float)((i * 7 + g * 13) % 1001);
-    CK(cudaMemcpy(G[g].send, h.data(), maxN, cudaMemcpyHostToDevice));
   }
   std::printf("# pushtwo: AllReduce of 2 GPUs, float, pushes only, %d CTAs; CUDA graphs of %d "
               "operations, median of %d launches; time per operation, us\n",

@@ -15,6 +15,7 @@ raises DmacclError with the library's sentence.
 
 import contextlib
 import ctypes
+import functools
 import math
 import os
 import operator
@@ -100,37 +101,46 @@ def _group_state():
     if not hasattr(_tls, "depth"):
         _tls.depth = 0
         _tls.finish = []  # callables run once the outermost group has ended
+        _tls.failed = None  # the first call that raised inside the open group
     return _tls
 
 
 def group_start():
     """dmacclGroupStart: calls until group_end are recorded and issued together."""
     check(lib().dmacclGroupStart())
-    _group_state().depth += 1
+    st = _group_state()
+    if st.depth == 0:
+        st.failed = None
+    st.depth += 1
 
 
 def group_end():
-    """dmacclGroupEnd: issues the group's calls (the outermost end only)."""
+    """dmacclGroupEnd: issues the group's calls (the outermost end only). A
+    call that raised inside the group (a Python check or the library's) fails
+    the group, as in the library and NCCL: none of its calls is issued, and
+    group_end raises DmacclError naming the first failure."""
     st = _group_state()
     if st.depth == 0:
         raise RuntimeError("group_end: no group is open (call group_start first)")
+    if st.depth == 1 and st.failed is not None:
+        failed = st.failed
+        _group_drop()
+        raise DmacclError(getattr(failed, "code", 4),  # dmacclInvalidArgument
+                          f"group_end: a call inside the group failed, so none of its calls "
+                          f"was issued (the first failure: {failed})") from failed
     st.depth -= 1
     rc = lib().dmacclGroupEnd()
     if st.depth == 0:
+        # (a failure while posting leaves the group's other calls issued:
+        # their copies back run all the same)
         finish, st.finish = st.finish, []
-        if rc != 0:  # a call inside failed: the library issued none of them
-            for f in finish:
-                drop = getattr(f, "on_drop", None)
-                if drop is not None:
-                    drop()
-            check(rc)
         errors = []
         for f in finish:
             try:
                 f()
             except DmacclError as e:
                 errors.append(e)
-        if errors:
+        if errors and rc == 0:
             raise errors[0]
     check(rc)
 
@@ -138,25 +148,53 @@ def group_end():
 def _group_drop():
     """dmacclGroupDrop: ends the innermost group issuing nothing; at the
     outermost level every call recorded since group_start is dropped, and
-    the calls' pending host work (copies back from the shared buffer) with
-    them."""
+    the calls' pending host work with them (undone last call first: each
+    gives back the part of the shared buffer it took)."""
     st = _group_state()
     st.depth -= 1
     rc = lib().dmacclGroupDrop()
     if st.depth == 0:
-        finish, st.finish = st.finish, []
-        for f in finish:
+        finish, st.finish, st.failed = st.finish, [], None
+        for f in reversed(finish):
             drop = getattr(f, "on_drop", None)
             if drop is not None:
                 drop()
     check(rc)
 
 
+class _Dropped:
+    """A group's entry with work only if the group is dropped (a send's
+    part of the shared buffer, given back)."""
+
+    def __init__(self, undo):
+        self.on_drop = undo
+
+    def __call__(self):
+        pass
+
+
+def _fails_group(method):
+    """A Communicator call that raises inside a group fails the group."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException as e:
+            st = _group_state()
+            if st.depth > 0 and st.failed is None:
+                st.failed = e
+            raise
+
+    return call
+
+
 class group:
     """Context manager: ``with dmaccl.group(): ...`` is group_start/group_end.
-    An exception that leaves the outermost ``with`` drops the group instead:
-    none of its calls is issued (a call refused inside it leaves nothing
-    half-done behind, such as a send whose receive was refused)."""
+    An exception that leaves the outermost ``with`` drops the group instead,
+    and so does a call that raised inside it (caught or not): none of its
+    calls is issued, so nothing is left half-done, such as a send whose
+    receive was refused."""
 
     def __enter__(self):
         group_start()
@@ -928,31 +966,40 @@ class Communicator:
         # across processes: recv's contents first (blocks the call leaves alone
         # keep them), send aliased into it where the caller's buffers overlap;
         # None: the call has no such buffer (send, recv)
-        rp = sp = None
-        if recv is not None:
-            rp = self._host_take(recv.nbytes, fn)
-            ctypes.memmove(rp, recv.ptr, recv.nbytes)
-        if send is not None and recv is not None and recv.ptr <= send.ptr and \
-                send.ptr + send.nbytes <= recv.ptr + recv.nbytes:
-            sp = rp + (send.ptr - recv.ptr)
-        elif send is not None:
-            sp = self._host_take(send.nbytes, fn)
-            ctypes.memmove(sp, send.ptr, send.nbytes)
-        wp = None
-        if words is not None:  # the words too: the worker stores into the shared buffer
-            wp = self._host_take(words.nbytes, fn)
-            ctypes.memmove(wp, words.ptr, words.nbytes)
+        before = (self._host_used, self._host_pending)
+
+        def undo():  # the call never ran: its part of the shared buffer is free again
+            self._host_used, self._host_pending = before
+
+        rp = sp = wp = None
         try:
+            if recv is not None:
+                rp = self._host_take(recv.nbytes, fn)
+                ctypes.memmove(rp, recv.ptr, recv.nbytes)
+            if send is not None and recv is not None and recv.ptr <= send.ptr and \
+                    send.ptr + send.nbytes <= recv.ptr + recv.nbytes:
+                sp = rp + (send.ptr - recv.ptr)
+            elif send is not None:
+                sp = self._host_take(send.nbytes, fn)
+                ctypes.memmove(sp, send.ptr, send.nbytes)
+            if words is not None:  # the words too: the worker stores into the shared buffer
+                wp = self._host_take(words.nbytes, fn)
+                ctypes.memmove(wp, words.ptr, words.nbytes)
             check(getattr(L, fn)(*((args(sp, rp) if wp is None else args(sp, rp, wp))),
                                  self._comm, None), self._comm)
-        except DmacclError:
-            self._host_release()
+        except BaseException:
+            if _in_group():
+                undo()  # (parts taken after this call's, in the group, are none yet)
+            else:
+                self._host_release()
             raise
         if recv is None:
             # a send: its data was copied out of the caller's buffer, so it
             # need not wait for its receiver; its part of the shared buffer
             # stays taken until the next wait (a receive, synchronize)
             self._host_pending = True
+            if _in_group():
+                self._finish(_Dropped(undo))
             return
 
         def done():
@@ -963,12 +1010,12 @@ class Communicator:
                 if wp is not None:
                     ctypes.memmove(words.ptr, wp, words.nbytes)
             finally:
-                release()
+                self._host_used, self._host_pending = 0, False
 
-        def release():
-            self._host_used, self._host_pending = 0, False
-
-        done.on_drop = release  # a dropped group: nothing ran, nothing to copy back
+        # a dropped group: nothing ran, nothing to copy back, and the part
+        # of the buffer goes back (a send before the group may still read
+        # its own part: the offset returns to where this call found it)
+        done.on_drop = undo
         self._finish(done)
 
     def _finish(self, f):
@@ -1001,6 +1048,14 @@ class Communicator:
     def _host_release(self):
         if not _in_group() and not self._host_pending:
             self._host_used = 0
+
+
+# The calls a group records: one that raises inside a group fails the group.
+for _name in ("all_reduce", "all_gather", "all_gatherv", "reduce_scatter", "reduce_scatterv",
+              "broadcast", "reduce", "gather", "scatter", "all_to_all_single", "send", "recv",
+              "batch_isend_irecv"):
+    setattr(Communicator, _name, _fails_group(getattr(Communicator, _name)))
+del _name
 
 
 def _current_stream(index):

@@ -185,6 +185,27 @@ void coreMemReleaseAll(dmacclComm_t comm) {
   }
 }
 
+/* One more registration of handle on comm (its count, or a new entry): 0, or
+ * -1 out of memory. Under memLock, grown and appended in one hold. */
+static int regAdd(dmacclComm_t comm, void *h) {
+  pthread_mutex_lock(&comm->memLock);
+  int i = 0;
+  while (i < comm->nregs && comm->regs[i].handle != h) i++;
+  if (i == comm->nregs && comm->nregs == comm->capregs) {
+    int cap = comm->capregs ? 2 * comm->capregs : 8;
+    struct coreReg *m = realloc(comm->regs, (size_t)cap * sizeof(*m));
+    if (!m) {
+      pthread_mutex_unlock(&comm->memLock);
+      return -1;
+    }
+    comm->regs = m, comm->capregs = cap;
+  }
+  if (i == comm->nregs) comm->regs[comm->nregs++] = (struct coreReg){h, 0};
+  comm->regs[i].count++;
+  pthread_mutex_unlock(&comm->memLock);
+  return 0;
+}
+
 dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, void **handle) {
   const char *call = "dmacclCommRegister";
   dmacclResult_t rc = coreCheckComm(comm, call);
@@ -199,25 +220,13 @@ dmacclResult_t dmacclCommRegister(dmacclComm_t comm, void *buff, size_t size, vo
                      call, size, comm->nranks);
   rc = comm->exec->checkBuffer(comm, buff, size, call, "buff");
   if (rc != dmacclSuccess) return rc;
-  /* room for the handle first, so that a registration is never left unkept */
-  pthread_mutex_lock(&comm->memLock);
-  if (comm->nregs == comm->capregs) {
-    int cap = comm->capregs ? 2 * comm->capregs : 8;
-    struct coreReg *m = realloc(comm->regs, (size_t)cap * sizeof(*m));
-    if (m) comm->regs = m, comm->capregs = cap;
-  }
-  int room = comm->nregs < comm->capregs;
-  pthread_mutex_unlock(&comm->memLock);
-  if (!room) return coreError(comm, dmacclSystemError, "%s: out of memory", call);
   void *h = NULL;
   rc = comm->exec->registerBuf(comm, buff, size, &h);
   if (rc != dmacclSuccess) return rc;
-  pthread_mutex_lock(&comm->memLock);
-  int i = 0;
-  while (i < comm->nregs && comm->regs[i].handle != h) i++;
-  if (i == comm->nregs) comm->regs[comm->nregs++] = (struct coreReg){h, 0};
-  comm->regs[i].count++;
-  pthread_mutex_unlock(&comm->memLock);
+  if (regAdd(comm, h) != 0) { /* kept nowhere: undone */
+    comm->exec->deregisterBuf(comm, h);
+    return coreError(comm, dmacclSystemError, "%s: out of memory", call);
+  }
   *handle = h;
   return dmacclSuccess;
 }
@@ -242,5 +251,7 @@ dmacclResult_t dmacclCommDeregister(dmacclComm_t comm, void *handle) {
                      "%s: handle %p was not returned by dmacclCommRegister on this communicator "
                      "(or was deregistered as often as it was registered)",
                      call, handle);
-  return comm->exec->deregisterBuf(comm, handle);
+  rc = comm->exec->deregisterBuf(comm, handle);
+  if (rc != dmacclSuccess) regAdd(comm, handle); /* refused: still registered */
+  return rc;
 }

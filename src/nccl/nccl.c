@@ -78,6 +78,17 @@ _Static_assert(offsetof(ncclConfig_t, magic) == 8 && offsetof(ncclConfig_t, bloc
 static _Thread_local char ownError[320];
 static _Thread_local int ownErrorSet;
 
+/* The depth of this thread's groups opened through these names: whether
+ * ncclGroupSimulateEnd ends the outermost one (dmaccl's own count also
+ * holds groups opened through dmaccl's names on the thread, which a
+ * program using NCCL's names does not open). */
+static _Thread_local int groupDepth;
+/* A call this file refused itself inside such a group (dmaccl records its
+ * own refusals): the outermost ncclGroupEnd then drops the group and
+ * returns it, as dmaccl and NCCL do. */
+static _Thread_local ncclResult_t groupFailed;
+static _Thread_local char groupWhy[320];
+
 static ncclResult_t fail(ncclResult_t rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -180,11 +191,20 @@ EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
   return of(dmacclGetUniqueId((dmacclUniqueId *)(void *)uniqueId));
 }
 
+/* rc, the refusal just made (its sentence in ownError), failing the open group. */
+static ncclResult_t refuseInGroup(ncclResult_t rc) {
+  if (groupDepth > 0 && groupFailed == ncclSuccess) {
+    groupFailed = rc;
+    snprintf(groupWhy, sizeof(groupWhy), "%s", ownError);
+  }
+  return rc;
+}
+
 static ncclResult_t initRank(const char *call, ncclComm_t *comm, int nranks, const ncclUniqueId *id,
                              int rank, const ncclConfig_t *config) {
   dmacclConfig_t cfg;
   ncclResult_t rc = configOf(call, config, &cfg);
-  if (rc != ncclSuccess) return rc;
+  if (rc != ncclSuccess) return refuseInGroup(rc);
   dmacclUniqueId did;
   for (size_t i = 0; i < sizeof(did.internal); i++) did.internal[i] = id->internal[i];
   return of(dmacclCommInitRank((dmacclComm_t *)(void *)comm, nranks, did, rank, &cfg));
@@ -203,8 +223,9 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUni
 EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
                                              ncclUniqueId *commIds, ncclConfig_t *config) {
   const char *call = "ncclCommInitRankScalable";
-  if (nId < 1) return fail(ncclInvalidArgument, "%s: nId %d is not at least 1", call, nId);
-  if (!commIds) return fail(ncclInvalidArgument, "%s: commIds is NULL", call);
+  if (nId < 1)
+    return refuseInGroup(fail(ncclInvalidArgument, "%s: nId %d is not at least 1", call, nId));
+  if (!commIds) return refuseInGroup(fail(ncclInvalidArgument, "%s: commIds is NULL", call));
   return initRank(call, newcomm, nranks, &commIds[0], myrank, config);
 }
 
@@ -437,20 +458,22 @@ EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t dataty
   return of(dmacclRecv(recvbuff, count, (dmacclDataType_t)datatype, peer, C(comm), stream));
 }
 
-/* The depth of this thread's groups opened through these names: whether
- * ncclGroupSimulateEnd ends the outermost one (dmaccl's own count also
- * holds groups opened through dmaccl's names on the thread, which a
- * program using NCCL's names does not open). */
-static _Thread_local int groupDepth;
-
 EXPORT ncclResult_t ncclGroupStart(void) {
   ncclResult_t rc = of(dmacclGroupStart());
-  if (rc == ncclSuccess) groupDepth++;
+  if (rc == ncclSuccess && groupDepth++ == 0) groupFailed = ncclSuccess;
   return rc;
 }
 
 EXPORT ncclResult_t ncclGroupEnd(void) {
-  if (groupDepth > 0) groupDepth--;
+  if (groupDepth > 0 && --groupDepth == 0 && groupFailed != ncclSuccess) {
+    ncclResult_t rc = groupFailed;
+    groupFailed = ncclSuccess;
+    dmacclGroupDrop();
+    return fail(rc,
+                "ncclGroupEnd: a call inside the group failed, so none of its calls was issued or "
+                "made (the first failure: %s)",
+                groupWhy);
+  }
   return of(dmacclGroupEnd());
 }
 
@@ -468,7 +491,7 @@ EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
   dmacclResult_t r = dmacclGroupDrop();
   if (r != dmacclSuccess)
     return fail(of(r), "ncclGroupSimulateEnd: no group is open (call ncclGroupStart first)");
-  if (groupDepth > 0) groupDepth--;
+  if (groupDepth > 0 && --groupDepth == 0) groupFailed = ncclSuccess;
   if (inner) return ncclSuccess; /* as NCCL: an inner end only closes its level */
   return fail(ncclInvalidUsage,
               "ncclGroupSimulateEnd: not supported by dmaccl's NCCL API (no time model): the "

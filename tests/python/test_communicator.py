@@ -384,6 +384,50 @@ def test_bad_arguments_leave_everything_usable():
     run_ranks(errors_body, 2)
 
 
+def group_failure_body(uid, rank, n):
+    """A group that fails gives back only its own part of the shared buffer
+    (a send before it, still waiting for its receiver, keeps its bytes), and
+    group_end after a call refused inside the group issues nothing."""
+    import time
+
+    comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host")
+    x = np.arange(12, dtype=np.float32)
+    if rank == 0:
+        comm.send(np.full(12, 7, np.float32), 1)
+        with pytest.raises(RuntimeError, match="boom"):
+            with dmaccl.group():
+                comm.all_reduce(x, poison(np.empty(12, np.float32)))
+                raise RuntimeError("boom")
+        comm.send(np.full(12, 9, np.float32), 1)
+    else:
+        time.sleep(0.5)  # both sends wait for this rank
+        a, b = poison(np.empty(12, np.float32)), poison(np.empty(12, np.float32))
+        comm.recv(a, 0)
+        comm.recv(b, 0)
+        np.testing.assert_array_equal(a, np.full(12, 7, np.float32))
+        np.testing.assert_array_equal(b, np.full(12, 9, np.float32))
+    # group_start/group_end: a refusal caught inside fails the group
+    peer = 1 - rank
+    ro = np.zeros(12, np.float32)
+    ro.flags.writeable = False
+    dmaccl.group_start()
+    comm.send(x + rank, peer)
+    with pytest.raises(ValueError, match="read-only"):
+        comm.recv(ro, peer)
+    with pytest.raises(dmaccl.DmacclError, match="group_end: a call inside the group failed"):
+        dmaccl.group_end()
+    got = poison(np.empty(12, np.float32))
+    with dmaccl.group():
+        comm.send(x * 3 + rank, peer)
+        comm.recv(got, peer)
+    np.testing.assert_array_equal(got, x * 3 + peer)
+    comm.destroy()
+
+
+def test_group_failure():
+    run_ranks(group_failure_body, 2)
+
+
 def split_body(uid, rank, n):
     comm = dmaccl.Communicator(unique_id=uid, rank=rank, world_size=n, executor="host",
                                host_buffer_bytes=1 << 16)
