@@ -156,19 +156,41 @@ class _Dmaccl:
             if t.numel() != numel:
                 raise ValueError(f"{what}: {name}[{r}] has {t.numel()} elements, not {numel}")
 
+    @staticmethod
+    def _dense(t, op=None):
+        """t as the library takes it, as gloo takes any tensor: itself, or a
+        contiguous copy (non-contiguous, channels_last: written back by
+        _back); complex data as its real view where the reduction is
+        elementwise on the parts (SUM, AVG), as torch's all_reduce does."""
+        d = t if t.is_contiguous() else t.contiguous()
+        if op is not None and d.is_complex() and (op == dist.ReduceOp.SUM or op == dist.ReduceOp.AVG):
+            d = torch.view_as_real(d)
+        return d
+
+    @staticmethod
+    def _back(t, d):
+        """The result in d, into t where d is a copy."""
+        if d.data_ptr() != t.data_ptr() or not t.is_contiguous():
+            t.copy_(torch.view_as_complex(d) if t.is_complex() and not d.is_complex() else d)
+
     # --- collectives ------------------------------------------------------------------------------
     def allreduce(self, tensors, opts):
         comms = [self._comm(t) for t in tensors]  # made outside the group
+        dense = [self._dense(t) for t in tensors]
         with group():
-            for c, t in zip(comms, tensors):
-                c.all_reduce(t, t, op=opts.reduceOp)
+            for c, d in zip(comms, dense):
+                c.all_reduce(d, d, op=opts.reduceOp)
+        for t, d in zip(tensors, dense):
+            self._back(t, d)
         return self._work(tensors, tensors[0])
 
     def allreduce_coalesced(self, tensors, opts):
         return self.allreduce(tensors, opts)
 
     def all_gather_single(self, output, input, opts=None):
-        self._comm(input).all_gather(output, input)
+        out = self._dense(output)
+        self._comm(input).all_gather(out, self._dense(input))
+        self._back(output, out)
         return self._work([output], input)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
@@ -189,14 +211,17 @@ class _Dmaccl:
         return self._work(output_tensors, input_tensors[0])
 
     def reduce_scatter_single(self, output, input, opts):
-        self._comm(input).reduce_scatter(output, input, op=opts.reduceOp)
-        return self._work([output], input)
+        return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
         comms = [self._comm(i) for i in inputs]
+        op = opts.reduceOp
+        dense = [(self._dense(o, op), self._dense(i, op)) for o, i in zip(outputs, inputs)]
         with group():
-            for c, o, i in zip(comms, outputs, inputs):
-                c.reduce_scatter(o, i, op=opts.reduceOp)
+            for c, (o, i) in zip(comms, dense):
+                c.reduce_scatter(o, i, op=op)
+        for t, (o, _) in zip(outputs, dense):
+            self._back(t, o)
         return self._work(outputs, inputs[0])
 
     def reduce_scatter(self, output_tensors, input_tensors, opts):
@@ -211,8 +236,12 @@ class _Dmaccl:
         return self._work(output_tensors, output_tensors[0])
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts):
-        self._comm(input).all_to_all_single(output, input, list(output_split_sizes) or None,
+        out, inp = self._dense(output), self._dense(input)
+        if inp.data_ptr() == out.data_ptr():  # in place, as gloo allows: from a copy
+            inp = inp.clone()
+        self._comm(input).all_to_all_single(out, inp, list(output_split_sizes) or None,
                                             list(input_split_sizes) or None)
+        self._back(output, out)
         return self._work([output], input)
 
     def alltoall(self, output_tensors, input_tensors, opts):
@@ -234,16 +263,23 @@ class _Dmaccl:
 
     def broadcast(self, tensors, opts):
         comms = [self._comm(t) for t in tensors]
+        dense = [self._dense(t) for t in tensors]
         with group():
-            for c, t in zip(comms, tensors):
-                c.broadcast(t, opts.rootRank)
+            for c, d in zip(comms, dense):
+                c.broadcast(d, opts.rootRank)
+        for t, d in zip(tensors, dense):
+            self._back(t, d)
         return self._work(tensors, tensors[0])
 
     def reduce(self, tensors, opts):
         comms = [self._comm(t) for t in tensors]
+        dense = [self._dense(t, opts.reduceOp) for t in tensors]
         with group():
-            for c, t in zip(comms, tensors):
-                c.reduce(t, t, opts.rootRank, op=opts.reduceOp)
+            for c, d in zip(comms, dense):
+                c.reduce(d, d, opts.rootRank, op=opts.reduceOp)
+        if self._rank == opts.rootRank:
+            for t, d in zip(tensors, dense):
+                self._back(t, d)
         return self._work(tensors, tensors[0])
 
     def gather(self, output_tensors, input_tensors, opts):
@@ -281,12 +317,14 @@ class _Dmaccl:
 
     def send(self, tensors, dst, tag):
         t = tensors[0]
-        self._comm(t).send(t, dst)
+        self._comm(t).send(self._dense(t), dst)
         return self._work(tensors, t)
 
     def recv(self, tensors, src, tag):
         t = tensors[0]
-        self._comm(t).recv(t, src)
+        d = self._dense(t)
+        self._comm(t).recv(d, src)
+        self._back(t, d)
         return self._work(tensors, t)
 
     def shutdown(self):

@@ -218,6 +218,39 @@ def backend_body(uid, rank, n, port, route):
         for o, k in zip(outs, keep):
             assert torch.equal(o.view(torch.uint8), k.view(torch.uint8)), \
                 "a refused list form wrote its output"
+    # what gloo takes as it is: non-contiguous and channels_last tensors
+    # (moved through a contiguous copy), complex reductions (their real
+    # view), an in-place all_to_all_single (from a copy of the input).
+    # Against references here: gloo's broadcast of a [::2] view wrote a
+    # contiguous prefix of its storage instead.
+    def views(k):  # three layouts of known values k * 1000 + i
+        return [(torch.arange(12.) + k * 1000).reshape(4, 3).t(),
+                (torch.arange(120.) + k * 1000).reshape(2, 3, 4, 5).to(
+                    memory_format=torch.channels_last),
+                (torch.arange(8.) + k * 1000)[::2]]
+    for i in range(3):
+        a = views(rank)[i]
+        dist.all_reduce(a)
+        same(a, sum(views(r)[i] for r in range(n)), f"all_reduce of layout {i}")
+        a = views(rank)[i]
+        dist.broadcast(a, n - 1)
+        same(a, views(n - 1)[i], f"broadcast of layout {i}")
+    c = torch.complex(rand(6), rand(6))
+    d = c.clone()
+    dist.reduce(c, 0)
+    dist.reduce(d, 0, group=gloo)
+    if rank == 0:  # (gloo leaves partial sums in a non-root's tensor; its order of sums
+        torch.testing.assert_close(c, d)  # is not dmaccl's rank order: close, not equal)
+    o, q = torch.zeros(3, dtype=torch.complex64), torch.zeros(3, dtype=torch.complex64)
+    rs = torch.complex(rand(3 * n), rand(3 * n))
+    dist.reduce_scatter_tensor(o, rs)
+    dist.reduce_scatter_tensor(q, rs.clone(), group=gloo)
+    torch.testing.assert_close(o, q)
+    z = rand(4 * n)
+    w = z.clone()
+    dist.all_to_all_single(z, z)
+    dist.all_to_all_single(w, w.clone(), group=gloo)
+    same(z, w, "all_to_all_single in place")
     dist.barrier()
     # point to point: a pipeline with send/recv, then a ring in batch_isend_irecv
     nxt, prv = (rank + 1) % n, (rank - 1) % n
