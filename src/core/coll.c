@@ -7,15 +7,12 @@
 
 /* arrays: the V form's k arrays (NULL for the other forms), read during the
  * call only: packed on the stack. */
-static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const char *const *names,
-                                  int k) {
+static dmacclResult_t issueIn(coreOp *op, const size_t *const *arrays, const char *const *names,
+                              int k) {
   const char *call = op->call ? op->call : planCollOf(op->coll)->call; /* ...Notify: its own */
   op->call = call;
   dmacclResult_t rc = coreEnter(op->comm, call);
-  if (rc != dmacclSuccess) {
-    coreGroupFail(rc);
-    return rc;
-  }
+  if (rc != dmacclSuccess) return rc;
   size_t packed[PLAN_VEC_ARRAYS * CORE_MAX_RANKS];
   rc = arrays ? corePackArrays(op, arrays, names, k, packed) : dmacclSuccess;
   if (rc == dmacclSuccess) rc = coreCheckCollArgs(op, call);
@@ -32,6 +29,13 @@ static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const
       rc = corePost(op);
   }
   coreLeave(op->comm);
+  return rc;
+}
+
+/* Inside a group a refused call fails the group (group.c, coreGroupFail). */
+static dmacclResult_t issueArrays(coreOp *op, const size_t *const *arrays, const char *const *names,
+                                  int k) {
+  dmacclResult_t rc = issueIn(op, arrays, names, k);
   coreGroupFail(rc);
   return rc;
 }

@@ -344,14 +344,11 @@ coreOp coreP2pOp(int send, void *buf, size_t count, dmacclDataType_t datatype, i
                   .peer = peer};
 }
 
-static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
-                          dmacclComm_t comm, cudaStream_t stream) {
+static dmacclResult_t p2pIn(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
+                            dmacclComm_t comm, cudaStream_t stream) {
   const char *call = send ? "dmacclSend" : "dmacclRecv";
   dmacclResult_t rc = coreEnter(comm, call);
-  if (rc != dmacclSuccess) {
-    coreGroupFail(rc);
-    return rc;
-  }
+  if (rc != dmacclSuccess) return rc;
   coreOp op = coreP2pOp(send, buf, count, datatype, peer, comm);
   op.stream = stream;
   op.selfP2p = peer == comm->rank && coreGroupActive();
@@ -362,6 +359,13 @@ static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t da
   else if (rc == dmacclSuccess)
     return coreP2pPost(&op, call); /* leaves comm */
   coreLeave(comm);
+  return rc;
+}
+
+/* Inside a group a refused call fails the group (group.c, coreGroupFail). */
+static dmacclResult_t p2p(int send, void *buf, size_t count, dmacclDataType_t datatype, int peer,
+                          dmacclComm_t comm, cudaStream_t stream) {
+  dmacclResult_t rc = p2pIn(send, buf, count, datatype, peer, comm, stream);
   coreGroupFail(rc);
   return rc;
 }

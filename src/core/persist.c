@@ -227,6 +227,7 @@ static dmacclResult_t startRequest(dmacclRequest_t request, cudaStream_t stream)
   return rc;
 }
 
+/* Inside a group a refused start fails the group (group.c, coreGroupFail). */
 dmacclResult_t dmacclStart(dmacclRequest_t request, cudaStream_t stream) {
   dmacclResult_t rc = startRequest(request, stream);
   coreGroupFail(rc);
