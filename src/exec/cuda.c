@@ -97,7 +97,6 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
     if (s->flags) cudaFree(s->flags);
     if (s->stage) cudaFree(s->stage);
   }
-  if (s->scratch) cudaFree(s->scratch);
   pthread_mutex_destroy(&s->ipcLock);
   cudaLeaveDevice(prev, s->device);
   free(s->lanes);
@@ -106,6 +105,7 @@ static void destroyState(dmacclComm_t comm, cudaState *s) {
   free(s->sigEv);
   free(s->peerStage);
   free(s->stageSlot);
+  free(s->scratchOf);
   free(s->lineSlot);
   free(s->bdst);
   free(s->bsrc);
@@ -147,13 +147,14 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   s->sigEv = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*s->sigEv));
   s->peerStage = calloc((size_t)n, sizeof(*s->peerStage));
   s->stageSlot = calloc((size_t)n, sizeof(*s->stageSlot));
+  s->scratchOf = calloc((size_t)n, sizeof(*s->scratchOf));
   s->lineSlot = calloc((size_t)n, sizeof(*s->lineSlot));
   s->bdst = calloc((size_t)n, sizeof(*s->bdst));
   s->bsrc = calloc((size_t)n, sizeof(*s->bsrc));
   s->bsize = calloc((size_t)n, sizeof(*s->bsize));
   comm->execState = s;
   if (!s->lanes || !s->join || !s->peerFlags || !s->sigEv || !s->peerStage || !s->stageSlot ||
-      !s->lineSlot || !s->bdst || !s->bsrc || !s->bsize) {
+      !s->scratchOf || !s->lineSlot || !s->bdst || !s->bsrc || !s->bsize) {
     rc = coreError(NULL, dmacclSystemError, "%s: out of memory", call);
     goto out;
   }
@@ -201,11 +202,6 @@ static dmacclResult_t createState(dmacclComm_t comm, const char *call) {
   /* The line slots start at 0 (plan.h LINES); peers write them only after
    * every rank's init is through. */
   if (stageBytes) CUDA_TRY(NULL, cudaMemset(s->stage, 0, stageBytes));
-  /* Scratch of the reductions: rank-local, allocated here so that a
-   * reduction captured into a graph never allocates (none in a channel's
-   * set, which only broadcasts). */
-  if (n > 1 && comm->clique->scratchBytes)
-    CUDA_TRY(NULL, cudaMalloc((void **)&s->scratch, comm->clique->scratchBytes));
   uint32_t one = 1;
   CUDA_TRY(NULL, cudaMemcpy(s->flags + FLAG_ONE(n, s->nlanes), &one, sizeof(one),
                             cudaMemcpyHostToDevice));
@@ -1377,7 +1373,11 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
     size_t loff = execLineOffset(comm, sch, op->capture);
     for (int r = 0; r < comm->nranks; r++) s->lineSlot[r] = s->peerStage[r] + loff;
   }
-  execBuffers bb = {b->send,    b->recv,         s->stageSlot, s->scratch,   s->lineSlot,
+  if (execScratchBytes(comm->clique)) { /* every rank's, in its area (exec.h) */
+    size_t soff = execScratchOffset(comm->clique, 1);
+    for (int r = 0; r < comm->nranks; r++) s->scratchOf[r] = s->peerStage[r] + soff;
+  }
+  execBuffers bb = {b->send,    b->recv,         s->stageSlot, s->scratchOf, s->lineSlot,
                     b->arrived, b->arrivedValue, b->scalar,    b->scalarBits};
   int prev = cudaEnterDevice(s->device);
   if (from == 0) {

@@ -115,7 +115,7 @@ typedef struct {
   cudaVmm stageVmm;        /* multi-process: every rank's staging area */
   void **stageSlot;        /* [nranks] scratch: this operation's slot of every rank */
   void **lineSlot;         /* [nranks] scratch: ... and line slot (stagell) */
-  char *scratch;           /* rank-local scratch of the reductions (clique->scratchBytes) */
+  void **scratchOf;        /* [nranks] every rank's scratch buffer, in its area (exec.h) */
   int reduceCtas;          /* DMACCL_REDUCE_CTAS */
   int smCount;             /* the GPU's SMs: the most blocks a stagesm kernel takes */
   uint64_t lastSeq;        /* the last eager operation launched */

@@ -14,7 +14,8 @@ typedef struct {
   const void *const *send; /* [nranks] */
   void *const *recv;       /* [nranks] */
   void *const *stage;      /* [nranks]: this operation's staging slot of every rank */
-  void *scratch;           /* this rank's scratch buffer (reductions) */
+  void *const *scratch;    /* [nranks]: every rank's scratch buffer (reductions; push1 writes
+                              the peers': reduce.c), NULL where the set has none */
   void *const *lines;      /* [nranks]: this operation's line slot of every rank (stagell) */
   uint32_t *arrived;       /* this rank's arrival words (NOTIFY steps), or NULL */
   uint32_t arrivedValue;   /* ... and the value NOTIFY stores */
@@ -22,13 +23,13 @@ typedef struct {
   uint64_t scalarBits;     /* ... and the immediate's bytes (coreOp premulBits) */
 } execBuffers;
 
-/* The address a schedule location names (SCRATCH: always this rank's). */
+/* The address a schedule location names. */
 static inline void *execLocate(const execBuffers *b, planLoc l) {
   const char *base = l.buf == PLAN_BUF_SEND    ? (const char *)b->send[l.rank]
                      : l.buf == PLAN_BUF_RECV  ? (const char *)b->recv[l.rank]
                      : l.buf == PLAN_BUF_STAGE ? (const char *)b->stage[l.rank]
                      : l.buf == PLAN_BUF_LINES ? (const char *)b->lines[l.rank]
-                                               : (const char *)b->scratch;
+                                               : (const char *)b->scratch[l.rank];
   return l.off ? (void *)(base + l.off) : (void *)base; /* a buffer a rank may pass as NULL */
 }
 
@@ -49,14 +50,31 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo);
 /* Every rank's staging area: CORE_STAGE_SLOTS eager slots of stageBytes and
  * as many eager line slots of coreLineBytes, then (CUDA, withGraph) the
  * CORE_GRAPH_STAGE_SLOTS slots of captured operations and their line
- * slots. The line slots must be 0 when the area is made (plan.h LINES). */
+ * slots, then, at a 4 KiB boundary, the rank's scratch buffer of the
+ * reductions (clique->scratchBytes; 0 in a channel's set): in the area so
+ * that peers reach it as they reach the slots (AllReduce's push1 writes its
+ * peers' scratch: reduce.c), and so that a reduction captured into a graph
+ * never allocates. The line slots must be 0 when the area is made (plan.h
+ * LINES). */
 static inline size_t execEagerAreaBytes(const coreClique *c) {
   return (size_t)CORE_STAGE_SLOTS * (c->stageBytes + coreLineBytes(c));
 }
-static inline size_t execAreaBytes(const coreClique *c, int withGraph) {
+/* The slots alone, eager and (withGraph) captured. */
+static inline size_t execSlotsBytes(const coreClique *c, int withGraph) {
   return execEagerAreaBytes(c) +
          (withGraph ? (size_t)CORE_GRAPH_STAGE_SLOTS * (coreGraphStageBytes(c) + coreLineBytes(c))
                     : 0);
+}
+/* Bytes of the scratch buffer (none on one rank) and its offset in the area. */
+static inline size_t execScratchBytes(const coreClique *c) {
+  return c->nranks > 1 ? c->scratchBytes : 0;
+}
+static inline size_t execScratchOffset(const coreClique *c, int withGraph) {
+  return execScratchBytes(c) ? (execSlotsBytes(c, withGraph) + 4095) / 4096 * 4096
+                             : execSlotsBytes(c, withGraph);
+}
+static inline size_t execAreaBytes(const coreClique *c, int withGraph) {
+  return execScratchOffset(c, withGraph) + execScratchBytes(c);
 }
 
 /* Byte offset of a staged schedule's slot in every rank's staging area. */

@@ -34,6 +34,7 @@ typedef struct {
   void **recv;
   void **stage;      /* this operation's staging slot of every rank */
   void **lines;      /* ... and line slot */
+  void **scratch;    /* every rank's scratch buffer (reductions), in its area (exec.h) */
   uint32_t *arrived; /* NOTIFY: the caller's arrival words and value */
   uint32_t arrivedValue;
   const void *scalar; /* a premultiplied sum's (execBuffers) */
@@ -52,9 +53,8 @@ typedef struct {
   _Atomic uint32_t *flags;      /* own, [PLAN_NUM_PHASES][nranks]; NULL when on the board */
   _Atomic uint32_t **peerFlags; /* every rank's flags as seen here */
   char *stage;                  /* own staging slots (one process: malloc) */
-  char *scratch;    /* own scratch buffer (reductions; the worker runs one job at a time) */
-  char **peerStage; /* every rank's staging slots */
-  coreShm stageShm; /* processes: every rank's staging slots */
+  char **peerStage;             /* every rank's staging slots */
+  coreShm stageShm;             /* processes: every rank's staging slots */
   double timeoutSec;
   _Atomic int waitingFor; /* peer the worker waits for, -1 when none (watchdog) */
   /* A job with lines failed (its lines may lie in a slot): the worker runs
@@ -228,7 +228,7 @@ static void idle(double waited) {
  * so a JOIN at index i may pass once next[from] > i. */
 static int runJob(dmacclComm_t comm, hostJob *j, int *stuckPeer, char *why, size_t whylen) {
   const planSchedule *s = &j->sched;
-  const execBuffers b = {j->send,    j->recv,         j->stage,  stateOf(comm)->scratch, j->lines,
+  const execBuffers b = {j->send,    j->recv,         j->stage,  j->scratch,   j->lines,
                          j->arrived, j->arrivedValue, j->scalar, j->scalarBits};
   int nl = s->nlanes;
   int next[CORE_MAX_RANKS];
@@ -342,13 +342,13 @@ static void freeState(dmacclComm_t comm) {
     free(h->jobs[i].recv);
     free(h->jobs[i].stage);
     free(h->jobs[i].lines);
+    free(h->jobs[i].scratch);
   }
   if (comm->clique->mp)
     coreShmRelease(&h->stageShm);
   else
     free(h->stage);
   free(h->peerStage);
-  free(h->scratch);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h->flags);
@@ -378,18 +378,19 @@ static dmacclResult_t createState(dmacclComm_t comm, int withFlags) {
   h->peerStage = calloc((size_t)n, sizeof(*h->peerStage));
   if (withFlags) h->flags = calloc((size_t)PLAN_NUM_PHASES * (size_t)n, sizeof(*h->flags));
   size_t stageBytes = execAreaBytes(comm->clique, 0);
-  if (withFlags && stageBytes) h->stage = calloc(1, stageBytes); /* line slots start at 0 */
-  /* malloc: pages are touched only by the reductions that use them */
-  size_t scratchBytes = comm->clique->scratchBytes; /* 0: a channel's set */
-  if (scratchBytes) h->scratch = malloc(scratchBytes);
+  /* line slots start at 0; the scratch buffer's pages are touched only by
+   * the reductions that use them */
+  if (withFlags && stageBytes) h->stage = calloc(1, stageBytes);
   int bad = !h->peerFlags || !h->peerStage || (withFlags && !h->flags) ||
-            (withFlags && stageBytes && !h->stage) || (scratchBytes && !h->scratch);
+            (withFlags && stageBytes && !h->stage);
   for (int k = 0; k < CORE_BOARD_DEPTH && !bad; k++) {
     h->jobs[k].send = calloc((size_t)n, sizeof(void *));
     h->jobs[k].recv = calloc((size_t)n, sizeof(void *));
     h->jobs[k].stage = calloc((size_t)n, sizeof(void *));
     h->jobs[k].lines = calloc((size_t)n, sizeof(void *));
-    bad |= !h->jobs[k].send || !h->jobs[k].recv || !h->jobs[k].stage || !h->jobs[k].lines;
+    h->jobs[k].scratch = calloc((size_t)n, sizeof(void *));
+    bad |= !h->jobs[k].send || !h->jobs[k].recv || !h->jobs[k].stage || !h->jobs[k].lines ||
+           !h->jobs[k].scratch;
   }
   h->timeoutSec = timeout;
   atomic_init(&h->waitingFor, -1);
@@ -609,6 +610,9 @@ static dmacclResult_t hostLaunch(dmacclComm_t comm, const coreOp *op, const plan
     j->recv[r] = bufs->recv[r];
     j->stage[r] = h->peerStage[r] ? h->peerStage[r] + off : NULL;
     j->lines[r] = h->peerStage[r] ? h->peerStage[r] + loff : NULL;
+    j->scratch[r] = h->peerStage[r] && execScratchBytes(comm->clique)
+                        ? h->peerStage[r] + execScratchOffset(comm->clique, 0)
+                        : NULL;
   }
   j->arrived = bufs->arrived;
   j->arrivedValue = bufs->arrivedValue;

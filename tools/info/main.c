@@ -157,9 +157,9 @@ int main(int argc, char **argv) {
    * ranks or more, the scratch buffer; a channel end has the area of a
    * 2-rank set and no scratch. Flags and the driver's own come on top: 2-4
    * MB measured on H200 (docs/results/line-shares-2xh200/). */
-  size_t area = nranks > 1 ? execAreaBytes(&c, 1) : 0,
+  size_t area = nranks > 1 ? execSlotsBytes(&c, 1) : 0,
          scratch = nranks > 1 ? coreScratchBytesParam() : 0;
-  size_t chEnd = execAreaBytes(&ch, 1);
+  size_t chEnd = execSlotsBytes(&ch, 1); /* a channel's set has no scratch */
   char ab[32], scb[32], cb[32], pb[32];
   printf("\n# device memory per rank (CUDA executor), not counting flags and the driver's\n"
          "  communicator: %s (staging and line slots %s, scratch %s)\n"
