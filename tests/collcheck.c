@@ -1,5 +1,8 @@
 #include "collcheck.h"
 #include "harness.h"
+#include "plan.h"
+
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -16,25 +19,12 @@ const char *const ccAlgos[CC_NALGOS] = {"push1", "pushn", "pushb",   "pull1",   
 
 int ccAlgoTakes(collId coll, const char *algo) {
   /* the row whose selection entry applies (collInfo.select): sendrecv
-   * runs with Broadcast's */
-  coll = (collId)collByName(collTable[coll].select);
-  if (collTable[coll].flags & COLL_REDUCES)
-    return strcmp(algo, "stage") == 0 || strcmp(algo, "pull1") == 0 ||
-           strcmp(algo, "stagesm") == 0 || strcmp(algo, "stagell") == 0 ||
-           (strcmp(algo, "twoshot") == 0 && coll == COLL_ALLREDUCE); /* AllReduce's own */
-  if (strcmp(algo, "twoshot") == 0) return 0;                        /* AllReduce's */
-  if (strcmp(algo, "pairs") == 0) return coll == COLL_ALLTOALLV;     /* AlltoAllv's own */
-  if (strcmp(algo, "stagell") == 0) return 1;                      /* every movement collective's */
-  if (strcmp(algo, "stagesm") == 0) return coll != COLL_ALLTOALLV; /* its layout is built late */
-  if (strcmp(algo, "relay") == 0 || strcmp(algo, "chain") == 0)
-    return coll == COLL_BROADCAST; /* Broadcast's own */
-  if (strcmp(algo, "split") == 0)  /* the rooted collectives' */
-    return coll == COLL_BROADCAST || coll == COLL_GATHER || coll == COLL_SCATTER;
-  if (coll == COLL_ALLTOALLV)
-    return strcmp(algo, "push1") == 0 || strcmp(algo, "pushn") == 0 || strcmp(algo, "pushb") == 0;
-  for (int a = 0; a < CC_NALGOS; a++)
-    if (strcmp(algo, ccAlgos[a]) == 0) return 1;
-  return 0;
+   * runs with Broadcast's; what it takes is its row's in src/plan */
+  const char *sel = collTable[coll].select;
+  planColl pc;
+  planAlgo pa;
+  if (planCollParse(sel, strlen(sel), &pc) || planAlgoParse(algo, strlen(algo), &pa)) return 0;
+  return (planCollOf(pc)->algos & PLAN_ALGO_BIT(pa)) != 0;
 }
 
 void ccAlgoTable(const char *algo, char *buf, size_t len) {

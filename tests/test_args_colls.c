@@ -648,7 +648,7 @@ static int testSendRecvRefused(void) {
  * with a message naming it; nothing is created. */
 static int testAlgorithmRefused(void) {
   const char *bad[][2] = {
-      {"allreduce:push1", "push1"},          {"reducescatter:pullb", "pullb"},
+      {"allreduce:pushb", "pushb"},          {"reducescatter:pullb", "pullb"},
       {"alltoallv:stage", "stage"},          {"alltoallv:pull1", "pull1"},
       {"reducescatterv:stage2d", "stage2d"}, {"reduce:0-1K:stage,1K-inf:pushn", "pushn"},
       {"allreducex:stage", "allreducex"}};

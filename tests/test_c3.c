@@ -224,9 +224,11 @@ static int testLacksAndSelection(void) {
   CHECK(c3ParseContender("pushb", &s, err, sizeof(err)) == 0, "pushb");
   const char *why = c3Lacks(&s, COLL_ALLREDUCE, NULL, buf, sizeof(buf));
   CHECK(why &&
-            !strcmp(why,
-                    "allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
-                    "src/plan), not pushb"),
+            !strcmp(
+                why,
+                "allreduce takes push1, pull1, stage, stagesm, stagell and twoshot (its algorithms "
+                "in "
+                "src/plan), not pushb"),
         "pushb for allreduce: '%s'", why ? why : "(runs it)");
   CHECK(c3Lacks(&s, COLL_ALLGATHER, NULL, buf, sizeof(buf)) == NULL, "pushb runs allgather");
   CHECK(c3ParseContender("stage/DMACCL_X=1", &s, err, sizeof(err)) == 0 &&
@@ -499,13 +501,13 @@ static int testReport(void) {
   CHECK(strstr(buf, "s1: GEMM 64x64x64") && strstr(buf, "<- dmaccl default") &&
             strstr(buf, "pushb"),
         "table and summary text:\n%s", buf);
-  CHECK(
-      strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
-          strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
-          strstr(buf,
-                 "# no pushb row: allreduce takes pull1, stage, stagesm, stagell and twoshot (its "
-                 "algorithms in src/plan), not pushb\n"),
-      "the AllReduce table and why two contenders have no row:\n%s", buf);
+  CHECK(strstr(buf, "s3: GEMM 512x8192x2048 bf16 x10, allreduce 8M x20") &&
+            strstr(buf, "# no nccl-ce row: fake: no reductions on copy engines\n") &&
+            strstr(
+                buf,
+                "# no pushb row: allreduce takes push1, pull1, stage, stagesm, stagell and twoshot "
+                "(its algorithms in src/plan), not pushb\n"),
+        "the AllReduce table and why two contenders have no row:\n%s", buf);
   char *s1 = strstr(buf, "s1: GEMM"), *s3 = strstr(buf, "s3: GEMM");
   CHECK(s1 && s3, "both tables");
   if (s1 && s3) {
@@ -537,11 +539,13 @@ static int testReport(void) {
   if (json == tmp) unlink(tmp);
   CHECK(
       strstr(buf, "\"coll\": \"allreduce\"") && strstr(buf, "\"coll\": \"allgather\"") &&
-          strstr(buf,
-                 "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
-                 "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
-                 "\"allreduce takes pull1, stage, stagesm, stagell and twoshot (its algorithms in "
-                 "src/plan), not pushb\"}]") &&
+          strstr(
+              buf,
+              "\"skipped\": [{\"contender\": \"nccl-ce\", \"why\": \"fake: no "
+              "reductions on copy engines\"}, {\"contender\": \"pushb\", \"why\": "
+              "\"allreduce takes push1, pull1, stage, stagesm, stagell and twoshot (its algorithms "
+              "in "
+              "src/plan), not pushb\"}]") &&
           strstr(buf, "\"skipped\": []"),
       "JSON names the collective and the skipped contenders:\n%s", buf);
   return 0;
@@ -606,15 +610,16 @@ static int testTrafficCases(void) {
    * blocks read from my send buffer, 2 written into my receive buffer. */
   trafficCase("alltoall push1 4M/2", COLL_ALLTOALL, 4 * M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
               4 * M, 4 * M, 2, 1);
-  /* AllReduce pull1 16M on 2, T = 8M per rank in 2M pieces (32M scratch):
+  /* AllReduce pull1 16M on 2, T = 8M per rank in thirds (32M scratch;
+   * one process per GPU, as dmaccl-c3 runs, and not in list order: the
+   * one kernel of reduce.c's buildPieced):
    *   read:  the peer pulls my T (8M) + REDUCE reads 2 x 8M + the peer
    *          pulls my reduced T (8M) = 32M
    *   write: the pulled T into scratch (8M) + REDUCE's output (8M) + the
    *          peer's reduced T into my receive buffer (8M) = 24M
-   *   copies: 4 pulls (lanes A, B) + 4 pulls of the peer's result in groups
-   *          of 2M (lane C, 4 on one lane). */
+   *   copies: 3 pulls (lane A) + 3 pulls of the peer's result (lane C). */
   trafficCase("allreduce pull1 16M/2", COLL_ALLREDUCE, 16 * M, 2, PLAN_ALGO_PULL1, PLAN_ALGO_PULL1,
-              32 * M, 24 * M, 8, 4);
+              32 * M, 24 * M, 6, 3);
   /* AllReduce stage 1M on 2 (one shot): my whole buffer into the peer's
    * slot (read 1M here, write 1M there), REDUCE of 2 x 1M into 1M. */
   trafficCase("allreduce stage 1M/2", COLL_ALLREDUCE, M, 2, PLAN_ALGO_STAGE, PLAN_ALGO_STAGE, 3 * M,
@@ -627,6 +632,13 @@ static int testTrafficCases(void) {
   /* ReduceScatter pull1 128M on 2 (64M per rank): the peer pulls my 64M,
    * REDUCE reads 2 x 64M; writes scratch 64M + result 64M. 4 pieces of 16M
    * (scratch 32M / 2 halves / 1 peer = 16M cap, 64M / 4 = 16M wanted). */
+  /* AllReduce push1 8M/2 (bf16), two pieces of each 4M half: every GPU
+   * reads its half twice by copy (out to the peer's scratch, its result
+   * out to the peer's receive buffer) and 8M in the kernel; it is written
+   * 4M by each of the peer's pushes and 4M by its kernel: pull1's traffic,
+   * in four copies (two a lane). */
+  trafficCase("allreduce push1 8M/2", COLL_ALLREDUCE, 8 * M, 2, PLAN_ALGO_PUSH1, PLAN_ALGO_PUSH1,
+              16 * M, 12 * M, 4, 2);
   trafficCase("reducescatter pull1 128M/2", COLL_REDUCESCATTER, 128 * M, 2, PLAN_ALGO_PULL1,
               PLAN_ALGO_PULL1, 192 * M, 128 * M, 4, 2);
   /* Broadcast push1 from root 0, 2 ranks, 4M: the root reads its buffer
@@ -647,8 +659,8 @@ static int testTrafficCases(void) {
         "broadcast pull1 4M/2: the receiver issues the peer copy");
   /* Refusals. */
   c3Scenario ar = scen(COLL_ALLREDUCE, M);
-  CHECK(c3Traffic(&ar, 2, PLAN_ALGO_PUSH1, &t, err, sizeof(err)) == -1 && strstr(err, "push1"),
-        "allreduce push1 refused ('%s')", err);
+  CHECK(c3Traffic(&ar, 2, PLAN_ALGO_PUSHB, &t, err, sizeof(err)) == -1 && strstr(err, "pushb"),
+        "allreduce pushb refused ('%s')", err);
   CHECK(c3Traffic(&ar, C3_TRAFFIC_MAX_RANKS + 1, PLAN_ALGO_PULL1, &t, err, sizeof(err)) == -1,
         "too many ranks refused");
   /* GEMM: 64 x 6144 x 4096 bf16. */
@@ -771,7 +783,8 @@ static int testTrafficTable(void) {
   CHECK(strstr(buf, "push1    push1        4.00      4.00      8.00   2.00") &&
             strstr(buf, "pull1    pull1        4.00      4.00      8.00   2.00") &&
             strstr(buf, "pull1    pull1       32.00     24.00     56.00   3.50") &&
-            strstr(buf, "# no nccl rows") && strstr(buf, "# no push1 rows for allreduce") &&
+            strstr(buf, "push1    push1       32.00     24.00     56.00   3.50") &&
+            strstr(buf, "# no nccl rows") && !strstr(buf, "# no push1 rows") &&
             strstr(buf, "not measured") && strstr(buf, " yes "),
         "table:\n%s", buf);
   /* auto under a contender's DMACCL_CTA_POLICY or DMACCL_ALGO: the table

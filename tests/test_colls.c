@@ -486,6 +486,54 @@ static int testAlgorithms(void) {
   return bad ? 1 : 0;
 }
 
+/* AllReduce's push1 at the sizes where it pushes in pieces (the library's
+ * pieces are 1 MB or more): 2-4 ranks, 3 MB (one piece of each part on 4
+ * ranks, two on 2), 24 MB (two pieces) and 56 MB (three on 2 ranks; on 3
+ * and 4 the pieces overflow the 32 MB scratch buffer and it runs as pull1),
+ * in and out of place, float and bf16, sum, max and the premultiplied
+ * sum; in a group of two on 2 ranks (two operations' pushes into the same
+ * scratch buffers, one after the other). */
+static int testPushAllReduce(void) {
+  const size_t counts[] = {(3u << 20) / 4 + 5, (24u << 20) / 4 + 3, (56u << 20) / 4 + 1};
+  const dmacclRedOp_t ops[] = {dmacclSum, dmacclMax, COLL_PREMULSUM};
+  int bad = 0;
+  uint64_t seed = 91000;
+  for (int n = 2; n <= 4; n++) {
+    dmacclComm_t comms[CC_MAXR];
+    ASSERT_EQ_INT(openComms(comms, n, "push1"), 0);
+    for (size_t k = 0; k < 3; k++)
+      for (int ip = 0; ip <= 1; ip++) {
+        ccCase cs = {.coll = COLL_ALLREDUCE,
+                     .type = (k + (size_t)ip) % 2 ? dmacclBfloat16 : dmacclFloat32,
+                     .op = ops[(k + (size_t)ip + (size_t)n) % 3],
+                     .count = counts[k],
+                     .inPlace = ip,
+                     .seed = seed++};
+        int rc = runCases(comms, n, "push1", &cs, 1);
+        if (rc < 0) return 1;
+        bad += rc;
+      }
+    if (n == 2) {
+      ccCase two[2] = {{.coll = COLL_ALLREDUCE,
+                        .type = dmacclFloat32,
+                        .op = dmacclSum,
+                        .count = counts[1],
+                        .seed = seed++},
+                       {.coll = COLL_ALLREDUCE,
+                        .type = dmacclFloat32,
+                        .op = dmacclSum,
+                        .count = counts[0],
+                        .inPlace = 1,
+                        .seed = seed++}};
+      int rc = runCases(comms, n, "push1", two, 2);
+      if (rc < 0) return 1;
+      bad += rc;
+    }
+    closeComms(comms, n, 0);
+  }
+  return bad ? 1 : 0;
+}
+
 /* Layouts the header allows that random ones rarely make. */
 static int testLayouts(void) {
   enum { N = 3 };
@@ -555,6 +603,7 @@ int main(int argc, char **argv) {
   RUN_IF(testMatrix);
   RUN_IF(testMixedGroup);
   RUN_IF(testAlgorithms);
+  RUN_IF(testPushAllReduce);
   RUN_IF(testLayouts);
   RUN_IF(testAlltoallvSharedSendBlock);
   TEST_EXIT();

@@ -355,9 +355,13 @@ static int waitBounded(cudaStream_t st, double sec) {
  *     peer, no copy reads it): runs as chosen;
  *   - Reduce 2 MB (the table's pull1, which pulls): runs as stage, whose
  *     copies write the root's staging slot (copy nodes asserted);
- *   - AllReduce 6 MB of pull1 named by the config, and 32 MB of the table's
- *     pull1 (no stage fits its 8 MB slot): refused with a sentence, nothing
- *     captured or written, the communicators usable (eager calls after). */
+ *   - AllReduce 32 MB (the table's pull1; no stage fits its 8 MB slot):
+ *     runs as push1, whose copies write the peer;
+ *   - AllReduce 6 MB of pull1 named by the config, and 128 MB of the
+ *     table's pull1 (no stage fits, and push1's pieces do not fit the 32 MB
+ *     scratch buffer, so it runs as pull1): refused with a sentence,
+ *     nothing captured or written, the communicators usable (eager calls
+ *     after). */
 static int testGraphApart(void) {
   if (ngpu < 2) {
     printf("  needs 2 GPUs (ranks of their own)\n");
@@ -379,8 +383,9 @@ static int testGraphApart(void) {
     int copies;         /* runs with copy nodes */
   } cases[] = {{0, "auto", (size_t)6 << 18, NULL, 0},
                {1, "auto", (size_t)2 << 18, NULL, 1},
+               {0, "auto", (size_t)8 << 20, NULL, 1},
                {0, "pull1", (size_t)6 << 18, "chosen by the config", 0},
-               {0, "auto", (size_t)8 << 20, "no algorithm that writes its peers fits", 0}};
+               {0, "auto", (size_t)32 << 20, "no algorithm that writes its peers fits", 0}};
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     size_t count = cases[c].count, bytes = count * 4;
     int red = cases[c].reduce;

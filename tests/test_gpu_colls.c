@@ -5,7 +5,9 @@
  * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
  * selection (Broadcast from 4 MB on 3 ranks or more: chain) and with the
  * direct algorithms forced (Broadcast: relay), and captured into one
- * CUDA graph then replayed twice on new data; random inputs, poisoned
+ * CUDA graph then replayed twice on new data; AllReduce also with push1
+ * forced, eager and in the graph (where ranks share a GPU it runs as
+ * pull1: only 2 GPUs or more run its pushes); random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
  * AllGather and AllGatherV run as their ...Notify calls: eager, a consumer
  * stream per rank waits for each block's arrival word (a stream memory wait)
@@ -61,7 +63,8 @@ typedef struct {
   long long lo[MAXN], delta[MAXN];
 } caseT;
 
-static dmacclComm_t hostComms[MAXN], gpuComms[2][MAXN];
+/* the CUDA executor's: built-in selection, the direct forms, AllReduce's push1 */
+static dmacclComm_t hostComms[MAXN], gpuComms[3][MAXN];
 static cudaStream_t streams[MAXN], consumers[MAXN];
 static int ngpu;
 
@@ -394,8 +397,11 @@ static int runCase(caseT *c, uint64_t seed) {
     place(c, r, db[r], &s[r], &d[r]);
   }
   /* Eager, built-in selection (k=0) and the direct forms forced (k=1;
-   * premultiplied sums with immediate scalars there). */
-  for (int k = 0; k < 2 && !rc; k++) {
+   * premultiplied sums with immediate scalars there); AllReduce also push1
+   * (k=2; pull1 where a GPU is shared), eager and in the graph. */
+  int push = c->coll == PLAN_COLL_ALLREDUCE, ks = push ? 3 : 2;
+  static const char *const what[] = {"eager", "eager, direct forms", "eager, push1"};
+  for (int k = 0; k < ks && !rc; k++) {
     premulImmediate = k == 1;
     if ((rc = setPremul(c, 0)) || (rc = runHost(c, hb, seed + (uint64_t)k)) ||
         (rc = upload(c, db, seed + (uint64_t)k)))
@@ -412,12 +418,14 @@ static int runCase(caseT *c, uint64_t seed) {
       CK(cudaStreamSynchronize(streams[r]));
       DK(dmacclCommSynchronize(gpuComms[k][r]));
     }
-    rc = compare(c, hb, db, k ? "eager, direct forms" : "eager");
+    rc = compare(c, hb, db, what[k]);
     if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db, words);
-    if (!rc && notify) rc = arrivalWords(c, words, 1, k ? "eager, direct forms" : "eager");
+    if (!rc && notify) rc = arrivalWords(c, words, 1, what[k]);
   }
-  /* One graph for every rank: streams forked from rank 0's capture. */
-  if (!rc) {
+  /* One graph for every rank: streams forked from rank 0's capture (the
+   * built-in selection's; AllReduce push1's too). */
+  for (int gk = 0; gk <= push && !rc; gk++) {
+    dmacclComm_t *gc = gpuComms[gk ? 2 : 0];
     cudaGraph_t g;
     cudaGraphExec_t ge;
     cudaEvent_t fork, join[MAXN];
@@ -439,9 +447,9 @@ static int runCase(caseT *c, uint64_t seed) {
     }
     premulImmediate = 0; /* the replays change the scalar in device memory */
     DK(dmacclGroupStart());
-    for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gpuComms[0][r], streams[r]));
+    for (int r = 0; r < n; r++) DK(issue(c, r, s[r], d[r], gc[r], streams[r]));
     DK(dmacclGroupEnd());
-    if (notify && (rc = consume(c, words, db, d, chk, gpuComms[0])) != 0) return rc;
+    if (notify && (rc = consume(c, words, db, d, chk, gc)) != 0) return rc;
     for (int r = 0; r < n && notify; r++) {
       CK(cudaSetDevice(r % ngpu));
       CK(cudaEventRecord(cjoin[r], consumers[r]));
@@ -467,7 +475,7 @@ static int runCase(caseT *c, uint64_t seed) {
       CK(cudaGraphLaunch(ge, streams[0]));
       if (notify && (rc = finishOrRelease(c, streams[0], 0, words, "graph replay")) != 0) break;
       CK(cudaStreamSynchronize(streams[0]));
-      rc = compare(c, hb, db, "graph replay");
+      rc = compare(c, hb, db, gk ? "graph replay, push1" : "graph replay");
       if (!rc && notify) rc = compareBlocks(c, hb, chk, d, db, words);
       if (!rc && notify) rc = arrivalWords(c, words, 1, "graph replay");
     }
@@ -654,6 +662,8 @@ int main(int argc, char **argv) {
     DK(dmacclCommInitAll(gpuComms[0], n, devs, &gc));
     gc.algorithm = direct;
     DK(dmacclCommInitAll(gpuComms[1], n, devs, &gc));
+    gc.algorithm = "allreduce:push1";
+    DK(dmacclCommInitAll(gpuComms[2], n, devs, &gc));
     for (int r = 0; r < n; r++) {
       CK(cudaSetDevice(devs[r]));
       CK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
@@ -688,6 +698,7 @@ int main(int argc, char **argv) {
       dmacclCommDestroy(hostComms[r]);
       dmacclCommDestroy(gpuComms[0][r]);
       dmacclCommDestroy(gpuComms[1][r]);
+      dmacclCommDestroy(gpuComms[2][r]);
       cudaStreamDestroy(streams[r]);
       cudaStreamDestroy(consumers[r]);
       cudaSetDevice(devs[r]);

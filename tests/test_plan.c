@@ -1298,7 +1298,7 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
    : (loc).buf == PLAN_BUF_RECV  ? m.recv[(loc).rank] + (loc).off                                  \
    : (loc).buf == PLAN_BUF_STAGE ? m.stage[(loc).rank] + (loc).off                                 \
    : (loc).buf == PLAN_BUF_LINES ? m.lines[(loc).rank] + (loc).off                                 \
-                                 : m.scratch[r] + (loc).off)
+                                 : m.scratch[(loc).rank] + (loc).off)
     if (st->kind == PLAN_STEP_SIGNAL) {
       flags[st->peer][st->phase][r] = 1;
     } else if (st->kind == PLAN_STEP_NOTIFY) {
@@ -1333,9 +1333,18 @@ static int replayColl(planColl coll, int n, size_t count, int root, int inPlace,
         rc = 1;
       }
       if (dst != src) memcpy(dst, src, st->bytes);
-    } else if (st->kind == PLAN_STEP_JOIN && st->inKernel && st->phase >= PLAN_PHASE_PIECE) {
-      /* piece k of the REDUCE in pieces after it may be reduced from now on */
-      int R = next[r][l];
+    } else if ((st->kind == PLAN_STEP_JOIN || st->kind == PLAN_STEP_WAIT) && st->inKernel &&
+               st->phase >= PLAN_PHASE_PIECE) {
+      /* piece k of the REDUCE in pieces after it may be reduced from now on
+       * (push1: once the last of the piece's WAITs passed) */
+      int R = next[r][l], more = R + 1;
+      while (more < s[r].nsteps && s[r].steps[more].lane != l) more++;
+      if (st->kind == PLAN_STEP_WAIT && more < s[r].nsteps &&
+          s[r].steps[more].kind == PLAN_STEP_WAIT && s[r].steps[more].inKernel &&
+          s[r].steps[more].phase == st->phase) {
+        next[r][l] = more;
+        continue;
+      }
       while (R < s[r].nsteps && (s[r].steps[R].lane != l || s[r].steps[R].kind != PLAN_STEP_REDUCE))
         R++;
       if (R == s[r].nsteps || !s[r].steps[R].pieceBytes || (pieceRed[r] >= 0 && pieceRed[r] != R) ||
@@ -2673,7 +2682,8 @@ static int testPullsAcross(void) {
               ASSERT_EQ_INT(got, want);
               if (got == 1) ASSERT_TRUE(sep[w2 * n + f2] && w2 != f2);
               for (size_t k = 0; k < sizeof(pushes) / sizeof(pushes[0]); k++)
-                if (pushes[k] == (planAlgo)a && want)
+                if (pushes[k] == (planAlgo)a && want &&
+                    s.algo == (planAlgo)a) /* not run as pull1 */
                   TEST_FAIL("%s %s n=%d %s: a push algorithm copies from rank %d on rank %d",
                             planCollName((planColl)coll), planAlgoName((planAlgo)a), n,
                             inPlace ? "in place" : "out of place", f, w);
@@ -2704,7 +2714,8 @@ static int testPullsAcross(void) {
     size_t bytes;
     int pulls, alt;
   } gpu[] = {{PLAN_COLL_REDUCE, PLAN_ALGO_PULL1, (size_t)2 << 20, 1, PLAN_ALGO_STAGE},
-             {PLAN_COLL_ALLREDUCE, PLAN_ALGO_PULL1, (size_t)32 << 20, 1, -1},
+             {PLAN_COLL_ALLREDUCE, PLAN_ALGO_PULL1, (size_t)32 << 20, 1, PLAN_ALGO_PUSH1},
+             {PLAN_COLL_ALLREDUCE, PLAN_ALGO_PULL1, (size_t)128 << 20, 1, -1},
              {PLAN_COLL_ALLREDUCE, PLAN_ALGO_TWOSHOT, (size_t)6 << 20, 0, -1}};
   for (size_t k = 0; k < sizeof(gpu) / sizeof(gpu[0]); k++) {
     makeVec(gpu[k].coll, 2, 0, &rnd, &v);
@@ -3656,12 +3667,138 @@ static int testPiecedAllReduce(void) {
   return 0;
 }
 
+/*
+ * push1's AllReduce (reduce.c buildPush): every COPY writes a peer from the
+ * rank's own buffers; the kernel polls the peers' PIECE+k words itself
+ * (inKernel WAITs, the same peers every piece) and signals its own lane C
+ * after each piece (an inKernel SIGNAL to the rank itself), which WAITs for
+ * it and pushes the piece of the result. Two pieces a target up to 12
+ * smallest pieces, three above. 2-4 ranks, targets of different sizes;
+ * simulated queues in list order and round by round never deadlock, nor
+ * do random dependency orders (a graph launch). Where a rank shares its
+ * GPU (kernelSignals 0) or the pieces do not fit the scratch buffer, push1
+ * runs as pull1. Controls: lane C's JOIN from lane A taken out (rule 2
+ * refuses it, and a dependency order deadlocks); a lane's WAIT for its own
+ * word that no kernel writes, and a rank's kernel polling its own word.
+ */
+static int testPushAllReduce(void) {
+  char why[256];
+  uint32_t seed = 11;
+  static vecStore v;
+  planSchedule s[4], *ops[4];
+  memset(s, 0, sizeof(s));
+  for (int n = 2; n <= 4; n++)
+    for (int big = 0; big < 2; big++) {
+      size_t count = (size_t)n * (big ? 31000 : 9000) + 5, min = 1024;
+      makeVec(PLAN_COLL_ALLREDUCE, n, count, &seed, &v);
+      for (int r = 0; r < n; r++) {
+        planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, r, n, count, 0, 0, &v, (size_t)1 << 20);
+        a.pieceMin = min;
+        a.kernelSignals = 1;
+        a.listOrder = big;
+        ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PUSH1, &s[r]), 0);
+        ASSERT_EQ_INT((int)s[r].algo, PLAN_ALGO_PUSH1);
+        ops[r] = &s[r];
+        size_t T = planCollOf(PLAN_COLL_ALLREDUCE)->target(&a, r, 0).bytes;
+        int K = 0, polls = 0, selfSigs = 0, selfWaits = 0, pushes = 0;
+        for (int i = 0; i < s[r].nsteps; i++) {
+          const planStep *st = &s[r].steps[i];
+          if (st->kind == PLAN_STEP_COPY) {
+            ASSERT_TRUE(st->src.rank == r && st->dst.rank != r);
+            pushes++;
+          }
+          if (st->kind == PLAN_STEP_REDUCE) {
+            ASSERT_TRUE(st->pieceBytes && st->bytes == T);
+            K = (int)((st->bytes + st->pieceBytes - 1) / st->pieceBytes);
+          }
+          if (st->kind == PLAN_STEP_WAIT && st->inKernel) {
+            ASSERT_TRUE(st->peer != r && st->lane == 0 && st->phase >= PLAN_PHASE_PIECE);
+            polls++;
+          }
+          selfSigs += st->kind == PLAN_STEP_SIGNAL && st->peer == r;
+          if (st->kind == PLAN_STEP_WAIT && st->peer == r) {
+            ASSERT_TRUE(st->lane == 3 && !st->inKernel);
+            selfWaits++;
+          }
+        }
+        /* two pieces up to 12 smallest pieces of target, three above */
+        ASSERT_EQ_INT(K, T <= 24 * min ? 2 : 3);
+        ASSERT_EQ_INT(polls, K * (n - 1));
+        ASSERT_TRUE(selfSigs == K && selfWaits == K);
+        ASSERT_TRUE(pushes >= 2 * K * (n - 1) - (n - 1));
+      }
+      ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+      for (uint32_t sd = 1; sd <= 20; sd++) {
+        ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
+        ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u), 0);
+      }
+      ASSERT_EQ_INT(topoDeadlocks(ops, n), 0);
+      if (n == 3 && big) {
+        /* a kernel polling its own word, and lane C's WAIT for a word no
+         * kernel writes (its SIGNAL moved to lane A) */
+        int w = 0, c = 0;
+        while (!(s[0].steps[w].kind == PLAN_STEP_WAIT && s[0].steps[w].inKernel)) w++;
+        int keep = s[0].steps[w].peer;
+        s[0].steps[w].peer = 0;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+        printf("  control, the kernel polls its own word: %s\n", why);
+        s[0].steps[w].peer = keep;
+        while (!(s[0].steps[c].kind == PLAN_STEP_SIGNAL && s[0].steps[c].peer == 0)) c++;
+        s[0].steps[c].inKernel = 0;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "with peer 0");
+        printf("  control, a rank signals itself outside a kernel: %s\n", why);
+        s[0].steps[c].inKernel = 1;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+        /* lane C's JOIN from lane A taken out (every rank) */
+        for (int r = 0; r < n; r++) {
+          int j = 0;
+          while (!(s[r].steps[j].kind == PLAN_STEP_JOIN && s[r].steps[j].lane == 3 &&
+                   s[r].steps[j].from == 1))
+            j++;
+          memmove(&s[r].steps[j], &s[r].steps[j + 1],
+                  (size_t)(s[r].nsteps - j - 1) * sizeof(planStep));
+          s[r].nsteps--;
+        }
+        if (refusedAndDeadlocks(s, ops, n, "is not ordered after the SIGNAL",
+                                "push1 without lane C's JOIN from lane A"))
+          return 1;
+      }
+    }
+  /* byte for byte, in and out of place, both piece counts, tiny counts
+   * (targets of nothing on some ranks) */
+  long launchedBefore = launchedBuilt;
+  for (int n = 2; n <= 3; n++)
+    for (uint32_t sd = 0; sd < 12; sd++) {
+      size_t cnt = sd >= 10 ? 7 + sd : (size_t)(sd & 4 ? 60000 : 9000) * (size_t)n + 7 * sd;
+      makeVec(PLAN_COLL_ALLREDUCE, n, cnt, &seed, &v);
+      ASSERT_EQ_INT(replayColl(PLAN_COLL_ALLREDUCE, n, cnt, 0, (int)(sd & 1), PLAN_ALGO_PUSH1, &v,
+                               (size_t)1 << 20, sd & 2 ? 4096 : 1024,
+                               32u | ((sd >> 3 & 1) << 6) | (sd << 7)),
+                    0);
+    }
+  ASSERT_TRUE(launchedBuilt > launchedBefore);
+  /* as pull1 where a rank shares its GPU, or the pieces do not fit */
+  for (int k = 0; k < 2; k++) {
+    makeVec(PLAN_COLL_ALLREDUCE, 2, 600000, &seed, &v);
+    planArgs a = anyArgs(PLAN_COLL_ALLREDUCE, 0, 2, 600000, 0, 0, &v,
+                         k ? (size_t)1 << 18 : (size_t)1 << 20); /* 300 KB targets */
+    a.pieceMin = 1024;
+    a.kernelSignals = k;
+    ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PUSH1, &s[0]), 0);
+    ASSERT_EQ_INT((int)s[0].algo, PLAN_ALGO_PULL1);
+  }
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
   RUN(testPiecedReduce);
   RUN(testPiecedThirds);
   RUN(testPiecedAllReduce);
+  RUN(testPushAllReduce);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testAlltoallvForms);

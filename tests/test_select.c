@@ -81,8 +81,9 @@ static int testMalformed(void) {
     const char *in, *msg;
   } bad[] = {
       {"allgather", "needs the form"},
-      {"allreduce:push1",
-       "allreduce does not take algorithm 'push1' (it takes: pull1 stage stagesm stagell twoshot)"},
+      {"allreduce:pushb",
+       "allreduce does not take algorithm 'pushb' (it takes: push1 pull1 stage stagesm stagell "
+       "twoshot)"},
       {"sendrecv:push1", "unknown collective 'sendrecv'"},
       {"alltoallv:stage", "alltoallv does not take algorithm 'stage'"},
       {"allgather:push2", "unknown algorithm 'push2'"},

@@ -940,14 +940,14 @@ static int launchJoined(const planSchedule *sch, int i, int j) {
 }
 
 /* A REDUCE in pieces (plan.h pieceBytes), steps[i]: one kernel that polls
- * the own word of piece k (written by its polled JOIN's lane) before piece
- * k, and after it writes the PIECE+k words of the peers that the inKernel
- * SIGNALs after the REDUCE name (the same peers for every piece: pull1's
- * AllReduce). Those SIGNALs are written while the kernel runs; the WAITs
- * that need them are ordered by list order or by a JOIN marked launched
- * (plan.h, rule 2; planCheck), and for such a JOIN the launch records
- * s->launched (s->launchedAt: this REDUCE). Returns the index after those
- * SIGNALs. */
+ * the own word of piece k (written by its polled JOIN's lane; pull1) or
+ * the PIECE+k words of the peers its inKernel WAITs name (push1) before
+ * piece k, and after it writes the PIECE+k words of the ranks that the
+ * inKernel SIGNALs after the REDUCE name (the same ranks for every piece:
+ * pull1's AllReduce its peers, push1 the rank itself, for its lane C). Those SIGNALs are written
+ * while the kernel runs; the WAITs that need them are ordered by list order or by a JOIN marked
+ * launched (plan.h, rule 2; planCheck), and for such a JOIN the launch records s->launched
+ * (s->launchedAt: this REDUCE). Returns the index after those SIGNALs. */
 static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const execBuffers *b,
                         cudaStream_t lane, uint32_t epoch, int graph, int gslot,
                         dmacclResult_t *rcOut) {
@@ -961,6 +961,27 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   w.pieceFlags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_PIECE, me, gslot)
                                    : FLAG_EAGER(n, PLAN_PHASE_PIECE, me));
   w.pieceStride = n; /* the words of phases PIECE+k, k = 0, 1, ... */
+  /* push1: the peers' words of piece 0 that the WAITs before it name (the
+   * same peers every piece: planCheck) */
+  int polled = 0;
+  for (int k = i - 1; k >= 0; k--) {
+    const planStep *q = &sch->steps[k];
+    if (q->lane != st->lane) continue;
+    if (q->kind != PLAN_STEP_WAIT || !q->inKernel || q->phase < PLAN_PHASE_PIECE) break;
+    if (q->phase != PLAN_PHASE_PIECE) continue;
+    if (colocated(comm, q->peer) || q->peer >= 256) {
+      *rcOut = coreError(comm, dmacclInternalError,
+                         "the kernel of a REDUCE in pieces cannot poll rank %d's words (it shares "
+                         "this GPU)",
+                         q->peer);
+      return i + 1;
+    }
+    w.pieceMask[q->peer / 64] |= 1ull << (q->peer % 64);
+    polled = 1;
+  }
+  if (polled)
+    w.pieceFlags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_PIECE, 0, gslot)
+                                     : FLAG_EAGER(n, PLAN_PHASE_PIECE, 0));
   w.value = graph ? 1 : epoch;
   w.reset = graph;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
@@ -1004,7 +1025,11 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
   const planStep *st = &sch->steps[i];
   cudaStream_t lane = streams[st->lane];
   int j = i;
-  if (st->inKernel && st->kind != PLAN_STEP_JOIN) {
+  if (st->kind == PLAN_STEP_WAIT && st->inKernel && st->phase >= PLAN_PHASE_PIECE) {
+    /* push1: the kernel of the REDUCE in pieces after it polls the peer's
+     * word itself (launchPieced) */
+    j = i + 1;
+  } else if (st->inKernel && st->kind != PLAN_STEP_JOIN) {
     j = issueKernelRun(comm, sch, i, b, lane, epoch, graph, gslot, &rc);
   } else if (st->kind == PLAN_STEP_JOIN && st->inKernel) {
     /* Polled by the kernel: lane `from` writes this rank's own DATA word

@@ -494,18 +494,27 @@ static __device__ void signalPiece(const execReduceWait &w, int k) {
   }
 }
 
-/* Pieces (execReduceWait.pieces): piece k once its word has reached the
- * value. Thread 0 polls, the barrier then orders the block's reads of the
- * piece after the copy its word follows (as waitFlags does). */
+/* Whether rank q's word is polled (execReduceWait.pieceMask). */
+static __device__ __forceinline__ bool pieceRank(const execReduceWait &w, unsigned q) {
+  return q < 256 && (w.pieceMask[q / 64] >> (q % 64) & 1);
+}
+
+/* Pieces (execReduceWait.pieces): piece k once its word (pieceMask: each
+ * rank's word) has reached the value. Thread 0 polls its word, or thread q
+ * rank q's; the barrier then orders the block's reads of the piece after
+ * the copies the words follow (as waitFlags does). */
 template <int T, int OP>
 __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int vec,
                              const execReduceWait &w, typename Ty<T>::A scale) {
+  bool masked = w.pieceMask[0] | w.pieceMask[1] | w.pieceMask[2] | w.pieceMask[3];
   for (int k = 0; k < w.pieces; k++) {
     size_t lo = (size_t)k * w.pieceCount,
            hi = lo + w.pieceCount < count ? lo + w.pieceCount : count;
-    if (threadIdx.x == 0)
-      while ((int32_t)(loadAcquire(&w.pieceFlags[(size_t)k * w.pieceStride]) - w.value) < 0) {
+    if (masked ? pieceRank(w, threadIdx.x) : threadIdx.x == 0) {
+      const uint32_t *word = &w.pieceFlags[(size_t)k * w.pieceStride + (masked ? threadIdx.x : 0)];
+      while ((int32_t)(loadAcquire(word) - w.value) < 0) {
       }
+    }
     __syncthreads();
     if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec, scale);
     if (w.npieceSignals) signalPiece(w, k);
@@ -515,7 +524,9 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
     if (threadIdx.x == 0) {
       unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(w.count, 1u);
       if (seen == gridDim.x - 1) {
-        for (int k = 0; k < w.pieces; k++) w.pieceFlags[(size_t)k * w.pieceStride] = 0;
+        for (int k = 0; k < w.pieces; k++)
+          for (unsigned q = 0; q < (masked ? 256u : 1u); q++)
+            if (!masked || pieceRank(w, q)) w.pieceFlags[(size_t)k * w.pieceStride + q] = 0;
         if (gridDim.x > 1) *w.count = 0;
       }
     }

@@ -83,17 +83,20 @@ typedef struct {
    * elements [k*pieceCount, (k+1)*pieceCount) of every source and the
    * destination once word pieceFlags[k*pieceStride] has reached `value`,
    * k = 0..pieces-1, in order (each block polls for itself: no block waits
-   * for another); with `reset` the last block to finish sets the words back
-   * to 0 (`count` counts the blocks). Then, with npieceSignals, the last
-   * block done with piece k (pieceCounts[k], 0 between launches, counts
-   * them; a system fence after each block's stores) writes `signalValue`
-   * into pieceSignals[m][k*pieceStride] for every m: the peers' PIECE+k
-   * words (AllReduce: they pull the piece from here). No moves, signals,
-   * flags, lines or takes with it. */
+   * for another; pieceMask: the words of several ranks); with `reset` the last block to finish sets
+   * the words back to 0 (`count` counts the blocks). Then, with npieceSignals, the last block done
+   * with piece k (pieceCounts[k], 0 between launches, counts them; a system fence after each
+   * block's stores) writes `signalValue` into pieceSignals[m][k*pieceStride] for every m: the
+   * peers' PIECE+k words (AllReduce: they pull the piece from here). No moves, signals, flags,
+   * lines or takes with it. */
   int pieces;
   size_t pieceCount;
   uint32_t *pieceFlags;
   int pieceStride;
+  /* push1 (the peers' signals gate the pieces): with a bit set, the kernel
+   * polls word pieceFlags[k*pieceStride + q] of every rank q in the mask
+   * before piece k (and resets them all), instead of the one word above. */
+  unsigned long long pieceMask[4];
   int npieceSignals;
   uint32_t *pieceSignals[EXEC_REDUCE_MAX_MOVES];
   unsigned *pieceCounts;

@@ -1,6 +1,7 @@
 /*
  * planCheck: the queue-safety rules of plan.h, checked on the schedules of
- * one operation (every rank's), and that every step that reads or writes a
+ * one operation (every rank's; a rank's own PIECE words, which push1's
+ * kernel writes for its lane C, pair as a peer's would), and that every step that reads or writes a
  * peer's buffers follows a WAIT for that peer and precedes the EXIT to it.
  *
  * Ancestry within a rank ("step a comes before step b in its lane and JOIN
@@ -96,8 +97,12 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       break;
     }
     maxRound = st->round;
+    /* A rank signals itself only from a kernel, after its REDUCE in pieces
+     * (push1: piece k of its result is reduced), for a WAIT of a lane. */
+    int self = st->peer == r && (st->kind == PLAN_STEP_SIGNAL ? after[i] >= 0 : !st->inKernel) &&
+               st->phase >= PLAN_PHASE_PIECE;
     if ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
-        (st->peer < 0 || st->peer >= n || st->peer == r ||
+        (st->peer < 0 || st->peer >= n || (st->peer == r && !self) ||
          (unsigned)st->phase >= PLAN_NUM_PHASES)) {
       rc = fail(err, errlen, "rank %d step %d: %s with peer %d, phase %d", r, i, kindName(st->kind),
                 st->peer, (int)st->phase);
@@ -219,13 +224,16 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       continue;
     }
     int join = W->kind == PLAN_STEP_JOIN;
+    /* a WAIT of PIECE+k that the kernel of a REDUCE in pieces polls before
+     * piece k (push1; checked with the REDUCE below) */
+    int pieceWait = W->kind == PLAN_STEP_WAIT && W->phase >= PLAN_PHASE_PIECE;
     int next = w + 1;
-    while (join && next < s->nsteps && s->steps[next].lane != W->lane) next++;
+    while ((join || pieceWait) && next < s->nsteps && s->steps[next].lane != W->lane) next++;
     const planStep *N = next < s->nsteps ? &s->steps[next] : NULL;
     moves += W->kind == PLAN_STEP_COPY;
     sigs += W->kind == PLAN_STEP_SIGNAL;
-    int sync = W->kind == PLAN_STEP_SIGNAL || W->kind == PLAN_STEP_WAIT;
-    int kindOk = join || W->kind == PLAN_STEP_COPY ||
+    int sync = (W->kind == PLAN_STEP_SIGNAL || W->kind == PLAN_STEP_WAIT) && !pieceWait;
+    int kindOk = join || pieceWait || W->kind == PLAN_STEP_COPY ||
                  (sync && (W->phase == PLAN_PHASE_DATA || W->phase == PLAN_PHASE_EXIT) &&
                   (phase < 0 || phase == (int)W->phase));
     if (sync && phase < 0) phase = (int)W->phase;
@@ -269,23 +277,39 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     }
   }
   /* A REDUCE in pieces (plan.h pieceBytes): its lane's steps just before it
-   * are one polled JOIN per piece, of phases PIECE+0, PIECE+1, ... */
+   * are, per piece k = 0, 1, ... in order, one polled JOIN of phase
+   * PIECE+k, or (push1) inKernel WAITs of PIECE+k for the same peers in
+   * the same order every piece; one form for all pieces. */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *R = &s->steps[i];
     if (R->kind != PLAN_STEP_REDUCE || !R->pieceBytes) continue;
     size_t K = (R->bytes + R->pieceBytes - 1) / R->pieceBytes;
-    int k = (int)K, ok = K >= 1 && K <= PLAN_PIECE_GROUPS && R->pieceBytes % 256 == 0;
-    for (int j = i - 1; j >= 0 && ok && k > 0; j--) {
+    int ok = K >= 1 && K <= PLAN_PIECE_GROUPS && R->pieceBytes % 256 == 0;
+    int j = i - 1, m = 0; /* m: the steps before R on its lane that gate pieces */
+    for (; j >= 0; j--) {
       const planStep *J = &s->steps[j];
       if (J->lane != R->lane) continue;
-      ok = J->kind == PLAN_STEP_JOIN && J->inKernel && (int)J->phase == PLAN_PHASE_PIECE + k - 1;
-      k--;
+      if (!J->inKernel || !(J->kind == PLAN_STEP_JOIN || J->kind == PLAN_STEP_WAIT) ||
+          J->phase < PLAN_PHASE_PIECE)
+        break;
+      m++;
     }
-    if (!ok || k)
+    int per = m && K ? m / (int)K : 0; /* steps per piece */
+    const planStep *G[PLAN_PIECE_GROUPS * PLAN_SM_MAX_PEERS];
+    ok = ok && per >= 1 && (size_t)m == K * (size_t)per && m <= (int)(sizeof(G) / sizeof(*G));
+    for (int t = 0, at = j + 1; ok && t < m; at++)
+      if (s->steps[at].lane == R->lane) G[t++] = &s->steps[at];
+    for (int t = 0; t < m && ok; t++) {
+      ok = (int)G[t]->phase == PLAN_PHASE_PIECE + t / per && G[t]->kind == G[0]->kind &&
+           (G[t]->kind == PLAN_STEP_JOIN ? per == 1
+                                         : G[t]->peer == G[t % per]->peer && G[t]->peer != r);
+      for (int q = 0; q < t && t < per && ok; q++) ok = G[q]->peer != G[t]->peer;
+    }
+    if (!ok)
       rc = fail(err, errlen,
                 "rank %d step %d: a REDUCE in pieces of %zu bytes is not preceded on lane %d by "
-                "one polled JOIN per piece (phases PIECE+0..%zu, at most %d pieces of 256-byte "
-                "multiples)",
+                "one polled JOIN per piece, or by WAITs it polls for the same peers each piece "
+                "(phases PIECE+0..%zu, at most %d pieces of 256-byte multiples)",
                 r, i, R->pieceBytes, R->lane, K ? K - 1 : 0, PLAN_PIECE_GROUPS);
   }
   /* EXIT to peer p ("I am done with your buffers") follows every step of
@@ -494,8 +518,7 @@ int planCheck(const planSchedule *s, int n, char *err, size_t errlen) {
   /* Rule 1 and pairing: SIGNAL(a -> b, ph) matches WAIT(b <- a, ph), once. */
   for (int a = 0; a < n; a++)
     for (int b = 0; b < n; b++) {
-      if (a == b) continue;
-      for (int ph = 0; ph < PLAN_NUM_PHASES; ph++) {
+      for (int ph = a == b ? PLAN_PHASE_PIECE : 0; ph < PLAN_NUM_PHASES; ph++) {
         int si = findSync(&s[a], PLAN_STEP_SIGNAL, b, ph);
         int wi = findSync(&s[b], PLAN_STEP_WAIT, a, ph);
         if (si == -2 || wi == -2)

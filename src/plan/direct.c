@@ -218,9 +218,11 @@ int planBuild(const planArgs *args, planAlgo algo, planSchedule *s) {
     return -1;
   if (args->notify && args->coll != PLAN_COLL_ALLGATHER && args->coll != PLAN_COLL_ALLGATHERV)
     return -1;
-  int rc = planIsStaged(algo)                ? planBuildStaged(args, algo, s)
-           : algo == PLAN_ALGO_RELAY         ? planBuildRelay(args, s)
-           : algo == PLAN_ALGO_CHAIN         ? planBuildChain(args, s)
+  int rc = planIsStaged(algo)        ? planBuildStaged(args, algo, s)
+           : algo == PLAN_ALGO_RELAY ? planBuildRelay(args, s)
+           : algo == PLAN_ALGO_CHAIN ? planBuildChain(args, s)
+           : planCollOf(args->coll)->reduces && algo == PLAN_ALGO_PUSH1
+               ? planBuildReducePush(args, s)
            : planCollOf(args->coll)->reduces ? planBuildReduce(args, s)
                                              : planBuildDirect(args, algo, s);
   return rc || !args->notify ? rc : planAddArrivals(s, args);

@@ -85,7 +85,11 @@ typedef enum {
 } planColl;
 
 /* Algorithms. Direction (push: write into peers; pull: read from peers) times
- * issue form (one lane; one lane per peer; one batch command on one lane). */
+ * issue form (one lane; one lane per peer; one batch command on one lane).
+ * The reductions: pull1 pulls the peers' parts into scratch and reduces
+ * (reduce.c); AllReduce's push1 pushes instead, every copy a write into a
+ * peer (reduce.c, buildPush), and runs as pull1 where a rank shares its GPU
+ * (planArgs.kernelSignals) or the pieces do not fit the scratch buffer. */
 typedef enum {
   PLAN_ALGO_PUSH1 = 0,
   PLAN_ALGO_PUSHN = 1,
@@ -164,8 +168,9 @@ typedef enum {
   PLAN_STEP_NOTIFY = 5
 } planStepKind;
 /* STAGE: the rank's library-owned staging slot of this operation (staged.c),
- * which peers write. SCRATCH: the rank's library-owned scratch buffer, which
- * only the rank itself touches (reduce.c). LINES: the rank's library-owned
+ * which peers write. SCRATCH: the rank's library-owned scratch buffer of the
+ * reductions (reduce.c), which pull1's copies write on the rank itself and
+ * push1's AllReduce writes from the peers. LINES: the rank's library-owned
  * line slot of this operation (stagell), which peers write in lines of 16
  * bytes: 8 bytes of data in 32-bit words 0 and 2, PLAN_LINE_FLAG in words 1
  * and 3. A COPY into LINES writes `bytes` data bytes as lines (the last one
@@ -256,16 +261,21 @@ typedef struct {
   int launched; /* 1: wait for the launch of lane `from`'s REDUCE, not its end (above) */
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
-  /* REDUCE: 0, or the bytes of each piece it may be done in (pull1,
-   * reduce.c): the JOINs before it on its lane are inKernel, of phases
-   * PIECE+0, PIECE+1, ... in order, one per piece, and piece k (bytes
-   * [k*pieceBytes, (k+1)*pieceBytes) of the destination and of every source)
-   * may be reduced once JOIN k's lane reached it. SIGNALs of phase PIECE+k
-   * marked inKernel right after it in the list, on its lane, in order of k,
-   * are written by the kernel once piece k is reduced (the WAITs that need
-   * them: rule 2 above). The CUDA executor launches one kernel that polls
-   * each piece's word before the piece and signals after it; other
-   * executors run the JOINs as JOINs, the REDUCE whole, then the SIGNALs. */
+  /* REDUCE: 0, or the bytes of each piece it may be done in (pull1 and
+   * push1, reduce.c): the steps before it on its lane are inKernel, of
+   * phases PIECE+0, PIECE+1, ... in order: one JOIN per piece (pull1), or
+   * WAITs for the same peers in the same order each piece (push1), and
+   * piece k (bytes [k*pieceBytes, (k+1)*pieceBytes) of the destination and
+   * of every source) may be reduced once JOIN k's lane reached it, or the
+   * peers' signals of PIECE+k came. SIGNALs of phase PIECE+k marked
+   * inKernel right after it in the list, on its lane, in order of k, are
+   * written by the kernel once piece k is reduced (the WAITs that need
+   * them: rule 2 above); such a SIGNAL may name the rank itself (push1: its
+   * lane C WAITs for it; a rank's own PIECE words pair as a peer's do, and
+   * nothing else signals or waits for itself). The CUDA executor launches
+   * one kernel that polls each piece's words before the piece and signals
+   * after it; other executors run the JOINs and WAITs as such, the REDUCE
+   * whole, then the SIGNALs. */
   size_t pieceBytes;
   /* 1 when the REDUCE that follows the step on its lane does it itself, in
    * its kernel: a WAIT or JOIN it polls (a peer's signal, or for a JOIN a

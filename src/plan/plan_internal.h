@@ -54,6 +54,8 @@ int planBuildStaged(const planArgs *args, planAlgo algo, planSchedule *s);
  * every position is aligned). */
 size_t planStagePosition(const planArgs *a, planAlgo algo, int t);
 int planBuildReduce(const planArgs *args, planSchedule *s);
+/* push1's AllReduce (reduce.c), or pull1's where it cannot run. */
+int planBuildReducePush(const planArgs *args, planSchedule *s);
 int planBuildRelay(const planArgs *args, planSchedule *s);
 int planBuildChain(const planArgs *args, planSchedule *s);
 

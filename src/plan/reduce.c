@@ -265,6 +265,145 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
   return rc;
 }
 
+/*
+ * push1, AllReduce (docs/results/pushtwo-2xh200/): every copy a push, so
+ * that a GPU's copy engine writes into its peers (340-390 GB/s on 2x H200)
+ * instead of reading them (200-280). Rank r, target T (its part of the
+ * result), each peer p's target T_p, every target in K pieces (pushPieces):
+ *
+ *   round 0  lane 0: SIGNAL ENTRY to every peer (something moves either way)
+ *   round 1  lane 0: WAIT ENTRY from them (the peer's stream reached the
+ *            operation: its scratch buffer and its receive buffer are free)
+ *            lane A: per piece k, per peer p: push piece k of T_p from my
+ *              send buffer into p's scratch buffer (my region there, as
+ *              buildPieced lays a peer's pieces out), SIGNAL PIECE+k to p
+ *   round 2  lane 0: one kernel (a REDUCE in pieces) that polls every
+ *            peer's PIECE+k word itself (inKernel WAITs) before piece k,
+ *            reduces mine and the pushed pieces into my receive buffer, and
+ *            after piece k writes my own PIECE+k word (an inKernel SIGNAL to
+ *            myself: "piece k of my result is reduced")
+ *   round 3  lane C, after the kernel's launch and lane A's copies (a JOIN
+ *            marked launched: no queue can then hold the kernel or what it
+ *            waits for behind lane C's WAITs): per piece, WAIT my own
+ *            PIECE+k, push that piece of my result into every peer's
+ *            receive buffer; then SIGNAL EXIT to every peer
+ *   round 4  lane 0: JOIN A and C, WAIT EXIT from every peer
+ *
+ * In place, a peer writes its piece k of T_p into my buffer only after its
+ * kernel reduced that piece, which followed my push of it out of the same
+ * bytes. A kernel polls its peers' words, so the form needs every peer off
+ * this GPU (planArgs.kernelSignals), at most PLAN_SM_MAX_PEERS peers, and
+ * every rank's pieces in the scratch buffer at once; elsewhere push1 runs
+ * as pull1 (the same verdict on every rank: the scratch size is the set's
+ * and every target is known to all).
+ */
+/* The pieces of a target of `total` bytes under push1: two while the
+ * target is at most 12 x the smallest piece (an AllReduce of 24 MB on 2
+ * ranks), three above: the probe's best on 2x H200 (two from 8 to 48 MB,
+ * two or three at 64; more pieces add an engine's gap between copies each:
+ * docs/results/pushtwo-2xh200/). At least the smallest piece, 256-byte
+ * multiples. */
+static size_t pushPiece(const planArgs *a, size_t total) {
+  size_t K = total <= 24 * planPieceMin(a) ? 2 : 3;
+  size_t P = ((total + K - 1) / K + PLAN_PIECE_ALIGN - 1) / PLAN_PIECE_ALIGN * PLAN_PIECE_ALIGN;
+  return P < planPieceMin(a) ? planPieceMin(a) : P;
+}
+
+/* Whether push1 takes a (AllReduce; see above); the same on every rank. */
+static int pushFits(const planArgs *a) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  if (!ci->shareResult || !a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS)
+    return 0;
+  for (int t = 0; t < a->nranks; t++) {
+    size_t Tt = ci->target(a, t, 0).bytes;
+    if (Tt && !fitsAt(a, Tt, pushPiece(a, Tt))) return 0;
+  }
+  return 1;
+}
+
+static int buildPush(const planArgs *a, planSchedule *s) {
+  const planCollInfo *ci = planCollOf(a->coll);
+  int n = a->nranks, r = a->rank, rc = 0, toAny = 0, Kmax = 0;
+  planBlock T = ci->target(a, r, 0);
+  size_t P = T.bytes ? pushPiece(a, T.bytes) : 0, K = T.bytes ? (T.bytes + P - 1) / P : 0;
+  planLoc *src = malloc((size_t)n * sizeof(*src));
+  if (!src) return -1;
+  for (int d = 1; d < n; d++) {
+    size_t Tp = ci->target(a, (r + d) % n, 0).bytes;
+    int Kp = Tp ? (int)((Tp + pushPiece(a, Tp) - 1) / pushPiece(a, Tp)) : 0;
+    if (Kp > Kmax) Kmax = Kp;
+    toAny |= Tp != 0;
+  }
+  /* peer p exchanges with me when either of us has a part */
+#define MEETS(p) (T.bytes || ci->target(a, (p), 0).bytes)
+  s->round = 0;
+  for (int d = 1; d < n && !rc; d++)
+    if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  s->round = 1;
+  for (int d = 1; d < n && !rc; d++)
+    if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_ENTRY);
+  if (!rc && toAny) rc = planAddJoin(s, LANE_A, 0);
+  /* my pushes: piece k of every peer's part into its scratch buffer, at my
+   * index among its peers (buildPieced's layout, from the peer's side) */
+  for (int k = 0; k < Kmax && !rc; k++)
+    for (int d = 1; d < n && !rc; d++) {
+      int p = (r + d) % n;
+      planBlock Tp = ci->target(a, p, 0);
+      size_t Pp = Tp.bytes ? pushPiece(a, Tp.bytes) : 0, off = (size_t)k * Pp;
+      if (off >= Tp.bytes) continue;
+      size_t Kp = (Tp.bytes + Pp - 1) / Pp, len = Tp.bytes - off < Pp ? Tp.bytes - off : Pp;
+      size_t at = ((size_t)(r < p ? r : r - 1) * Kp + (size_t)k) * Pp;
+      rc = planAddCopy(s, LANE_A, (planLoc){r, PLAN_BUF_SEND, Tp.srcOff + off},
+                       (planLoc){p, PLAN_BUF_SCRATCH, at}, len, 1);
+      if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, LANE_A, p, (planPhase)(PLAN_PHASE_PIECE + k));
+    }
+  /* the kernel: polls the peers' words of piece k, reduces it, tells lane C */
+  s->round = 2;
+  for (size_t k = 0; k < K && !rc; k++)
+    for (int d = 1; d < n && !rc; d++)
+      if (!(rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n,
+                             (planPhase)(PLAN_PHASE_PIECE + (int)k))))
+        s->steps[s->nsteps - 1].inKernel = 1;
+  for (int i = 0; i < n && !rc && T.bytes; i++)
+    src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, T.srcOff}
+                    : (planLoc){r, PLAN_BUF_SCRATCH, (size_t)(i < r ? i : i - 1) * K * P};
+  if (!rc && T.bytes) {
+    rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff}, T.bytes);
+    if (!rc) s->steps[s->nsteps - 1].pieceBytes = P;
+  }
+  for (size_t k = 0; k < K && !rc; k++)
+    if (!(rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, r, (planPhase)(PLAN_PHASE_PIECE + (int)k))))
+      s->steps[s->nsteps - 1].inKernel = 1;
+  /* lane C: my result's pieces into every peer's receive buffer */
+  s->round = 3;
+  if (!rc && T.bytes) rc = planAddLaunchJoin(s, LANE_C, 0);
+  if (!rc && T.bytes && toAny) rc = planAddJoin(s, LANE_C, LANE_A);
+  for (size_t k = 0; k < K && !rc; k++) {
+    size_t off = k * P, len = T.bytes - off < P ? T.bytes - off : P;
+    rc = planAddSync(s, PLAN_STEP_WAIT, LANE_C, r, (planPhase)(PLAN_PHASE_PIECE + (int)k));
+    for (int d = 1; d < n && !rc; d++)
+      rc = planAddCopy(s, LANE_C, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off},
+                       (planLoc){(r + d) % n, PLAN_BUF_RECV, T.dstOff + off}, len, 1);
+  }
+  int x = T.bytes ? LANE_C : LANE_A;
+  for (int d = 1; d < n && !rc; d++)
+    if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_SIGNAL, x, (r + d) % n, PLAN_PHASE_EXIT);
+  s->round = 4;
+  if (!rc && toAny) rc = planAddJoin(s, 0, LANE_A);
+  if (!rc && T.bytes) rc = planAddJoin(s, 0, LANE_C);
+  for (int d = 1; d < n && !rc; d++)
+    if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
+#undef MEETS
+  free(src);
+  return rc;
+}
+
+int planBuildReducePush(const planArgs *a, planSchedule *s) {
+  if (!pushFits(a)) return planBuildReduce(a, s);
+  planScheduleReset(s, a, PLAN_ALGO_PUSH1);
+  return buildPush(a, s);
+}
+
 int planBuildReduce(const planArgs *a, planSchedule *s) {
   const planCollInfo *ci = planCollOf(a->coll);
   int n = a->nranks, r = a->rank, rc = 0;

@@ -247,6 +247,7 @@ const char *planCollName(planColl c) {
 
 planAlgo planFallbackAlgo(planColl c) {
   unsigned m = planCollOf(c)->algos;
+  if (planCollOf(c)->reduces) return PLAN_ALGO_PULL1; /* every reduction's direct form */
   for (int a = 0; a < PLAN_NUM_ALGOS; a++)
     if ((m & PLAN_ALGO_BIT(a)) && !planIsStaged((planAlgo)a)) return (planAlgo)a;
   return PLAN_ALGO_PUSH1;

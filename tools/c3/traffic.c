@@ -38,6 +38,7 @@ int c3PlanArgs(const c3Scenario *s, int nranks, int rank, planArgs *out) {
                     .root = 0,
                     .inPlace = 0,
                     .vec = NULL,
+                    .kernelSignals = 1, /* one process per GPU: no GPU shared */
                     .scratchBytes = C3_SCRATCH_BYTES,
                     .stageSlots = 2,
                     .stageIndex = 1,
