@@ -486,13 +486,14 @@ static int testAlgorithms(void) {
   return bad ? 1 : 0;
 }
 
-/* AllReduce's push1 at the sizes where it pushes in pieces (the library's
+/* push1 at the sizes where it pushes in pieces (the library's
  * pieces are 1 MB or more): 2-4 ranks, 3 MB (one piece of each part on 4
  * ranks, two on 2), 24 MB (two pieces) and 56 MB (three on 2 ranks; on 3
  * and 4 the pieces overflow the 32 MB scratch buffer and it runs as pull1),
  * in and out of place, float and bf16, sum, max and the premultiplied
- * sum; in a group of two on 2 ranks (two operations' pushes into the same
- * scratch buffers, one after the other). */
+ * sum; ReduceScatter and Reduce in and out of place; in a group of two on
+ * 2 ranks (two operations' pushes into the same scratch buffers, one after
+ * the other). */
 static int testPushAllReduce(void) {
   const size_t counts[] = {(3u << 20) / 4 + 5, (24u << 20) / 4 + 3, (56u << 20) / 4 + 1};
   const dmacclRedOp_t ops[] = {dmacclSum, dmacclMax, COLL_PREMULSUM};
@@ -513,6 +514,27 @@ static int testPushAllReduce(void) {
         if (rc < 0) return 1;
         bad += rc;
       }
+    /* the other reductions' push1: ReduceScatter (24 MB of parts), Reduce
+     * to the last rank (3 MB; more overflows the scratch buffer on 4) */
+    for (int ip = 0; ip <= 1; ip++) {
+      ccCase rs = {.coll = COLL_REDUCESCATTER,
+                   .type = dmacclFloat32,
+                   .op = ops[ip],
+                   .count = counts[1] / (size_t)n,
+                   .inPlace = ip,
+                   .seed = seed++};
+      ccCase re = {.coll = COLL_REDUCE,
+                   .type = dmacclBfloat16,
+                   .op = ops[2 - ip],
+                   .count = counts[0],
+                   .root = n - 1,
+                   .inPlace = ip,
+                   .seed = seed++};
+      int rc = runCases(comms, n, "push1", &rs, 1);
+      if (rc >= 0) bad += rc, rc = runCases(comms, n, "push1", &re, 1);
+      if (rc < 0) return 1;
+      bad += rc;
+    }
     if (n == 2) {
       ccCase two[2] = {{.coll = COLL_ALLREDUCE,
                         .type = dmacclFloat32,

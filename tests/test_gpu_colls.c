@@ -5,8 +5,8 @@
  * r % GPUs (ranks share a GPU when there are fewer), eager with the built-in
  * selection (Broadcast from 4 MB on 3 ranks or more: chain) and with the
  * direct algorithms forced (Broadcast: relay), and captured into one
- * CUDA graph then replayed twice on new data; AllReduce also with push1
- * forced, eager and in the graph (where ranks share a GPU it runs as
+ * CUDA graph then replayed twice on new data; the reductions also with
+ * push1 forced, eager and in the graph (where ranks share a GPU it runs as
  * pull1: only 2 GPUs or more run its pushes); random inputs, poisoned
  * outputs (the whole receive allocation, gaps and a guard included).
  * AllGather and AllGatherV run as their ...Notify calls: eager, a consumer
@@ -63,7 +63,7 @@ typedef struct {
   long long lo[MAXN], delta[MAXN];
 } caseT;
 
-/* the CUDA executor's: built-in selection, the direct forms, AllReduce's push1 */
+/* the CUDA executor's: built-in selection, the direct forms, the reductions' push1 */
 static dmacclComm_t hostComms[MAXN], gpuComms[3][MAXN];
 static cudaStream_t streams[MAXN], consumers[MAXN];
 static int ngpu;
@@ -397,9 +397,9 @@ static int runCase(caseT *c, uint64_t seed) {
     place(c, r, db[r], &s[r], &d[r]);
   }
   /* Eager, built-in selection (k=0) and the direct forms forced (k=1;
-   * premultiplied sums with immediate scalars there); AllReduce also push1
-   * (k=2; pull1 where a GPU is shared), eager and in the graph. */
-  int push = c->coll == PLAN_COLL_ALLREDUCE, ks = push ? 3 : 2;
+   * premultiplied sums with immediate scalars there); the reductions also
+   * push1 (k=2; pull1 where a GPU is shared), eager and in the graph. */
+  int push = planCollOf(c->coll)->reduces, ks = push ? 3 : 2;
   static const char *const what[] = {"eager", "eager, direct forms", "eager, push1"};
   for (int k = 0; k < ks && !rc; k++) {
     premulImmediate = k == 1;
@@ -423,7 +423,7 @@ static int runCase(caseT *c, uint64_t seed) {
     if (!rc && notify) rc = arrivalWords(c, words, 1, what[k]);
   }
   /* One graph for every rank: streams forked from rank 0's capture (the
-   * built-in selection's; AllReduce push1's too). */
+   * built-in selection's; the reductions' push1 too). */
   for (int gk = 0; gk <= push && !rc; gk++) {
     dmacclComm_t *gc = gpuComms[gk ? 2 : 0];
     cudaGraph_t g;
@@ -662,7 +662,7 @@ int main(int argc, char **argv) {
     DK(dmacclCommInitAll(gpuComms[0], n, devs, &gc));
     gc.algorithm = direct;
     DK(dmacclCommInitAll(gpuComms[1], n, devs, &gc));
-    gc.algorithm = "allreduce:push1";
+    gc.algorithm = "allreduce:push1;reducescatter:push1;reducescatterv:push1;reduce:push1";
     DK(dmacclCommInitAll(gpuComms[2], n, devs, &gc));
     for (int r = 0; r < n; r++) {
       CK(cudaSetDevice(devs[r]));

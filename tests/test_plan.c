@@ -3792,6 +3792,64 @@ static int testPushAllReduce(void) {
   return 0;
 }
 
+/*
+ * push1 of ReduceScatter, ReduceScatterV and Reduce (reduce.c buildPush
+ * without lane C): every COPY a push from the rank's own send buffer into a
+ * peer's scratch buffer, the kernel polling the peers' words, no word of
+ * its own, no EXIT. 2-4 ranks, every root; planCheck, simulated queues
+ * (list order, rounds, random dependency orders) and byte-for-byte
+ * replays, in and out of place, in two and three pieces.
+ */
+static int testPushReductions(void) {
+  char why[256];
+  uint32_t seed = 13;
+  static vecStore v;
+  planSchedule s[4], *ops[4];
+  memset(s, 0, sizeof(s));
+  const planColl colls[] = {PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCESCATTERV, PLAN_COLL_REDUCE};
+  int replays = 0;
+  for (size_t c = 0; c < 3; c++)
+    for (int n = 2; n <= 4; n++)
+      for (int big = 0; big < 2; big++) {
+        /* Reduce: the root's whole buffer from every peer fits 1 MB */
+        size_t count = colls[c] == PLAN_COLL_REDUCE ? (big ? 200000 : 20000) + 3
+                                                    : (big ? 60000 : 9000) + 7,
+               min = 1024;
+        int root = (int)(count % (size_t)n);
+        makeVec(colls[c], n, count, &seed, &v);
+        for (int r = 0; r < n; r++) {
+          planArgs a = anyArgs(colls[c], r, n, count, root, 0, &v, (size_t)1 << 20);
+          a.pieceMin = min;
+          a.kernelSignals = 1;
+          a.listOrder = big;
+          ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PUSH1, &s[r]), 0);
+          ASSERT_EQ_INT((int)s[r].algo, PLAN_ALGO_PUSH1);
+          ops[r] = &s[r];
+          for (int i = 0; i < s[r].nsteps; i++) {
+            const planStep *st = &s[r].steps[i];
+            if (st->kind == PLAN_STEP_COPY)
+              ASSERT_TRUE(st->src.rank == r && st->src.buf == PLAN_BUF_SEND && st->dst.rank != r &&
+                          st->dst.buf == PLAN_BUF_SCRATCH);
+            ASSERT_TRUE(!((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
+                          (st->peer == r || st->phase == PLAN_PHASE_EXIT)));
+          }
+        }
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+        for (uint32_t sd = 1; sd <= 10; sd++) {
+          ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
+          ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u), 0);
+        }
+        ASSERT_EQ_INT(topoDeadlocks(ops, n), 0);
+        for (int ip = 0; ip <= 1; ip++, replays++)
+          ASSERT_EQ_INT(replayColl(colls[c], n, count, root, ip, PLAN_ALGO_PUSH1, &v,
+                                   (size_t)1 << 20, min, 32u | ((uint32_t)big << 6) | (seed << 7)),
+                        0);
+      }
+  printf("  %d push1 reductions replayed byte for byte\n", replays);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
@@ -3799,6 +3857,7 @@ int main(void) {
   RUN(testPiecedThirds);
   RUN(testPiecedAllReduce);
   RUN(testPushAllReduce);
+  RUN(testPushReductions);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testAlltoallvForms);

@@ -15,7 +15,8 @@
 
 #define REDUCE_ALGOS                                                                               \
   (PLAN_ALGO_BIT(PLAN_ALGO_PULL1) | PLAN_ALGO_BIT(PLAN_ALGO_STAGE) |                               \
-   PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL))
+   PLAN_ALGO_BIT(PLAN_ALGO_STAGESM) | PLAN_ALGO_BIT(PLAN_ALGO_STAGELL) |                           \
+   PLAN_ALGO_BIT(PLAN_ALGO_PUSH1))
 
 static size_t chunk(const planArgs *a) {
   return a->count * a->elemSize;
@@ -57,7 +58,7 @@ const planCollInfo planColl_allreduce = {
     .call = "dmacclAllReduce",
     .countArg = "count",
     .reduces = 1,
-    .algos = REDUCE_ALGOS | PLAN_ALGO_BIT(PLAN_ALGO_TWOSHOT) | PLAN_ALGO_BIT(PLAN_ALGO_PUSH1),
+    .algos = REDUCE_ALGOS | PLAN_ALGO_BIT(PLAN_ALGO_TWOSHOT),
     .sendBytes = one,
     .recvBytes = one,
     .inPlace = sameBuffer,

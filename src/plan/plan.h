@@ -12,7 +12,10 @@
  *          my stream is done, so peers may read my sendbuff or write my recvbuff.
  *   EXIT:  "I am done with your buffers": my copies that touch the peer are
  *          complete.
- * A rank's part is complete when it has seen EXIT from every peer.
+ * A rank's part is complete when it has seen EXIT from every peer (push1's
+ * ReduceScatter, ReduceScatterV and Reduce have none: no rank touches a
+ * peer's send or receive buffer, and a rank's part is complete when its
+ * kernel has reduced what the peers pushed into its scratch buffer).
  *
  * Lanes are in-order queues (streams on the CUDA executor). Lane 0 starts
  * after the caller's earlier work and ends the operation; every other lane
@@ -87,9 +90,10 @@ typedef enum {
 /* Algorithms. Direction (push: write into peers; pull: read from peers) times
  * issue form (one lane; one lane per peer; one batch command on one lane).
  * The reductions: pull1 pulls the peers' parts into scratch and reduces
- * (reduce.c); AllReduce's push1 pushes instead, every copy a write into a
- * peer (reduce.c, buildPush), and runs as pull1 where a rank shares its GPU
- * (planArgs.kernelSignals) or the pieces do not fit the scratch buffer. */
+ * (reduce.c); push1 pushes instead, every copy a write into a peer
+ * (reduce.c, buildPush; AllReduce then pushes its reduced parts too), and
+ * runs as pull1 where a rank shares its GPU (planArgs.kernelSignals) or
+ * the pieces do not fit the scratch buffer. */
 typedef enum {
   PLAN_ALGO_PUSH1 = 0,
   PLAN_ALGO_PUSHN = 1,
@@ -170,7 +174,7 @@ typedef enum {
 /* STAGE: the rank's library-owned staging slot of this operation (staged.c),
  * which peers write. SCRATCH: the rank's library-owned scratch buffer of the
  * reductions (reduce.c), which pull1's copies write on the rank itself and
- * push1's AllReduce writes from the peers. LINES: the rank's library-owned
+ * push1's from the peers. LINES: the rank's library-owned
  * line slot of this operation (stagell), which peers write in lines of 16
  * bytes: 8 bytes of data in 32-bit words 0 and 2, PLAN_LINE_FLAG in words 1
  * and 3. A COPY into LINES writes `bytes` data bytes as lines (the last one

@@ -266,10 +266,10 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
 }
 
 /*
- * push1, AllReduce (docs/results/pushtwo-2xh200/): every copy a push, so
- * that a GPU's copy engine writes into its peers (340-390 GB/s on 2x H200)
- * instead of reading them (200-280). Rank r, target T (its part of the
- * result), each peer p's target T_p, every target in K pieces (pushPieces):
+ * push1 (docs/results/pushtwo-2xh200/): every copy a push, so that a
+ * GPU's copy engine writes into its peers (340-390 GB/s on 2x H200) instead
+ * of reading them (200-280). Rank r, target T (its part of the result),
+ * each peer p's target T_p, every target in K pieces (pushPiece):
  *
  *   round 0  lane 0: SIGNAL ENTRY to every peer (something moves either way)
  *   round 1  lane 0: WAIT ENTRY from them (the peer's stream reached the
@@ -282,20 +282,26 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *            reduces mine and the pushed pieces into my receive buffer, and
  *            after piece k writes my own PIECE+k word (an inKernel SIGNAL to
  *            myself: "piece k of my result is reduced")
+ *   AllReduce (shareResult):
  *   round 3  lane C, after the kernel's launch and lane A's copies (a JOIN
  *            marked launched: no queue can then hold the kernel or what it
  *            waits for behind lane C's WAITs): per piece, WAIT my own
  *            PIECE+k, push that piece of my result into every peer's
  *            receive buffer; then SIGNAL EXIT to every peer
  *   round 4  lane 0: JOIN A and C, WAIT EXIT from every peer
+ *   ReduceScatter, ReduceScatterV, Reduce: the kernel writes no word, and
+ *   lane 0 JOINs lane A after it. No EXIT: no rank touches a peer's send
+ *   or receive buffer, and a rank's part is complete once its kernel has
+ *   reduced every piece (every peer's pushes landed before the signals it
+ *   polled); the next operation's ENTRY frees the scratch buffers again.
  *
  * In place, a peer writes its piece k of T_p into my buffer only after its
  * kernel reduced that piece, which followed my push of it out of the same
  * bytes. A kernel polls its peers' words, so the form needs every peer off
  * this GPU (planArgs.kernelSignals), at most PLAN_SM_MAX_PEERS peers, and
- * every rank's pieces in the scratch buffer at once; elsewhere push1 runs
- * as pull1 (the same verdict on every rank: the scratch size is the set's
- * and every target is known to all).
+ * every rank's pieces in the scratch buffer at once (Reduce: the root's
+ * whole buffer from each peer); elsewhere push1 runs as pull1 (the same verdict on every rank: the
+ * scratch size is the set's and every target is known to all).
  */
 /* The pieces of a target of `total` bytes under push1: two while the
  * target is at most 12 x the smallest piece (an AllReduce of 24 MB on 2
@@ -312,8 +318,7 @@ static size_t pushPiece(const planArgs *a, size_t total) {
 /* Whether push1 takes a (AllReduce; see above); the same on every rank. */
 static int pushFits(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
-  if (!ci->shareResult || !a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS)
-    return 0;
+  if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
   for (int t = 0; t < a->nranks; t++) {
     size_t Tt = ci->target(a, t, 0).bytes;
     if (Tt && !fitsAt(a, Tt, pushPiece(a, Tt))) return 0;
@@ -323,7 +328,7 @@ static int pushFits(const planArgs *a) {
 
 static int buildPush(const planArgs *a, planSchedule *s) {
   const planCollInfo *ci = planCollOf(a->coll);
-  int n = a->nranks, r = a->rank, rc = 0, toAny = 0, Kmax = 0;
+  int n = a->nranks, r = a->rank, rc = 0, toAny = 0, Kmax = 0, share = ci->shareResult;
   planBlock T = ci->target(a, r, 0);
   size_t P = T.bytes ? pushPiece(a, T.bytes) : 0, K = T.bytes ? (T.bytes + P - 1) / P : 0;
   planLoc *src = malloc((size_t)n * sizeof(*src));
@@ -371,9 +376,14 @@ static int buildPush(const planArgs *a, planSchedule *s) {
     rc = planAddReduce(s, 0, src, n, (planLoc){r, PLAN_BUF_RECV, T.dstOff}, T.bytes);
     if (!rc) s->steps[s->nsteps - 1].pieceBytes = P;
   }
-  for (size_t k = 0; k < K && !rc; k++)
+  for (size_t k = 0; k < K && share && !rc; k++)
     if (!(rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, r, (planPhase)(PLAN_PHASE_PIECE + (int)k))))
       s->steps[s->nsteps - 1].inKernel = 1;
+  if (!share) { /* the kernel's end is the rank's part: no EXIT (above) */
+    if (!rc && toAny) rc = planAddJoin(s, 0, LANE_A);
+    free(src);
+    return rc;
+  }
   /* lane C: my result's pieces into every peer's receive buffer */
   s->round = 3;
   if (!rc && T.bytes) rc = planAddLaunchJoin(s, LANE_C, 0);
