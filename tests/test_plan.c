@@ -3672,7 +3672,7 @@ static int testPiecedAllReduce(void) {
  * rank's own buffers; the kernel polls the peers' PIECE+k words itself
  * (inKernel WAITs, the same peers every piece) and signals its own lane C
  * after each piece (an inKernel SIGNAL to the rank itself), which WAITs for
- * it and pushes the piece of the result. Two pieces a target up to 12
+ * it and pushes the piece of the result. Two pieces a target up to 24
  * smallest pieces, three above. 2-4 ranks, targets of different sizes;
  * simulated queues in list order and round by round never deadlock, nor
  * do random dependency orders (a graph launch). Where a rank shares its
@@ -3721,7 +3721,7 @@ static int testPushAllReduce(void) {
             selfWaits++;
           }
         }
-        /* two pieces up to 12 smallest pieces of target, three above */
+        /* two pieces up to 24 smallest pieces of target, three above */
         ASSERT_EQ_INT(K, T <= 24 * min ? 2 : 3);
         ASSERT_EQ_INT(polls, K * (n - 1));
         ASSERT_TRUE(selfSigs == K && selfWaits == K);
@@ -3749,6 +3749,22 @@ static int testPushAllReduce(void) {
         ASSERT_CONTAINS(why, "with peer 0");
         printf("  control, a rank signals itself outside a kernel: %s\n", why);
         s[0].steps[c].inKernel = 1;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+        /* lane A forked before the ENTRY WAITs: its pushes may land in a
+         * scratch buffer the peer's last reduction still reads */
+        int e = 0, ja = 0;
+        while (!(s[0].steps[e].kind == PLAN_STEP_WAIT && s[0].steps[e].phase == PLAN_PHASE_ENTRY))
+          e++;
+        while (!(s[0].steps[ja].kind == PLAN_STEP_JOIN && s[0].steps[ja].lane == 1)) ja++;
+        ASSERT_TRUE(ja > e && s[0].steps[ja].round == s[0].steps[e].round);
+        planStep fork = s[0].steps[ja];
+        memmove(&s[0].steps[e + 1], &s[0].steps[e], (size_t)(ja - e) * sizeof(planStep));
+        s[0].steps[e] = fork;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "scratch buffer before any WAIT");
+        printf("  control, lane A before the ENTRY WAITs: %s\n", why);
+        memmove(&s[0].steps[e], &s[0].steps[e + 1], (size_t)(ja - e) * sizeof(planStep));
+        s[0].steps[ja] = fork;
         ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
         /* lane C's JOIN from lane A taken out (every rank) */
         for (int r = 0; r < n; r++) {
@@ -3850,6 +3866,88 @@ static int testPushReductions(void) {
   return 0;
 }
 
+/*
+ * planHandshakesOnly (a rank that cannot reach a peer's buffers: the core
+ * strips every rank's schedule to its SIGNALs and WAITs): for every
+ * collective and algorithm, 2-4 ranks, eager and graph forms, kernels
+ * allowed or not, the stripped schedules of all ranks never deadlock, in
+ * list order, round by round on shared queues, or in random dependency
+ * orders (a graph launch). Control: stripped as before 2026-11-29 (lanes
+ * and JOINs kept, the kernel's polled WAITs left in their queues), push1's
+ * AllReduce deadlocks in some dependency order.
+ */
+static int stripKeepingLanes(planSchedule *s) {
+  int n = 0;
+  for (int j = 0; j < s->nsteps; j++)
+    if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE &&
+        s->steps[j].kind != PLAN_STEP_NOTIFY) {
+      s->steps[n] = s->steps[j];
+      s->steps[n].launched = 0;
+      s->steps[n++].inKernel = 0;
+    }
+  return s->nsteps = n;
+}
+
+static int testHandshakesOnly(void) {
+  uint32_t seed = 17;
+  static vecStore v;
+  planSchedule s[4], *ops[4];
+  memset(s, 0, sizeof(s));
+  int cases = 0;
+  for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+    for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+      if (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) || planIsComposed((planAlgo)a))
+        continue;
+      for (int n = 2; n <= 4; n++)
+        for (int form = 0; form < 4; form++) {
+          size_t count = form & 2 ? 100000 + 3 : 1000;
+          makeVec((planColl)coll, n, count, &seed, &v);
+          for (int r = 0; r < n; r++) {
+            planArgs x = anyArgs((planColl)coll, r, n, count, n - 1, 0, &v, (size_t)1 << 20);
+            x.pieceMin = 4096;
+            x.stageSlots = 2;
+            x.stageIndex = 1;
+            x.lineBytes = (size_t)1 << 20;
+            x.kernelSignals = 1;
+            x.listOrder = form & 1;
+            x.stageEntry = !x.listOrder;
+            ASSERT_EQ_INT(planBuild(&x, (planAlgo)a, &s[r]), 0);
+            planHandshakesOnly(&s[r]);
+            for (int i = 0; i < s[r].nsteps; i++)
+              ASSERT_TRUE((s[r].steps[i].kind == PLAN_STEP_SIGNAL ||
+                           s[r].steps[i].kind == PLAN_STEP_WAIT) &&
+                          s[r].steps[i].lane == 0 && !s[r].steps[i].inKernel);
+            ops[r] = &s[r];
+          }
+          for (uint32_t sd = 1; sd <= 6; sd++) {
+            ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
+            ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u),
+                          0);
+            ASSERT_EQ_INT(simOnce(ops, n, SIM_TOPO_PER_RANK, 1, sd * 2654435761u), 0);
+          }
+          cases++;
+        }
+    }
+  /* the control */
+  makeVec(PLAN_COLL_ALLREDUCE, 2, 100000, &seed, &v);
+  for (int r = 0; r < 2; r++) {
+    planArgs x = anyArgs(PLAN_COLL_ALLREDUCE, r, 2, 100000, 0, 0, &v, (size_t)1 << 20);
+    x.pieceMin = 4096;
+    x.kernelSignals = 1;
+    ASSERT_EQ_INT(planBuild(&x, PLAN_ALGO_PUSH1, &s[r]), 0);
+    ASSERT_EQ_INT((int)s[r].algo, PLAN_ALGO_PUSH1);
+    stripKeepingLanes(&s[r]);
+    ops[r] = &s[r];
+  }
+  int deadlocks = topoDeadlocks(ops, 2);
+  printf("  %d stripped cases never deadlock; control, push1 stripped keeping its lanes: %d of "
+         "400 dependency orders deadlock\n",
+         cases, deadlocks);
+  ASSERT_TRUE(deadlocks > 0);
+  for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
@@ -3858,6 +3956,7 @@ int main(void) {
   RUN(testPiecedAllReduce);
   RUN(testPushAllReduce);
   RUN(testPushReductions);
+  RUN(testHandshakesOnly);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testAlltoallvForms);

@@ -138,17 +138,7 @@ void coreLaunchRanks(coreLaunch *ls, int k, planAlgo algo) {
                         (unsigned long long)l->op->seq);
       planScheduleReset(s, &l->args, algo); /* an empty schedule */
     }
-    if (l->handshakesOnly) { /* the peers are not left waiting */
-      int n = 0;
-      for (int j = 0; j < s->nsteps; j++)
-        if (s->steps[j].kind != PLAN_STEP_COPY && s->steps[j].kind != PLAN_STEP_REDUCE &&
-            s->steps[j].kind != PLAN_STEP_NOTIFY) { /* nothing arrives */
-          s->steps[n] = s->steps[j];
-          s->steps[n].launched = 0;   /* no kernel is launched: a plain JOIN */
-          s->steps[n++].inKernel = 0; /* no kernel runs them now */
-        }
-      s->nsteps = n;
-    }
+    if (l->handshakesOnly) planHandshakesOnly(s); /* the peers are not left waiting */
     if (s->nrounds > rounds) rounds = s->nrounds;
     cursor[i] = failed[i] = 0;
   }

@@ -205,13 +205,18 @@ static void launchOne(coreClique *c, uint64_t seq) {
     /* AlltoAllv's stagell as lines reaches no peer's buffer: no import
      * that could fail on one rank only (its lines would then be missing) */
     int lines = op->algo == PLAN_ALGO_STAGELL && planVMovesLines(&l.args);
+    /* twoshot and push1's AllReduce write the peers' receive buffers only;
+     * push1's other reductions neither (their scratch buffers) */
+    int pushes =
+        op->algo == PLAN_ALGO_PUSH1 && planCollOf(op->coll)->reduces && planPushRuns(&l.args);
+    int needSend = op->algo != PLAN_ALGO_TWOSHOT && !pushes,
+        needRecv = !pushes || planCollOf(op->coll)->shareResult;
     for (int r = 0; r < n && !l.handshakesOnly && !lines; r++) {
       if (r == me) continue;
       const coreSharedOp *o = &coreBoardRank(c, r)->ops[slot];
-      void *sp = NULL, *dp = NULL; /* twoshot writes receive buffers only */
-      if ((op->algo != PLAN_ALGO_TWOSHOT &&
-           coreImportBuf(comm, r, &o->send, &sp) != dmacclSuccess) ||
-          coreImportBuf(comm, r, &o->recv, &dp) != dmacclSuccess) {
+      void *sp = NULL, *dp = NULL;
+      if ((needSend && coreImportBuf(comm, r, &o->send, &sp) != dmacclSuccess) ||
+          (needRecv && coreImportBuf(comm, r, &o->recv, &dp) != dmacclSuccess)) {
         coreSetAsyncError(comm, dmacclRemoteError,
                           "operation %llu: rank %d's buffers cannot be reached from rank %d (%s); "
                           "this rank copied nothing",

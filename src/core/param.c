@@ -41,8 +41,9 @@ static const struct {
      "Send/Recv channel is a 2-rank set: 4 slots of this size and 4 line slots of half): "
      "collectives up to this size may use the staged algorithms; 0 turns them off"},
     {"DMACCL_SCRATCH_BYTES", "32M",
-     "bytes of each rank's scratch buffer for the reductions' direct form: peers' parts are "
-     "pulled into it in pieces (at least 2 KB per peer); ranks of several processes use the "
+     "bytes of each rank's scratch buffer for the reductions' direct forms (at the end of the "
+     "rank's staging area, which peers map): pull1 pulls the peers' parts into it in pieces, "
+     "push1's peers push them (at least 2 KB per peer); ranks of several processes use the "
      "smallest any of them asks for"},
     {"DMACCL_REDUCE_CTAS", "8",
      "thread blocks of the reduction kernel (1 to 1024): the SMs a reducing collective takes "

@@ -87,7 +87,8 @@ typedef struct {
    * the words back to 0 (`count` counts the blocks). Then, with npieceSignals, the last block done
    * with piece k (pieceCounts[k], 0 between launches, counts them; a system fence after each
    * block's stores) writes `signalValue` into pieceSignals[m][k*pieceStride] for every m: the
-   * peers' PIECE+k words (AllReduce: they pull the piece from here). No moves, signals, flags,
+   * PIECE+k words of the ranks named (pull1's AllReduce: the peers', which pull the piece from
+   * here; push1's: the rank's own, for its lane C). No moves, signals, flags,
    * lines or takes with it. */
   int pieces;
   size_t pieceCount;

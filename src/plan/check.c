@@ -348,6 +348,29 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                   r, i, kindName(S->kind), S->lane, p);
     }
   }
+  /* A COPY into peer p's scratch buffer (push1) follows a WAIT for p (p's
+   * ENTRY: its previous reduction no longer reads the buffer), and a
+   * SIGNAL to p follows it on its lane (p's kernel polls that word before
+   * it reads the bytes). */
+  for (int i = 0; i < s->nsteps && !rc; i++) {
+    const planStep *S = &s->steps[i];
+    int p = S->dst.rank;
+    if (S->kind != PLAN_STEP_COPY || S->dst.buf != PLAN_BUF_SCRATCH || p == r) continue;
+    const int *ci = &clock[(size_t)i * (size_t)nl];
+    int waited = 0, told = 0;
+    for (int w = 0; w < s->nsteps && !waited; w++) {
+      const planStep *W = &s->steps[w];
+      waited = W->kind == PLAN_STEP_WAIT && W->peer == p && ci[W->lane] > ord[w];
+    }
+    for (int g = i + 1; g < s->nsteps && !told; g++)
+      told = s->steps[g].lane == S->lane && s->steps[g].kind == PLAN_STEP_SIGNAL &&
+             s->steps[g].peer == p;
+    if (!waited || !told)
+      rc = fail(err, errlen, "rank %d step %d (COPY, lane %d) writes rank %d's scratch buffer %s",
+                r, i, S->lane, p,
+                !waited ? "before any WAIT for that rank: its last reduction may still read it"
+                        : "and no SIGNAL to that rank follows it on its lane");
+  }
   /* ... and every peer whose buffers a step touches gets an EXIT. */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *S = &s->steps[i];

@@ -5,11 +5,12 @@
  *
  * Synchronization model. Every rank owns a flag slot per peer and phase
  * (ENTRY, EXIT; DATA for the staged algorithms, PIECE + g for pull1's
- * AllReduce, relay and chain). SIGNAL(peer, phase) stores the
+ * AllReduce, relay, chain and push1). SIGNAL(peer, phase) stores the
  * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
  * blocks its lane until my slot [phase][peer] has reached the epoch.
  *   ENTRY: "my buffers are ready": everything queued before the collective on
- *          my stream is done, so peers may read my sendbuff or write my recvbuff.
+ *          my stream is done, so peers may read my sendbuff or write my recvbuff
+ *          (push1: and my scratch buffer, which my last reduction read).
  *   EXIT:  "I am done with your buffers": my copies that touch the peer are
  *          complete.
  * A rank's part is complete when it has seen EXIT from every peer (push1's
@@ -35,13 +36,15 @@
  * planCheck verifies 1-3 and the lane structure for every rank's schedule
  * of one operation; test_plan runs it on every algorithm.
  * A SIGNAL that a reduction kernel writes after its REDUCE (pull1's
- * AllReduce in pieces) is written while the kernel runs, not when its lane
+ * AllReduce in pieces to its peers; push1's AllReduce to the rank itself,
+ * for its lane C) is written while the kernel runs, not when its lane
  * has finished it. For rule 2 it counts as before a WAIT in two cases:
  *   - launched: the WAIT's lane is ordered after the kernel's launch (a
  *     JOIN marked `launched`: every block of the kernel is running, so it
  *     has left its queue) and after every step of the other lanes that the
  *     kernel waits for (the JOINs it polls: a queue cannot then hold what
- *     the kernel needs behind the WAIT). Any issue order, CUDA graphs too.
+ *     the kernel needs behind the WAIT; the WAITs it polls are the peers',
+ *     released by their earlier rounds). Any issue order, CUDA graphs too.
  *   - list order (planSchedule.listOrder: issued in list order, never
  *     captured into a CUDA graph, whose launch may pick any dependency
  *     order): every WAIT listed after the REDUCE. The kernel leaves its
@@ -228,8 +231,10 @@ static inline size_t planLinesBytes(size_t bytes) {
 }
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
- * g of my part is reduced in my receive buffer" (in pieces: piece g), and
- * to relay (relay.c)
+ * g of my part is reduced in my receive buffer" (in pieces: piece g), to
+ * push1 (reduce.c): from a peer "piece g of your part is in your scratch
+ * buffer", and from the rank's kernel to itself "piece g of my part is
+ * reduced", and to relay (relay.c)
  * and chain (chain.c): "group g of my part (chain: of the block) is in my
  * receive buffer". */
 #define PLAN_PIECE_GROUPS 8
@@ -468,6 +473,18 @@ int planVMovesLines(const planArgs *a);
 static inline int planIsComposed(planAlgo a) {
   return a == PLAN_ALGO_PAIRS;
 }
+/* A built schedule reduced to its handshakes, for a rank that cannot reach
+ * a peer's buffers (the core: nothing moves, and the peers are not left
+ * waiting): its SIGNALs and WAITs alone, all on lane 0 in list order, which
+ * is round order, so every WAIT follows every SIGNAL of the rank's earlier
+ * rounds in its one lane (rule 2; a WAIT a kernel polled, or push1's lane C
+ * WAIT for its kernel's own signal, kept on their lanes, would not). */
+void planHandshakesOnly(planSchedule *s);
+/* Whether a reduction's push1 runs as itself (not as pull1) for a: every
+ * rank off a shared GPU (kernelSignals), at most PLAN_SM_MAX_PEERS peers,
+ * every rank's pieces in the scratch buffer (reduce.c). Then no rank reads
+ * a peer's send buffer, and only AllReduce writes a peer's receive buffer. */
+int planPushRuns(const planArgs *a);
 /* Whether a schedule writes lines (a COPY into LINES) or reads them (a
  * REDUCE source in LINES). */
 int planUsesLines(const planSchedule *s);

@@ -304,7 +304,7 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  * scratch size is the set's and every target is known to all).
  */
 /* The pieces of a target of `total` bytes under push1: two while the
- * target is at most 12 x the smallest piece (an AllReduce of 24 MB on 2
+ * target is at most 24 x the smallest piece (an AllReduce of 48 MB on 2
  * ranks), three above: the probe's best on 2x H200 (two from 8 to 48 MB,
  * two or three at 64; more pieces add an engine's gap between copies each:
  * docs/results/pushtwo-2xh200/). At least the smallest piece, 256-byte
@@ -315,8 +315,8 @@ static size_t pushPiece(const planArgs *a, size_t total) {
   return P < planPieceMin(a) ? planPieceMin(a) : P;
 }
 
-/* Whether push1 takes a (AllReduce; see above); the same on every rank. */
-static int pushFits(const planArgs *a) {
+/* Whether push1 runs as itself for a (see above); the same on every rank. */
+int planPushRuns(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
   for (int t = 0; t < a->nranks; t++) {
@@ -409,7 +409,7 @@ static int buildPush(const planArgs *a, planSchedule *s) {
 }
 
 int planBuildReducePush(const planArgs *a, planSchedule *s) {
-  if (!pushFits(a)) return planBuildReduce(a, s);
+  if (!planPushRuns(a)) return planBuildReduce(a, s);
   planScheduleReset(s, a, PLAN_ALGO_PUSH1);
   return buildPush(a, s);
 }

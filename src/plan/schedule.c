@@ -51,6 +51,17 @@ static void useLane(planSchedule *s, int lane) {
   if (lane + 1 > s->nlanes) s->nlanes = lane + 1;
 }
 
+void planHandshakesOnly(planSchedule *s) {
+  int n = 0;
+  for (int j = 0; j < s->nsteps; j++)
+    if (s->steps[j].kind == PLAN_STEP_SIGNAL || s->steps[j].kind == PLAN_STEP_WAIT) {
+      s->steps[n] = s->steps[j];
+      s->steps[n].lane = 0;
+      s->steps[n++].inKernel = 0; /* no kernel runs them now */
+    }
+  s->nsteps = n;
+}
+
 int planUsesLines(const planSchedule *s) {
   for (int i = 0; i < s->nsteps; i++)
     if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;

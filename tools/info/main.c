@@ -154,7 +154,8 @@ int main(int argc, char **argv) {
 
   /* What the CUDA executor allocates per rank (cuda.c createState): the
    * staging area (eager and graph slots with their line slots) and, on 2
-   * ranks or more, the scratch buffer; a channel end has the area of a
+   * ranks or more, the scratch buffer at its end (4 KiB-aligned: the total
+   * below leaves out up to 4 KiB of padding); a channel end has the area of a
    * 2-rank set and no scratch. Flags and the driver's own come on top: 2-4
    * MB measured on H200 (docs/results/line-shares-2xh200/). */
   size_t area = nranks > 1 ? execSlotsBytes(&c, 1) : 0,
