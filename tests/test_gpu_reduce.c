@@ -219,6 +219,152 @@ static int kernelWaitCase(int reset, int graph, void *dev[8], void *devDst, unsi
 }
 
 /*
+ * push1's kernel (execReduceWait pieces with pieceMask): three pieces, each
+ * gated by the words of ranks 1 and 3 of a 4-rank row (pieceFlags[k*4 +
+ * q]), and a word of its own written after each piece (pieceSignals, as
+ * push1's AllReduce signals its lane C). With one rank's word of piece 0
+ * raised the kernel must not signal piece 0; with both, it must signal
+ * piece 0 (whose bytes are then final) while pieces 1 and 2 still wait;
+ * then the rest. Eager (values past a wrap) and graph replays (value 1,
+ * the polled words reset to 0, the others untouched, the counts 0 again).
+ */
+static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *host[8],
+                         unsigned char *want, unsigned char *got, uint64_t seed) {
+  const size_t count = 3 * 4096 + 100; /* bf16: three pieces of 4096, the last short */
+  const int replays = graph ? 3 : 1;
+  uint32_t *flags = NULL, *sig = NULL, *kcount = NULL, *pcount = NULL;
+  cudaStream_t a, b;
+  CUDA_OK(cudaMalloc((void **)&flags, 12 * sizeof(uint32_t)));
+  CUDA_OK(cudaMalloc((void **)&sig, 12 * sizeof(uint32_t)));
+  CUDA_OK(cudaMalloc((void **)&kcount, sizeof(uint32_t)));
+  CUDA_OK(cudaMalloc((void **)&pcount, 8 * sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(kcount, 0, sizeof(uint32_t)));
+  CUDA_OK(cudaMemset(pcount, 0, 8 * sizeof(uint32_t)));
+  CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  const uint32_t value = graph ? 1 : 0xfffffffeu;
+  execReduceWait w;
+  memset(&w, 0, sizeof(w));
+  w.pieces = 3;
+  w.pieceCount = 4096;
+  w.pieceFlags = flags;
+  w.pieceStride = 4;
+  w.pieceMask[0] = (1ull << 1) | (1ull << 3);
+  w.value = value;
+  w.reset = graph;
+  w.count = kcount;
+  w.signalValue = value;
+  w.npieceSignals = 1;
+  w.pieceSignals[0] = sig + 2; /* rank 2's own word of each piece */
+  w.pieceCounts = pcount;
+  const void *ds[2] = {dev[0], dev[1]};
+  cudaGraphExec_t ge = NULL;
+  if (graph) CUDA_OK(captureSum(&ge, devDst, ds, count, &w, a));
+  int rc = 0;
+  for (int rep = 0; rep < replays && !rc; rep++) {
+    uint32_t before[12], sbefore[12];
+    for (int k = 0; k < 12; k++) before[k] = 0x55u + (uint32_t)k, sbefore[k] = 0x77u + (uint32_t)k;
+    for (int k = 0; k < 3; k++) before[k * 4 + 1] = before[k * 4 + 3] = graph ? 0 : value - 1;
+    for (int k = 0; k < 3; k++) sbefore[k * 4 + 2] = graph ? 0 : value - 1;
+    CUDA_OK(cudaMemcpy(flags, before, sizeof(before), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(sig, sbefore, sizeof(sbefore), cudaMemcpyHostToDevice));
+    const void *hs[2] = {host[0], host[1]};
+    for (int k = 0; k < 2; k++) {
+      fill(host[k], count, dmacclBfloat16, seed + (uint64_t)(rep * 2 + k));
+      CUDA_OK(cudaMemcpy(dev[k], host[k], count * 2, cudaMemcpyHostToDevice));
+    }
+    CUDA_OK(cudaMemset(devDst, 0xA5, count * 2 + GUARD));
+    memset(want, 0xA5, count * 2 + GUARD);
+    baseReduceHost(want, hs, 2, count, dmacclBfloat16, dmacclSum);
+    CUDA_OK(cudaDeviceSynchronize());
+    if (graph)
+      CUDA_OK(cudaGraphLaunch(ge, a));
+    else
+      CUDA_OK(execCudaReduceWait(devDst, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    uint32_t one = value, s0 = 0;
+    /* piece 0, rank 1's word only: no piece done */
+    CUDA_OK(cudaMemcpyAsync(flags + 1, &one, 4, cudaMemcpyHostToDevice, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    nanosleep(&ts, NULL);
+    CUDA_OK(cudaMemcpyAsync(&s0, sig + 2, 4, cudaMemcpyDeviceToHost, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    if (s0 == value || cudaStreamQuery(a) != cudaErrorNotReady) {
+      TEST_FAIL("graph %d: piece 0 signalled with one of its two words", graph);
+      rc = 1;
+      break;
+    }
+    /* ... and rank 3's: piece 0 signalled, its bytes final, the kernel on */
+    CUDA_OK(cudaMemcpyAsync(flags + 3, &one, 4, cudaMemcpyHostToDevice, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    for (int tries = 0; tries < 500 && s0 != value; tries++) {
+      nanosleep(&ts, NULL);
+      CUDA_OK(cudaMemcpyAsync(&s0, sig + 2, 4, cudaMemcpyDeviceToHost, b));
+      CUDA_OK(cudaStreamSynchronize(b));
+    }
+    CUDA_OK(cudaMemcpyAsync(got, devDst, 4096 * 2, cudaMemcpyDeviceToHost, b));
+    CUDA_OK(cudaStreamSynchronize(b));
+    if (s0 != value || memcmp(got, want, 4096 * 2) || cudaStreamQuery(a) != cudaErrorNotReady) {
+      TEST_FAIL("graph %d: piece 0 not signalled, not final, or the kernel did not wait for "
+                "piece 1 (signal %u)",
+                graph, s0);
+      rc = 1;
+      break;
+    }
+    /* the rest (past the value: >= holds) */
+    uint32_t past = value + 3;
+    for (int k = 1; k < 3; k++) {
+      CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 1, &past, 4, cudaMemcpyHostToDevice, b));
+      CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 3, &one, 4, cudaMemcpyHostToDevice, b));
+    }
+    CUDA_OK(cudaStreamSynchronize(b));
+    CUDA_OK(cudaStreamSynchronize(a));
+    CUDA_OK(cudaMemcpy(got, devDst, count * 2 + GUARD, cudaMemcpyDeviceToHost));
+    long long d = testFirstDiff(got, want, count * 2 + GUARD);
+    if (d >= 0) {
+      TEST_FAIL("graph %d replay %d: byte %lld is 0x%02x, host 0x%02x", graph, rep, d, got[d],
+                want[d]);
+      rc = 1;
+      break;
+    }
+    uint32_t after[12], safter[12], pc[8], kc;
+    CUDA_OK(cudaMemcpy(after, flags, sizeof(after), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(safter, sig, sizeof(safter), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(pc, pcount, sizeof(pc), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&kc, kcount, sizeof(kc), cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 12 && !rc; k++) {
+      int polled = k % 4 == 1 || k % 4 == 3;
+      uint32_t expect = !polled            ? before[k]
+                        : graph            ? 0
+                        : k == 1 || k == 3 ? value
+                        : k % 4 == 1       ? past
+                                           : value;
+      uint32_t sexpect = k % 4 == 2 ? value : sbefore[k];
+      if (after[k] != expect || safter[k] != sexpect) {
+        TEST_FAIL("graph %d replay %d: word %d is %u (expected %u), signal word %u (expected %u)",
+                  graph, rep, k, after[k], expect, safter[k], sexpect);
+        rc = 1;
+      }
+    }
+    for (int k = 0; k < 8 && !rc; k++)
+      if (pc[k] || (graph && kc)) {
+        TEST_FAIL("graph %d: piece count %d is %u, block count %u after the kernel", graph, k,
+                  pc[k], kc);
+        rc = 1;
+      }
+  }
+  if (rc) cudaDeviceSynchronize();
+  if (ge) cudaGraphExecDestroy(ge);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaFree(flags);
+  cudaFree(sig);
+  cudaFree(kcount);
+  cudaFree(pcount);
+  return rc;
+}
+
+/*
  * stagesm's kernel (execReduceWait moves and signals), in place as an
  * AllReduce runs it: it must store its input X into the "peer's slot" P
  * and raise the signal word while it still waits for its own flag (so the
@@ -648,6 +794,9 @@ int main(void) {
   for (int v = 0; v < 3 && !rc; v++) /* eager; reset; reset in a graph */
     rc = kernelWaitCase(v > 0, v == 2, dev, devDst, host, want, got, 5000u + (uint64_t)v * 10);
   if (!rc) printf("  kernels waiting for their flags: eager, with reset, graph replays\n");
+  for (int v = 0; v < 2 && !rc; v++) /* eager; graph replays */
+    rc = pieceMaskCase(v, dev, devDst, host, want, got, 6000u + (uint64_t)v * 10);
+  if (!rc) printf("  push1's kernel: pieces gated by two ranks' words, its own word per piece\n");
   for (int v = 0; v < 2 && !rc; v++) /* eager; graph replays */
     rc = moveCase(v, dev, host, want, got, 7000u + (uint64_t)v * 10);
   if (!rc) printf("  kernels storing into a slot and signalling first, in place\n");
