@@ -221,21 +221,23 @@ static int kernelWaitCase(int reset, int graph, void *dev[8], void *devDst, unsi
 /*
  * push1's kernel (execReduceWait pieces with pieceMask): three pieces, each
  * gated by the words of ranks 1 and 3 of a 4-rank row (pieceFlags[k*4 +
- * q]), and a word of its own written after each piece (pieceSignals, as
- * push1's AllReduce signals its lane C). With one rank's word of piece 0
- * raised the kernel must not signal piece 0; with both, it must signal
- * piece 0 (whose bytes are then final) while pieces 1 and 2 still wait;
- * then the rest. Eager (values past a wrap) and graph replays (value 1,
- * the polled words reset to 0, the others untouched, the counts 0 again).
+ * q]), and the word of rank 2 (itself) in the same row written after each
+ * piece (pieceSignals, as push1's AllReduce signals its lane C). The words
+ * of ranks 0 and 2 start below the value, so a kernel that polled them
+ * would hang. With one rank's word of piece 0 raised the kernel must not
+ * signal piece 0; with both, it must signal piece 0 (whose bytes are then
+ * final) and nothing of pieces 1 and 2 (bytes still poisoned); then piece
+ * 1 alone, then 2. Eager (values past a wrap) and graph replays (value 1,
+ * the polled words reset to 0, its own words left holding the signal, the
+ * others untouched, the counts 0 again).
  */
 static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *host[8],
                          unsigned char *want, unsigned char *got, uint64_t seed) {
   const size_t count = 2 * 4096 + 2000; /* bf16: three pieces of 4096, the last short */
   const int replays = graph ? 3 : 1;
-  uint32_t *flags = NULL, *sig = NULL, *kcount = NULL, *pcount = NULL;
+  uint32_t *flags = NULL, *kcount = NULL, *pcount = NULL;
   cudaStream_t a, b;
   CUDA_OK(cudaMalloc((void **)&flags, 12 * sizeof(uint32_t)));
-  CUDA_OK(cudaMalloc((void **)&sig, 12 * sizeof(uint32_t)));
   CUDA_OK(cudaMalloc((void **)&kcount, sizeof(uint32_t)));
   CUDA_OK(cudaMalloc((void **)&pcount, 8 * sizeof(uint32_t)));
   CUDA_OK(cudaMemset(kcount, 0, sizeof(uint32_t)));
@@ -255,19 +257,19 @@ static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *h
   w.count = kcount;
   w.signalValue = value;
   w.npieceSignals = 1;
-  w.pieceSignals[0] = sig + 2; /* rank 2's own word of each piece */
+  w.pieceSignals[0] = flags + 2; /* rank 2's own word of each piece, in the polled row */
   w.pieceCounts = pcount;
   const void *ds[2] = {dev[0], dev[1]};
   cudaGraphExec_t ge = NULL;
   if (graph) CUDA_OK(captureSum(&ge, devDst, ds, count, &w, a));
   int rc = 0;
   for (int rep = 0; rep < replays && !rc; rep++) {
-    uint32_t before[12], sbefore[12];
-    for (int k = 0; k < 12; k++) before[k] = 0x55u + (uint32_t)k, sbefore[k] = 0x77u + (uint32_t)k;
+    /* every word below the value (cyclically, for both values) */
+    uint32_t before[12];
+    for (int k = 0; k < 12; k++) before[k] = 0x80000001u + (uint32_t)k;
     for (int k = 0; k < 3; k++) before[k * 4 + 1] = before[k * 4 + 3] = graph ? 0 : value - 1;
-    for (int k = 0; k < 3; k++) sbefore[k * 4 + 2] = graph ? 0 : value - 1;
+    for (int k = 0; k < 3; k++) before[k * 4 + 2] = graph ? 0 : value - 1;
     CUDA_OK(cudaMemcpy(flags, before, sizeof(before), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(sig, sbefore, sizeof(sbefore), cudaMemcpyHostToDevice));
     const void *hs[2] = {host[0], host[1]};
     for (int k = 0; k < 2; k++) {
       fill(host[k], count, dmacclBfloat16, seed + (uint64_t)(rep * 2 + k));
@@ -282,42 +284,46 @@ static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *h
     else
       CUDA_OK(execCudaReduceWait(devDst, ds, 2, count, dmacclBfloat16, dmacclSum, 8, &w, a));
     struct timespec ts = {0, 20 * 1000 * 1000};
-    uint32_t one = value, s0 = 0;
+    uint32_t one = value, past = value + 3, now[12];
     /* piece 0, rank 1's word only: no piece done */
     CUDA_OK(cudaMemcpyAsync(flags + 1, &one, 4, cudaMemcpyHostToDevice, b));
     CUDA_OK(cudaStreamSynchronize(b));
     nanosleep(&ts, NULL);
-    CUDA_OK(cudaMemcpyAsync(&s0, sig + 2, 4, cudaMemcpyDeviceToHost, b));
+    CUDA_OK(cudaMemcpyAsync(now, flags, sizeof(now), cudaMemcpyDeviceToHost, b));
     CUDA_OK(cudaStreamSynchronize(b));
-    if (s0 == value || cudaStreamQuery(a) != cudaErrorNotReady) {
+    if (now[2] == value || cudaStreamQuery(a) != cudaErrorNotReady) {
       TEST_FAIL("graph %d: piece 0 signalled with one of its two words", graph);
       rc = 1;
       break;
     }
-    /* ... and rank 3's: piece 0 signalled, its bytes final, the kernel on */
-    CUDA_OK(cudaMemcpyAsync(flags + 3, &one, 4, cudaMemcpyHostToDevice, b));
-    CUDA_OK(cudaStreamSynchronize(b));
-    for (int tries = 0; tries < 500 && s0 != value; tries++) {
-      nanosleep(&ts, NULL);
-      CUDA_OK(cudaMemcpyAsync(&s0, sig + 2, 4, cudaMemcpyDeviceToHost, b));
+    /* ... and rank 3's (past the value: >= holds): piece 0 signalled, its
+     * bytes final, nothing of pieces 1 and 2; then piece 1, then 2 */
+    for (int k = 0; k < 3 && !rc; k++) {
+      if (k) CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 1, &past, 4, cudaMemcpyHostToDevice, b));
+      CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 3, k ? &one : &past, 4, cudaMemcpyHostToDevice, b));
       CUDA_OK(cudaStreamSynchronize(b));
+      for (int tries = 0; tries < 500; tries++) {
+        CUDA_OK(cudaMemcpyAsync(now, flags, sizeof(now), cudaMemcpyDeviceToHost, b));
+        CUDA_OK(cudaStreamSynchronize(b));
+        if (now[k * 4 + 2] == value || (k == 2 && graph && cudaStreamQuery(a) == cudaSuccess))
+          break;
+        nanosleep(&ts, NULL);
+      }
+      if (k == 2) break; /* the graph's reset may already have run: checked below */
+      CUDA_OK(cudaMemcpyAsync(got, devDst, count * 2, cudaMemcpyDeviceToHost, b));
+      CUDA_OK(cudaStreamSynchronize(b));
+      size_t done = (size_t)(k + 1) * 4096 * 2;
+      int early = 0;
+      for (size_t i = done; i < count * 2 && !early; i++) early = got[i] != 0xA5;
+      for (int q = k + 1; q < 3; q++) early |= now[q * 4 + 2] == value;
+      if (now[k * 4 + 2] != value || memcmp(got, want, done) || early ||
+          cudaStreamQuery(a) != cudaErrorNotReady) {
+        TEST_FAIL("graph %d: piece %d not signalled (%u), not final, or a later piece done early",
+                  graph, k, now[k * 4 + 2]);
+        rc = 1;
+      }
     }
-    CUDA_OK(cudaMemcpyAsync(got, devDst, 4096 * 2, cudaMemcpyDeviceToHost, b));
-    CUDA_OK(cudaStreamSynchronize(b));
-    if (s0 != value || memcmp(got, want, 4096 * 2) || cudaStreamQuery(a) != cudaErrorNotReady) {
-      TEST_FAIL("graph %d: piece 0 not signalled, not final, or the kernel did not wait for "
-                "piece 1 (signal %u)",
-                graph, s0);
-      rc = 1;
-      break;
-    }
-    /* the rest (past the value: >= holds) */
-    uint32_t past = value + 3;
-    for (int k = 1; k < 3; k++) {
-      CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 1, &past, 4, cudaMemcpyHostToDevice, b));
-      CUDA_OK(cudaMemcpyAsync(flags + k * 4 + 3, &one, 4, cudaMemcpyHostToDevice, b));
-    }
-    CUDA_OK(cudaStreamSynchronize(b));
+    if (rc) break;
     CUDA_OK(cudaStreamSynchronize(a));
     CUDA_OK(cudaMemcpy(got, devDst, count * 2 + GUARD, cudaMemcpyDeviceToHost));
     long long d = testFirstDiff(got, want, count * 2 + GUARD);
@@ -327,22 +333,19 @@ static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *h
       rc = 1;
       break;
     }
-    uint32_t after[12], safter[12], pc[8], kc;
+    uint32_t after[12], pc[8], kc;
     CUDA_OK(cudaMemcpy(after, flags, sizeof(after), cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(safter, sig, sizeof(safter), cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(pc, pcount, sizeof(pc), cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(&kc, kcount, sizeof(kc), cudaMemcpyDeviceToHost));
     for (int k = 0; k < 12 && !rc; k++) {
-      int polled = k % 4 == 1 || k % 4 == 3;
-      uint32_t expect = !polled            ? before[k]
-                        : graph            ? 0
-                        : k == 1 || k == 3 ? value
-                        : k % 4 == 1       ? past
-                                           : value;
-      uint32_t sexpect = k % 4 == 2 ? value : sbefore[k];
-      if (after[k] != expect || safter[k] != sexpect) {
-        TEST_FAIL("graph %d replay %d: word %d is %u (expected %u), signal word %u (expected %u)",
-                  graph, rep, k, after[k], expect, safter[k], sexpect);
+      /* polled: 0 after a graph's reset, else as written (rank 1's of
+       * piece 0 and rank 3's of pieces 1-2 the value, the others past it);
+       * its own: the signal; rank 0's: untouched */
+      uint32_t written = k % 4 == 1 ? (k == 1 ? value : past) : (k == 3 ? past : value);
+      uint32_t expect = k % 4 == 2 ? value : k % 4 == 0 ? before[k] : graph ? 0 : written;
+      if (after[k] != expect) {
+        TEST_FAIL("graph %d replay %d: word %d is %u, expected %u", graph, rep, k, after[k],
+                  expect);
         rc = 1;
       }
     }
@@ -358,7 +361,6 @@ static int pieceMaskCase(int graph, void *dev[8], void *devDst, unsigned char *h
   cudaStreamDestroy(a);
   cudaStreamDestroy(b);
   cudaFree(flags);
-  cudaFree(sig);
   cudaFree(kcount);
   cudaFree(pcount);
   return rc;

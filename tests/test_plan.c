@@ -3766,6 +3766,23 @@ static int testPushAllReduce(void) {
         memmove(&s[0].steps[e], &s[0].steps[e + 1], (size_t)(ja - e) * sizeof(planStep));
         s[0].steps[ja] = fork;
         ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
+        /* a piece's SIGNAL before its push: the peer's kernel could read
+         * the piece before it lands */
+        int cp = 0;
+        while (
+            !(s[0].steps[cp].kind == PLAN_STEP_COPY && s[0].steps[cp].dst.buf == PLAN_BUF_SCRATCH))
+          cp++;
+        planStep push = s[0].steps[cp];
+        ASSERT_TRUE(s[0].steps[cp + 1].kind == PLAN_STEP_SIGNAL &&
+                    s[0].steps[cp + 1].peer == push.dst.rank);
+        s[0].steps[cp] = s[0].steps[cp + 1];
+        s[0].steps[cp + 1] = push;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), -1);
+        ASSERT_CONTAINS(why, "is not the PIECE of this piece");
+        printf("  control, a piece signalled before its push: %s\n", why);
+        s[0].steps[cp + 1] = s[0].steps[cp];
+        s[0].steps[cp] = push;
+        ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
         /* lane C's JOIN from lane A taken out (every rank) */
         for (int r = 0; r < n; r++) {
           int j = 0;
@@ -3913,12 +3930,18 @@ static int testHandshakesOnly(void) {
             x.stageEntry = !x.listOrder;
             ASSERT_EQ_INT(planBuild(&x, (planAlgo)a, &s[r]), 0);
             planHandshakesOnly(&s[r]);
+            s[r].listOrder = 1; /* all in one lane: issued in its order */
             for (int i = 0; i < s[r].nsteps; i++)
               ASSERT_TRUE((s[r].steps[i].kind == PLAN_STEP_SIGNAL ||
                            s[r].steps[i].kind == PLAN_STEP_WAIT) &&
                           s[r].steps[i].lane == 0 && !s[r].steps[i].inKernel);
             ops[r] = &s[r];
           }
+          char why[256];
+          if (planCheck(s, n, why, sizeof(why)))
+            TEST_FAIL("%s %s n=%d stripped: %s", planCollName((planColl)coll),
+                      planAlgoName((planAlgo)a), n, why);
+          ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
           for (uint32_t sd = 1; sd <= 6; sd++) {
             ASSERT_EQ_INT(simOnce(ops, n, SIM_LIST_PER_RANK, 1, sd * 2654435761u), 0);
             ASSERT_EQ_INT(simOnce(ops, n, SIM_ROUNDS_SHARED, 1 + (int)(sd % 3), sd * 2654435761u),

@@ -349,12 +349,13 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     }
   }
   /* A COPY into peer p's scratch buffer (push1) follows a WAIT for p (p's
-   * ENTRY: its previous reduction no longer reads the buffer), and a
-   * SIGNAL to p follows it on its lane (p's kernel polls that word before
-   * it reads the bytes). */
+   * ENTRY: its previous reduction no longer reads the buffer), and the j-th
+   * such COPY on its lane is followed there, before the next one, by the
+   * SIGNAL of PIECE+j to p (p's kernel polls that word before it reads
+   * piece j: buildPush pushes a peer's pieces in order, one a lane step). */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *S = &s->steps[i];
-    int p = S->dst.rank;
+    int p = S->dst.rank, j = 0;
     if (S->kind != PLAN_STEP_COPY || S->dst.buf != PLAN_BUF_SCRATCH || p == r) continue;
     const int *ci = &clock[(size_t)i * (size_t)nl];
     int waited = 0, told = 0;
@@ -362,14 +363,24 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       const planStep *W = &s->steps[w];
       waited = W->kind == PLAN_STEP_WAIT && W->peer == p && ci[W->lane] > ord[w];
     }
-    for (int g = i + 1; g < s->nsteps && !told; g++)
-      told = s->steps[g].lane == S->lane && s->steps[g].kind == PLAN_STEP_SIGNAL &&
-             s->steps[g].peer == p;
+    for (int g = 0; g < i; g++) /* this COPY's place among the lane's into p's scratch */
+      j += s->steps[g].lane == S->lane && s->steps[g].kind == PLAN_STEP_COPY &&
+           s->steps[g].dst.rank == p && s->steps[g].dst.buf == PLAN_BUF_SCRATCH;
+    for (int g = i + 1; g < s->nsteps; g++) {
+      const planStep *G = &s->steps[g];
+      if (G->lane != S->lane) continue;
+      if (G->kind == PLAN_STEP_COPY && G->dst.rank == p && G->dst.buf == PLAN_BUF_SCRATCH) break;
+      if (G->kind == PLAN_STEP_SIGNAL && G->peer == p) {
+        told = (int)G->phase == PLAN_PHASE_PIECE + j;
+        break;
+      }
+    }
     if (!waited || !told)
       rc = fail(err, errlen, "rank %d step %d (COPY, lane %d) writes rank %d's scratch buffer %s",
                 r, i, S->lane, p,
                 !waited ? "before any WAIT for that rank: its last reduction may still read it"
-                        : "and no SIGNAL to that rank follows it on its lane");
+                        : "and the next SIGNAL to that rank on its lane, before its next push "
+                          "there, is not the PIECE of this piece");
   }
   /* ... and every peer whose buffers a step touches gets an EXIT. */
   for (int i = 0; i < s->nsteps && !rc; i++) {

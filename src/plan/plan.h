@@ -478,7 +478,9 @@ static inline int planIsComposed(planAlgo a) {
  * waiting): its SIGNALs and WAITs alone, all on lane 0 in list order, which
  * is round order, so every WAIT follows every SIGNAL of the rank's earlier
  * rounds in its one lane (rule 2; a WAIT a kernel polled, or push1's lane C
- * WAIT for its kernel's own signal, kept on their lanes, would not). */
+ * WAIT for its kernel's own signal, kept on their lanes, would not); a
+ * rank's SIGNALs and WAITs to itself go (they order nothing without the
+ * kernel and lane C). nrounds and nlanes follow; planCheck accepts it. */
 void planHandshakesOnly(planSchedule *s);
 /* Whether a reduction's push1 runs as itself (not as pull1) for a: every
  * rank off a shared GPU (kernelSignals), at most PLAN_SM_MAX_PEERS peers,

@@ -53,13 +53,22 @@ static void useLane(planSchedule *s, int lane) {
 
 void planHandshakesOnly(planSchedule *s) {
   int n = 0;
-  for (int j = 0; j < s->nsteps; j++)
-    if (s->steps[j].kind == PLAN_STEP_SIGNAL || s->steps[j].kind == PLAN_STEP_WAIT) {
-      s->steps[n] = s->steps[j];
-      s->steps[n].lane = 0;
-      s->steps[n++].inKernel = 0; /* no kernel runs them now */
-    }
+  s->nrounds = 0;
+  for (int j = 0; j < s->nsteps; j++) {
+    const planStep *st = &s->steps[j];
+    /* a rank's words to itself (push1's kernel to its lane C) order
+     * nothing without the kernel and lane C */
+    if ((st->kind != PLAN_STEP_SIGNAL && st->kind != PLAN_STEP_WAIT) || st->peer == s->rank)
+      continue;
+    s->steps[n] = *st;
+    s->steps[n].lane = 0;
+    s->steps[n].inKernel = 0; /* no kernel runs them now */
+    if (st->round + 1 > s->nrounds) s->nrounds = st->round + 1;
+    n++;
+  }
   s->nsteps = n;
+  s->nlanes = 1;
+  s->nsrcs = 0; /* no REDUCE is left */
 }
 
 int planUsesLines(const planSchedule *s) {
