@@ -300,8 +300,9 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  * bytes. A kernel polls its peers' words, so the form needs every peer off
  * this GPU (planArgs.kernelSignals), at most PLAN_SM_MAX_PEERS peers, and
  * every rank's pieces in the scratch buffer at once (Reduce: the root's
- * whole buffer from each peer); elsewhere push1 runs as pull1 (the same verdict on every rank: the
- * scratch size is the set's and every target is known to all).
+ * whole buffer from each peer); elsewhere push1 runs as pull1 (the same
+ * verdict on every rank: the scratch size is the set's and every target is
+ * known to all).
  */
 /* The pieces of a target of `total` bytes under push1: two while the
  * target is at most 24 x the smallest piece (an AllReduce of 48 MB on 2
