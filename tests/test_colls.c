@@ -515,7 +515,7 @@ static int testPushAllReduce(void) {
         bad += rc;
       }
     /* the other reductions' push1: ReduceScatter (24 MB of parts), Reduce
-     * to the last rank (3 MB; more overflows the scratch buffer on 4) */
+     * to the last rank (3 MB; as pull1: its non-roots' parts are empty) */
     for (int ip = 0; ip <= 1; ip++) {
       ccCase rs = {.coll = COLL_REDUCESCATTER,
                    .type = dmacclFloat32,

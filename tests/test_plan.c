@@ -3827,7 +3827,8 @@ static int testPushAllReduce(void) {
 
 /*
  * push1 of ReduceScatter, ReduceScatterV and Reduce (reduce.c buildPush
- * without lane C): every COPY a push from the rank's own send buffer into a
+ * without lane C; as pull1 where a rank's part is empty: always a
+ * Reduce's non-roots): every COPY a push from the rank's own send buffer into a
  * peer's scratch buffer, the kernel polling the peers' words, no word of
  * its own, no EXIT. 2-4 ranks, every root; planCheck, simulated queues
  * (list order, rounds, random dependency orders) and byte-for-byte
@@ -3840,7 +3841,7 @@ static int testPushReductions(void) {
   planSchedule s[4], *ops[4];
   memset(s, 0, sizeof(s));
   const planColl colls[] = {PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCESCATTERV, PLAN_COLL_REDUCE};
-  int replays = 0;
+  int replays = 0, pulled = 0;
   for (size_t c = 0; c < 3; c++)
     for (int n = 2; n <= 4; n++)
       for (int big = 0; big < 2; big++) {
@@ -3856,9 +3857,14 @@ static int testPushReductions(void) {
           a.kernelSignals = 1;
           a.listOrder = big;
           ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PUSH1, &s[r]), 0);
-          ASSERT_EQ_INT((int)s[r].algo, PLAN_ALGO_PUSH1);
+          /* as pull1 where a rank's part is empty (a Reduce's non-roots,
+           * a ReduceScatterV's zero counts: planPushRuns) */
+          int empty = 0;
+          for (int t = 0; t < n; t++) empty |= !planCollOf(colls[c])->target(&a, t, 0).bytes;
+          ASSERT_EQ_INT((int)s[r].algo, empty ? PLAN_ALGO_PULL1 : PLAN_ALGO_PUSH1);
+          if (empty) pulled++;
           ops[r] = &s[r];
-          for (int i = 0; i < s[r].nsteps; i++) {
+          for (int i = 0; i < s[r].nsteps && !empty; i++) {
             const planStep *st = &s[r].steps[i];
             if (st->kind == PLAN_STEP_COPY)
               ASSERT_TRUE(st->src.rank == r && st->src.buf == PLAN_BUF_SEND && st->dst.rank != r &&
@@ -3878,7 +3884,9 @@ static int testPushReductions(void) {
                                    (size_t)1 << 20, min, 32u | ((uint32_t)big << 6) | (seed << 7)),
                         0);
       }
-  printf("  %d push1 reductions replayed byte for byte\n", replays);
+  printf("  %d push1 reductions replayed byte for byte (%d schedules as pull1: a part empty)\n",
+         replays, pulled);
+  ASSERT_TRUE(pulled > 0);
   for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
   return 0;
 }
