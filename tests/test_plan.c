@@ -3841,7 +3841,7 @@ static int testPushReductions(void) {
   planSchedule s[4], *ops[4];
   memset(s, 0, sizeof(s));
   const planColl colls[] = {PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCESCATTERV, PLAN_COLL_REDUCE};
-  int replays = 0, pulled = 0;
+  int replays = 0, empties = 0;
   for (size_t c = 0; c < 3; c++)
     for (int n = 2; n <= 4; n++)
       for (int big = 0; big < 2; big++) {
@@ -3857,14 +3857,12 @@ static int testPushReductions(void) {
           a.kernelSignals = 1;
           a.listOrder = big;
           ASSERT_EQ_INT(planBuild(&a, PLAN_ALGO_PUSH1, &s[r]), 0);
-          /* as pull1 where a rank's part is empty (a Reduce's non-roots,
-           * a ReduceScatterV's zero counts: planPushRuns) */
-          int empty = 0;
-          for (int t = 0; t < n; t++) empty |= !planCollOf(colls[c])->target(&a, t, 0).bytes;
-          ASSERT_EQ_INT((int)s[r].algo, empty ? PLAN_ALGO_PULL1 : PLAN_ALGO_PUSH1);
-          if (empty) pulled++;
+          /* push1 also where a rank's part is empty (a Reduce's non-roots,
+           * a ReduceScatterV's zero counts): that rank only pushes */
+          ASSERT_EQ_INT((int)s[r].algo, PLAN_ALGO_PUSH1);
+          if (!planCollOf(colls[c])->target(&a, r, 0).bytes) empties++;
           ops[r] = &s[r];
-          for (int i = 0; i < s[r].nsteps && !empty; i++) {
+          for (int i = 0; i < s[r].nsteps; i++) {
             const planStep *st = &s[r].steps[i];
             if (st->kind == PLAN_STEP_COPY)
               ASSERT_TRUE(st->src.rank == r && st->src.buf == PLAN_BUF_SEND && st->dst.rank != r &&
@@ -3884,9 +3882,9 @@ static int testPushReductions(void) {
                                    (size_t)1 << 20, min, 32u | ((uint32_t)big << 6) | (seed << 7)),
                         0);
       }
-  printf("  %d push1 reductions replayed byte for byte (%d schedules as pull1: a part empty)\n",
-         replays, pulled);
-  ASSERT_TRUE(pulled > 0);
+  printf("  %d push1 reductions replayed byte for byte (%d schedules of ranks with an empty part)\n",
+         replays, empties);
+  ASSERT_TRUE(empties > 0);
   for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
   return 0;
 }
@@ -3979,6 +3977,66 @@ static int testHandshakesOnly(void) {
   return 0;
 }
 
+/* planRunEnd: every run the CUDA executor issues as one command holds steps
+ * of one kind and lane, none a kernel's, and stops only where the next step
+ * differs; the sweep must meet the shape that hung push1 in CUDA graphs
+ * (an ENTRY WAIT right before a kernel's polled WAIT on the same lane: a
+ * Reduce's root, whose peers have empty parts), else it proves nothing. */
+static int testRunEnd(void) {
+  uint32_t seed = 23;
+  static vecStore v;
+  planSchedule s;
+  memset(&s, 0, sizeof(s));
+  int runs = 0, stopped = 0, pushStopped = 0;
+  for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
+    for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
+      if (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) || planIsComposed((planAlgo)a))
+        continue;
+      for (int n = 2; n <= 4; n++)
+        for (int form = 0; form < 4; form++) {
+          size_t count = form & 2 ? 100000 + 3 : form ? 1000 : 1;
+          makeVec((planColl)coll, n, count, &seed, &v);
+          for (int r = 0; r < n; r++) {
+            planArgs x = anyArgs((planColl)coll, r, n, count, 0, 0, &v, (size_t)1 << 20);
+            x.pieceMin = 4096;
+            x.stageSlots = 2;
+            x.stageIndex = 1;
+            x.lineBytes = (size_t)1 << 20;
+            x.kernelSignals = 1;
+            x.listOrder = form & 1;
+            x.stageEntry = !x.listOrder;
+            ASSERT_EQ_INT(planBuild(&x, (planAlgo)a, &s), 0);
+            for (int i = 0; i < s.nsteps; i++) {
+              const planStep *st = &s.steps[i];
+              if (st->inKernel) continue;
+              int most = 1 + (int)((unsigned)i % 5), j = planRunEnd(&s, i, most);
+              ASSERT_TRUE(j > i && j - i <= most);
+              for (int k = i; k < j; k++)
+                ASSERT_TRUE(s.steps[k].kind == st->kind && s.steps[k].lane == st->lane &&
+                            !s.steps[k].inKernel &&
+                            (st->kind != PLAN_STEP_COPY || k == i || s.steps[k].batch));
+              if (j < s.nsteps && j - i < most) {
+                const planStep *nx = &s.steps[j];
+                int same = nx->kind == st->kind && nx->lane == st->lane;
+                ASSERT_TRUE(!same || nx->inKernel || (st->kind == PLAN_STEP_COPY && !nx->batch));
+                if (same && nx->inKernel) {
+                  stopped++;
+                  if (a == PLAN_ALGO_PUSH1 && st->kind == PLAN_STEP_WAIT) pushStopped++;
+                }
+              }
+              runs++;
+            }
+          }
+        }
+    }
+  printf("  %d runs; %d end at a kernel's step of their kind and lane (%d a push1 WAIT before "
+         "its kernel's polled WAIT)\n",
+         runs, stopped, pushStopped);
+  ASSERT_TRUE(pushStopped > 0);
+  planScheduleFree(&s);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
@@ -3988,6 +4046,7 @@ int main(void) {
   RUN(testPushAllReduce);
   RUN(testPushReductions);
   RUN(testHandshakesOnly);
+  RUN(testRunEnd);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testAlltoallvForms);

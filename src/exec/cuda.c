@@ -675,10 +675,10 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
   char *src0 = execLocate(b, st->src), *dst0 = execLocate(b, st->dst);
   size_t width = st->bytes;
   ptrdiff_t spitch = n > 1 ? (char *)execLocate(b, sch->steps[i + 1].src) - src0 : (ptrdiff_t)width;
-  if (spitch < (ptrdiff_t)width) return i;
+  if (spitch < (ptrdiff_t)width || planRunEnd(sch, i, n) != i + n) return i;
   for (int r = 0; r < n; r++) {
     const planStep *q = &sch->steps[i + r];
-    if (q->kind != PLAN_STEP_COPY || q->batch != 2 || q->lane != st->lane || q->bytes != width ||
+    if (q->batch != 2 || q->bytes != width ||
         q->dst.buf != PLAN_BUF_STAGE || q->dst.rank != r ||
         (char *)execLocate(b, q->dst) != dst0 + (size_t)r * s->stageStride ||
         (char *)execLocate(b, q->src) != src0 + (ptrdiff_t)r * spitch)
@@ -1042,9 +1042,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     int most = graph && st->kind == PLAN_STEP_WAIT ? MEMOP_CHUNK / 2
                : st->kind == PLAN_STEP_SIGNAL      ? MEMOP_CHUNK - 1
                                                    : MEMOP_CHUNK;
-    while (j < sch->nsteps && j - i < most && sch->steps[j].kind == st->kind &&
-           sch->steps[j].lane == st->lane)
-      j++;
+    j = planRunEnd(sch, i, most); /* (never a kernel's WAIT: planRunEnd) */
     const planStep *nx = j < sch->nsteps ? &sch->steps[j] : NULL;
     int self = st->kind == PLAN_STEP_SIGNAL && nx && nx->kind == PLAN_STEP_JOIN && nx->inKernel &&
                nx->from == st->lane;
@@ -1089,10 +1087,8 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     /* rows to every rank at the staging stride: one 2D copy */
   } else if (st->batch && !graph) { /* the batch API cannot be captured into a graph */
     size_t k = 0;
-    j = i;
-    for (; j < sch->nsteps && sch->steps[j].kind == PLAN_STEP_COPY && sch->steps[j].batch &&
-           sch->steps[j].lane == st->lane && k < (size_t)comm->nranks;
-         j++, k++) {
+    int end = planRunEnd(sch, i, comm->nranks);
+    for (j = i; j < end; j++, k++) {
       s->bdst[k] = execLocate(b, sch->steps[j].dst);
       s->bsrc[k] = execLocate(b, sch->steps[j].src);
       s->bsize[k] = sch->steps[j].bytes;

@@ -509,6 +509,16 @@ void planScheduleReset(planSchedule *s, const planArgs *args, planAlgo algo);
  * than one lane, or nothing says a written block is complete. */
 int planAddArrivals(planSchedule *s, const planArgs *a);
 
+/* The end of the run of steps from steps[i] that an executor may issue as
+ * one command (a batch of stream memory operations, a batched copy): the
+ * same kind on the same lane, none of them a kernel's (inKernel), COPYs all
+ * batched (after steps[i] itself, which the caller issues in any case), at
+ * most `most` (>= 1) steps. A kernel's step is never part of a stream
+ * command: push1's kernel polls a peer's PIECE word itself, and a CUDA
+ * graph's stream wait resets the word it waited for, so a stream wait that
+ * took that WAIT along would leave the kernel polling for good. */
+int planRunEnd(const planSchedule *s, int i, int most);
+
 /* The SIGNALs a kernel writes after the REDUCE in pieces steps[red]: the
  * inKernel SIGNALs right after it in the list, on its lane. Returns how
  * many (0: none) and sets *peers to how many each piece has; -1 when they

@@ -298,9 +298,8 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  * In place, a peer writes its piece k of T_p into my buffer only after its
  * kernel reduced that piece, which followed my push of it out of the same
  * bytes. A kernel polls its peers' words, so the form needs every peer off
- * this GPU (planArgs.kernelSignals), at most PLAN_SM_MAX_PEERS peers,
- * every rank's part non-empty (planPushRuns says why) and every rank's
- * pieces in the scratch buffer at once; elsewhere push1 runs as pull1 (the same
+ * this GPU (planArgs.kernelSignals), at most PLAN_SM_MAX_PEERS peers
+ * and every rank's pieces in the scratch buffer at once; elsewhere push1 runs as pull1 (the same
  * verdict on every rank: the scratch size is the set's and every target is
  * known to all).
  */
@@ -317,17 +316,17 @@ static size_t pushPiece(const planArgs *a, size_t total) {
 }
 
 /* Whether push1 runs as itself for a (see above); the same on every rank.
- * Not where a rank's part is empty (a Reduce's non-roots, an AllReduce
- * of less than 256 bytes a rank, a ReduceScatterV's empty counts): on 2x
- * H200 in CUDA graphs such calls hung, the rank with a part waiting for
- * good, with every part non-empty they ran; eager they ran either way
- * (docs/results/push1-2xh200/, calls X-Y; the cause is not found yet). */
+ * A rank's part may be empty (a Reduce's non-roots, an AllReduce of less
+ * than 256 bytes a rank): it pushes and has no kernel. (Such calls once hung
+ * in CUDA graphs: the CUDA executor issued a kernel's polled WAIT as a
+ * stream wait together with the ENTRY WAIT before it, and a graph's stream
+ * wait resets its word; planRunEnd now ends a run at a kernel's step.) */
 int planPushRuns(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
   for (int t = 0; t < a->nranks; t++) {
     size_t Tt = ci->target(a, t, 0).bytes;
-    if (!Tt || !fitsAt(a, Tt, pushPiece(a, Tt))) return 0;
+    if (Tt && !fitsAt(a, Tt, pushPiece(a, Tt))) return 0;
   }
   return 1;
 }

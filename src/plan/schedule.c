@@ -71,6 +71,16 @@ void planHandshakesOnly(planSchedule *s) {
   s->nsrcs = 0; /* no REDUCE is left */
 }
 
+int planRunEnd(const planSchedule *s, int i, int most) {
+  const planStep *st = &s->steps[i];
+  int j = i + 1; /* steps[i] itself: the caller's */
+  while (j < s->nsteps && j - i < most && s->steps[j].kind == st->kind &&
+         s->steps[j].lane == st->lane && !s->steps[j].inKernel &&
+         (st->kind != PLAN_STEP_COPY || s->steps[j].batch))
+    j++;
+  return j;
+}
+
 int planUsesLines(const planSchedule *s) {
   for (int i = 0; i < s->nsteps; i++)
     if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;

@@ -140,8 +140,15 @@ const char planDefaultTune[] =
      * pull1's 59.0 (NCCL 32.9). At 16 MB nothing staged fits: pull1 (115-125
      * us, NCCL 80; 76-80, NCCL 54). Reduce (its non-roots reduce nothing:
      * stagesm's form, level with stage): the range above, for every rank
-     * count. */
-    "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-inf:pull1;"
+     * count. From 16 MB and below 64 MB AllReduce takes push1 (every copy
+     * a push, the kernel polling the pushed pieces). 2x H200
+     * (docs/results/push1-2xh200/, call X), in graphs 16/32 MB 98.7/137.0
+     * us against pull1's 108.5/155.4 (NCCL 77.0/137.8), eager 96.1-97.5 /
+     * 143.0-146.2 against 116.9-118.9 / 156.3-158.6 in three sweeps; at 64
+     * MB level (graphs 256.8 against 260.8, eager 252.8-254.7 against
+     * 252.5-255.1), so pull1 stays there; at 8 MB twoshot (graphs 51.5
+     * against push1's 80.9, eager 53.0 against 69.4-71.2). */
+    "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-64M:push1,64M-inf:pull1;"
     "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     /* Broadcast and Scatter on 2 ranks from 8 MB: split, both ranks' copy
