@@ -3882,8 +3882,9 @@ static int testPushReductions(void) {
                                    (size_t)1 << 20, min, 32u | ((uint32_t)big << 6) | (seed << 7)),
                         0);
       }
-  printf("  %d push1 reductions replayed byte for byte (%d schedules of ranks with an empty part)\n",
-         replays, empties);
+  printf(
+      "  %d push1 reductions replayed byte for byte (%d schedules of ranks with an empty part)\n",
+      replays, empties);
   ASSERT_TRUE(empties > 0);
   for (int r = 0; r < 4; r++) planScheduleFree(&s[r]);
   return 0;

@@ -245,7 +245,8 @@ static int testTuneErrors(void) {
  * qualifier is named and changes nothing. Built in: 2 ranks, AllGather(V)
  * and AlltoAll take stagell up to 1 MB and stagesm above it up to 8 MB,
  * eager and captured;
- * AllReduce takes stagell up to 4 MB and twoshot above it, ReduceScatterV
+ * AllReduce takes stagell up to 4 MB, twoshot above it, push1 from 16 MB
+ * below 64 MB and pull1 from there, ReduceScatterV
  * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell

@@ -678,8 +678,7 @@ static int issue2D(dmacclComm_t comm, const planSchedule *sch, int i, const exec
   if (spitch < (ptrdiff_t)width || planRunEnd(sch, i, n) != i + n) return i;
   for (int r = 0; r < n; r++) {
     const planStep *q = &sch->steps[i + r];
-    if (q->batch != 2 || q->bytes != width ||
-        q->dst.buf != PLAN_BUF_STAGE || q->dst.rank != r ||
+    if (q->batch != 2 || q->bytes != width || q->dst.buf != PLAN_BUF_STAGE || q->dst.rank != r ||
         (char *)execLocate(b, q->dst) != dst0 + (size_t)r * s->stageStride ||
         (char *)execLocate(b, q->src) != src0 + (ptrdiff_t)r * spitch)
       return i;
