@@ -3982,20 +3982,22 @@ static int testHandshakesOnly(void) {
  * of one kind and lane, none a kernel's, and stops only where the next step
  * differs; the sweep must meet the shape that hung push1 in CUDA graphs
  * (an ENTRY WAIT right before a kernel's polled WAIT on the same lane: a
- * Reduce's root, whose peers have empty parts), else it proves nothing. */
+ * Reduce's root, whose peers have empty parts), else it proves nothing.
+ * Forms: list order or not, kernel signals or not (a peer on this GPU),
+ * kernel waits, arrival NOTIFYs, 1 byte to 100 KB. */
 static int testRunEnd(void) {
   uint32_t seed = 23;
   static vecStore v;
   planSchedule s;
   memset(&s, 0, sizeof(s));
-  int runs = 0, stopped = 0, pushStopped = 0;
+  int runs = 0, stopped = 0, pushStopped = 0, refused = 0;
   for (int coll = 0; coll < PLAN_NUM_COLLS; coll++)
     for (int a = 0; a < PLAN_NUM_ALGOS; a++) {
       if (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) || planIsComposed((planAlgo)a))
         continue;
       for (int n = 2; n <= 4; n++)
-        for (int form = 0; form < 4; form++) {
-          size_t count = form & 2 ? 100000 + 3 : form ? 1000 : 1;
+        for (int form = 0; form < 32; form++) {
+          size_t count = form & 2 ? 100000 + 3 : form & 3 ? 1000 : 1;
           makeVec((planColl)coll, n, count, &seed, &v);
           for (int r = 0; r < n; r++) {
             planArgs x = anyArgs((planColl)coll, r, n, count, 0, 0, &v, (size_t)1 << 20);
@@ -4003,10 +4005,16 @@ static int testRunEnd(void) {
             x.stageSlots = 2;
             x.stageIndex = 1;
             x.lineBytes = (size_t)1 << 20;
-            x.kernelSignals = 1;
+            x.kernelSignals = !(form & 4);
+            x.kernelWait = !!(form & 8);
+            x.notify = !!(form & 16);
             x.listOrder = form & 1;
             x.stageEntry = !x.listOrder;
-            ASSERT_EQ_INT(planBuild(&x, (planAlgo)a, &s), 0);
+            if (planBuild(&x, (planAlgo)a, &s)) { /* a form the planner refuses */
+              ASSERT_TRUE(form & 24);             /* (only with kernelWait or notify) */
+              refused++;
+              continue;
+            }
             for (int i = 0; i < s.nsteps; i++) {
               const planStep *st = &s.steps[i];
               if (st->inKernel) continue;
@@ -4030,9 +4038,9 @@ static int testRunEnd(void) {
           }
         }
     }
-  printf("  %d runs; %d end at a kernel's step of their kind and lane (%d a push1 WAIT before "
-         "its kernel's polled WAIT)\n",
-         runs, stopped, pushStopped);
+  printf("  %d runs (%d forms refused); %d end at a kernel's step of their kind and lane (%d a "
+         "push1 WAIT before its kernel's polled WAIT)\n",
+         runs, refused, stopped, pushStopped);
   ASSERT_TRUE(pushStopped > 0);
   planScheduleFree(&s);
   return 0;
