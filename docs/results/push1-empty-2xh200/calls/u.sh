@@ -25,8 +25,8 @@ loop() { # loop TREE TAG: up to 8 runs, stop at the first failure
   return $(( ok < 8 ))
 }
 if ! loop build-gpu head; then
-  git worktree add -f /tmp/old 3933776 > /dev/null 2>&1
-  cmake -S /tmp/old -B build-old -DCMAKE_BUILD_TYPE=Release > $R/build-old.log 2>&1 &&
+  # build-oldsrc: git archive 3933776 (docs/results left out), carried
+  cmake -S build-oldsrc -B build-old -DCMAKE_BUILD_TYPE=Release > $R/build-old.log 2>&1 &&
     cmake --build build-old -j "$(nproc)" --target test_nccl_api >> $R/build-old.log 2>&1 && loop build-old old
 fi
 if ! python3 -c "import pytest" 2>/dev/null; then
