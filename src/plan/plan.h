@@ -484,8 +484,8 @@ static inline int planIsComposed(planAlgo a) {
 void planHandshakesOnly(planSchedule *s);
 /* Whether a reduction's push1 runs as itself (not as pull1) for a: every
  * rank off a shared GPU (kernelSignals), at most PLAN_SM_MAX_PEERS peers,
- * every rank's part non-empty (so never a Reduce: reduce.c says why), and
- * every rank's pieces in the scratch buffer. Then no rank reads
+ * every rank's part non-empty but an AllReduce's (so never a Reduce:
+ * reduce.c says why), and every rank's pieces in the scratch buffer. Then no rank reads
  * a peer's send buffer, and only AllReduce writes a peer's receive buffer. */
 int planPushRuns(const planArgs *a);
 /* Whether a schedule writes lines (a COPY into LINES) or reads them (a

@@ -316,17 +316,23 @@ static size_t pushPiece(const planArgs *a, size_t total) {
 }
 
 /* Whether push1 runs as itself for a (see above); the same on every rank.
- * A rank's part may be empty (a Reduce's non-roots, an AllReduce of less
- * than 256 bytes a rank): it pushes and has no kernel. (Such calls once hung
- * in CUDA graphs: the CUDA executor issued a kernel's polled WAIT as a
- * stream wait together with the ENTRY WAIT before it, and a graph's stream
- * wait resets its word; planRunEnd now ends a run at a kernel's step.) */
+ * An AllReduce's part may be empty (under 256 bytes a rank): that rank
+ * pushes, has no kernel, and its next operation's ENTRY still waits for the
+ * EXIT its peers send after their ENTRY waits (and, in a CUDA graph, their
+ * words' resets). (Such calls once hung in graphs: the CUDA executor issued
+ * a kernel's polled WAIT as a stream wait together with the ENTRY WAIT
+ * before it, which reset the word; planRunEnd now ends a run at a
+ * kernel's step.) Not where a part is empty without an EXIT (a Reduce's
+ * non-roots, a ReduceScatterV's zero counts): such a rank hears nothing
+ * after its ENTRY wait, so in a graph its next ENTRY could land on a word
+ * its peer has not reset yet, and be lost (test_plan
+ * testGraphWordsRepeat). */
 int planPushRuns(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
   for (int t = 0; t < a->nranks; t++) {
     size_t Tt = ci->target(a, t, 0).bytes;
-    if (Tt && !fitsAt(a, Tt, pushPiece(a, Tt))) return 0;
+    if (Tt ? !fitsAt(a, Tt, pushPiece(a, Tt)) : !ci->shareResult) return 0;
   }
   return 1;
 }
