@@ -718,6 +718,14 @@ typedef struct {
    * kernel's polled WAIT resets its word when the kernel ends; a SIGNAL
    * that finds its word still 1 is lost (simulate returns 2) */
   int graph;
+  /* graph: a kernel that writes signals after its pieces resets each
+   * piece's polled words just before them (cuda_reduce.cu signalPiece);
+   * 1: at its end, as before (a control). A kernel's reset at its end is
+   * done when its lane takes its next step: no one can know of it earlier. */
+  int resetAtEnd;
+  /* this rank's steps run only when no other rank's can (-1: none lags):
+   * the orders where one rank falls behind, which races need */
+  int lag;
 } simCase;
 
 /* Whether step i is part of a kernel (an inKernel step, the REDUCE after
@@ -791,8 +799,8 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   int laneQ[MAXR][MAXL];
   int linesIn[MAXR][SIM_MAXOPS]; /* line copies landed in a rank's slot (stagell) */
   /* graph: the words a running kernel polled, reset when it ends */
-  static struct { short rank, op, first, phase, peer; } kreset[SIM_MAXSTEPS];
-  int nkreset = 0;
+  static struct { short rank, op, first, phase, peer, ended, lane; } kreset[SIM_MAXSTEPS];
+  int nkreset = 0, allow = 0;
   uint32_t rnd = c->seed | 1;
   memset(linesIn, 0, sizeof(linesIn));
   memset(laneDone, 0, sizeof(laneDone));
@@ -860,12 +868,20 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
     }
   }
 #undef SIM_PUSH
+  /* graph: a kernel's reset at its end, once its lane goes on */
+#define SIM_ENDED(rr, ll)                                                                          \
+  for (int m_ = 0; m_ < nkreset; m_++)                                                             \
+    if (kreset[m_].ended && kreset[m_].rank == (rr) && kreset[m_].lane == (ll)) {                  \
+      flags[rr][kreset[m_].phase][kreset[m_].peer] = 0;                                            \
+      kreset[m_--] = kreset[--nkreset];                                                            \
+    }
   /* Run. */
   for (;;) {
     int progressed = 0, left = npend;
     /* Launched kernels: their steps in lane order, off the queues. */
     for (int i = 0; i < npend; i++) {
       simRef ref = pend[i];
+      if (ref.rank == c->lag && !allow) continue;
       const planStep *st = &c->s[ref.rank][ref.op]->steps[ref.idx];
       int ok = laneDone[ref.rank][st->lane] == simOrdInLane(c, laneBase, ref, st->lane);
       if (ok && st->kind == PLAN_STEP_JOIN)
@@ -881,20 +897,27 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
         ok = linesIn[ref.rank][ref.op] >= want;
       }
       if (!ok) continue;
-      if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
-      if (st->kind == PLAN_STEP_SIGNAL)
-        flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : (uint32_t)ref.op + 1;
+      SIM_ENDED(ref.rank, st->lane)
       int first = -1;
       if (c->graph) kernelPart(c->s[ref.rank][ref.op], ref.idx, &first);
-      if (c->graph && st->kind == PLAN_STEP_WAIT && first >= 0)
-        kreset[nkreset++] = (__typeof__(kreset[0])){(short)ref.rank, (short)ref.op, (short)first,
-                                                    (short)st->phase, (short)st->peer};
-      if (c->graph && first >= 0 && ref.idx == kernelLast(c->s[ref.rank][ref.op], first))
-        for (int m = 0; m < nkreset; m++) /* the kernel ends: its polled words reset */
-          if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first) {
+      if (c->graph && first >= 0 && st->kind == PLAN_STEP_SIGNAL && !c->resetAtEnd)
+        for (int m = 0; m < nkreset; m++) /* piece k's polled words, before its signals */
+          if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first &&
+              kreset[m].phase == (short)st->phase) {
             flags[ref.rank][kreset[m].phase][kreset[m].peer] = 0;
             kreset[m--] = kreset[--nkreset];
           }
+      if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
+      if (st->kind == PLAN_STEP_SIGNAL)
+        flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : (uint32_t)ref.op + 1;
+      if (c->graph && st->kind == PLAN_STEP_WAIT && first >= 0)
+        kreset[nkreset++] = (__typeof__(kreset[0])){
+            (short)ref.rank, (short)ref.op, (short)first, (short)st->phase, (short)st->peer, 0, 0};
+      if (c->graph && first >= 0 && ref.idx == kernelLast(c->s[ref.rank][ref.op], first))
+        for (int m = 0; m < nkreset; m++) /* the kernel ends: the rest reset at its end */
+          if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first)
+            kreset[m].ended = 1, kreset[m].lane = (short)st->lane;
+      if (ref.rank == c->lag) allow = 0;
       if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES)
         linesIn[st->dst.rank][ref.op]++;
       laneDone[ref.rank][st->lane]++;
@@ -904,6 +927,7 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
     for (int qi = 0; qi < nq; qi++)
       while (head[qi] < qlen[qi]) {
         simRef ref = q[qi][head[qi]];
+        if (ref.rank == c->lag && !allow) break;
         const planSchedule *sc = c->s[ref.rank][ref.op];
         const planStep *st = &sc->steps[ref.idx];
         int ordInLane = simOrdInLane(c, laneBase, ref, st->lane);
@@ -912,6 +936,7 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           /* The launch leaves the queue once the lane reached the kernel. */
           if (ref.idx == first ? !ok : !launched[ref.rank][ref.op][first]) break;
           launched[ref.rank][ref.op][first] = 1;
+          if (ref.rank == c->lag) allow = 0;
           pend[npend++] = ref;
           head[qi]++;
           progressed = 1;
@@ -933,16 +958,23 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           ok = c->graph ? flags[ref.rank][st->phase][st->peer] == 1
                         : (int32_t)(flags[ref.rank][st->phase][st->peer] - epoch) >= 0;
         if (!ok) break;
+        SIM_ENDED(ref.rank, st->lane)
         if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
         if (st->kind == PLAN_STEP_SIGNAL)
           flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : epoch;
         if (c->graph && st->kind == PLAN_STEP_WAIT) flags[ref.rank][st->phase][st->peer] = 0;
+        if (ref.rank == c->lag) allow = 0;
         laneDone[ref.rank][st->lane]++;
         head[qi]++;
         progressed = 1;
       }
     for (int qi = 0; qi < nq; qi++) left += qlen[qi] - head[qi];
     if (!left) return 0;
+    if (!progressed && c->lag >= 0 && !allow) { /* the lagging rank's turn: one step */
+      allow = 1;
+      continue;
+    }
+    allow = 0;
     if (!progressed) {
       for (int qi = 0; qi < nq; qi++)
         if (head[qi] < qlen[qi]) {
@@ -989,7 +1021,8 @@ static int testQueueSafety(void) {
     for (int ci = 0; ci < 2 && !rc; ci++)
       for (int mode = SIM_LIST_PER_RANK; mode <= SIM_ROUNDS_SHARED && !rc; mode++)
         for (uint32_t seed = 1; seed <= 12 && !rc; seed++) {
-          simCase c = {n, 4, {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n, 0};
+          simCase c = {n, 4, {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n,
+                       0, 0, -1};
           uint32_t pick = c.seed;
           unsigned long long staged = 0;
           for (int k = 0; k < c.nops && !rc; k++) {
@@ -1057,7 +1090,7 @@ static int testQueueSafetyControls(void) {
   memset(a, 0, sizeof(a));
   memset(b, 0, sizeof(b));
   char why[256];
-  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0};
+  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0, 0, -1};
   for (int r = 0; r < 2; r++) {
     planArgs args = PA(PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0);
     ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &a[r]), 0);
@@ -1094,7 +1127,7 @@ static int testQueueSafetyControls(void) {
   printf("  control 2: planCheck: %s\n", why);
   int deadlocks = 0;
   for (uint32_t seed = 1; seed <= 400; seed++) {
-    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0};
+    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0, 0, -1};
     for (int r = 0; r < 3; r++) t.s[r][0] = &b[r];
     deadlocks += simulate(&t, why, sizeof(why)) == 1;
   }
@@ -1711,7 +1744,7 @@ static int testGraphStagedProtocol(void) {
 /* One simulated run of one operation, ops[r] being rank r's schedule:
  * 0 when every step ran, 1 on a deadlock. */
 static int simOnce(planSchedule *const *ops, int n, simMode mode, int nq, uint32_t seed) {
-  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0};
+  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0, 0, -1};
   for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
   char why[256];
   return simulate(&sc, why, sizeof(why));
@@ -3919,9 +3952,23 @@ static int testPushReductions(void) {
             if (st->kind == PLAN_STEP_COPY)
               ASSERT_TRUE(st->src.rank == r && st->src.buf == PLAN_BUF_SEND && st->dst.rank != r &&
                           st->dst.buf == PLAN_BUF_SCRATCH);
-            ASSERT_TRUE(!((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
-                          (st->peer == r || st->phase == PLAN_PHASE_EXIT)));
+            ASSERT_TRUE(
+                !((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) && st->peer == r));
           }
+          /* an EXIT to every peer after the kernel (its polled words reset),
+           * and one awaited from every peer */
+          int red = -1, exits = 0, waits = 0;
+          for (int i = 0; i < s[r].nsteps && !empty; i++) {
+            const planStep *st = &s[r].steps[i];
+            if (st->kind == PLAN_STEP_REDUCE) red = i;
+            if (st->phase != PLAN_PHASE_EXIT) continue;
+            if (st->kind == PLAN_STEP_SIGNAL) {
+              ASSERT_TRUE(red >= 0 && st->lane == 0);
+              exits++;
+            }
+            if (st->kind == PLAN_STEP_WAIT) waits++;
+          }
+          if (!empty) ASSERT_TRUE(exits == n - 1 && waits == n - 1);
         }
         ASSERT_EQ_INT(planCheck(s, n, why, sizeof(why)), 0);
         for (uint32_t sd = 1; sd <= 10; sd++) {
@@ -4101,12 +4148,12 @@ static int testRunEnd(void) {
  * collective (staged ones have their own graph sequences above), 2-4
  * ranks, 1 byte to 100 KB (empty parts included), three operations back to
  * back in random dependency orders (a graph launch) and round by round on
- * shared queues, with graph words (simCase.graph): no signal may land on a
- * word its last signal still holds (the reset not yet done), and nothing
- * deadlocks. Control: AllReduce push1 on 2 ranks with one part empty and
- * its EXIT taken out, the shape a Reduce's push1 with empty parts had (the
- * empty rank has no kernel and nothing after its pushes, so its next ENTRY
- * can overtake its peer's reset): lost signals. */
+ * shared queues, each rank in turn lagging, with graph words
+ * (simCase.graph): no signal may land on a word its last signal still
+ * holds (the reset not yet done), and nothing deadlocks. Control: AllReduce push1 on 2 ranks with
+ * one part empty and its EXIT taken out, the shape a Reduce's push1 with empty parts had (the empty
+ * rank has no kernel and nothing after its pushes, so its next ENTRY can overtake its peer's
+ * reset): lost signals. */
 static int testGraphWordsRepeat(void) {
   uint32_t seed = 29;
   static vecStore v;
@@ -4120,11 +4167,12 @@ static int testGraphWordsRepeat(void) {
           planIsStaged((planAlgo)a))
         continue;
       for (int n = 2; n <= 4; n++)
-        for (int form = 0; form < 6; form++) {
-          size_t count = form % 3 == 0 ? 1 : form % 3 == 1 ? 1000 : 100000 + 3;
-          int root = form < 3 ? 0 : n - 1;
+        for (int form = 0; form < 12; form++) {
+          static const size_t counts[] = {1, 600, 1000, 14000, 30000, 100003};
+          size_t count = counts[form % 6];
+          int root = form < 6 ? 0 : n - 1;
           makeVec((planColl)coll, n, count, &seed, &v);
-          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1};
+          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
           for (int r = 0; r < n; r++) {
             planArgs x = anyArgs((planColl)coll, r, n, count, root, 0, &v, (size_t)1 << 20);
             x.pieceMin = 1024;
@@ -4133,6 +4181,7 @@ static int testGraphWordsRepeat(void) {
             for (int k = 0; k < 3; k++) c.s[r][k] = &s[r];
           }
           for (uint32_t sd = 1; sd <= 24; sd++, runs++) {
+            c.lag = (int)(sd % (uint32_t)(n + 1)) - 1;
             c.mode = sd % 3 ? SIM_TOPO_PER_RANK : SIM_ROUNDS_SHARED;
             c.nq = 1 + (int)(sd % 2);
             c.seed = sd * 2654435761u + (uint32_t)(n * 7 + form);
@@ -4147,7 +4196,7 @@ static int testGraphWordsRepeat(void) {
     }
   /* the control */
   makeVec(PLAN_COLL_ALLREDUCE, 2, 1, &seed, &v);
-  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1};
+  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
   int empty = 0;
   for (int r = 0; r < 2; r++) {
     planArgs x = anyArgs(PLAN_COLL_ALLREDUCE, r, 2, 1, 0, 0, &v, (size_t)1 << 20);
@@ -4167,6 +4216,7 @@ static int testGraphWordsRepeat(void) {
   ASSERT_EQ_INT(empty, 1);
   int lost = 0;
   for (uint32_t sd = 1; sd <= 1000; sd++) {
+    c.lag = (int)(sd % 3) - 1;
     c.mode = sd % 3 ? SIM_TOPO_PER_RANK : SIM_ROUNDS_SHARED;
     c.nq = 1 + (int)(sd % 2);
     c.seed = sd * 2654435761u;
@@ -4182,6 +4232,121 @@ static int testGraphWordsRepeat(void) {
   return 0;
 }
 
+/* Builds rank r's schedule of (coll, algo, count, root) on n ranks into s
+ * (the graph tests' arguments). */
+static int buildGraphOp(planColl coll, planAlgo a, int n, int r, size_t count, int root,
+                        const vecStore *v, planSchedule *s) {
+  planArgs x = anyArgs(coll, r, n, count, root, 0, v, (size_t)1 << 20);
+  x.pieceMin = 1024;
+  x.kernelSignals = 1;
+  return planBuild(&x, a, s);
+}
+
+/* Drops the EXIT SIGNALs and WAITs of s (a control's schedule). */
+static void dropExits(planSchedule *s) {
+  int m = 0;
+  for (int i = 0; i < s->nsteps; i++)
+    if (!((s->steps[i].kind == PLAN_STEP_SIGNAL || s->steps[i].kind == PLAN_STEP_WAIT) &&
+          s->steps[i].phase == PLAN_PHASE_EXIT))
+      s->steps[m++] = s->steps[i];
+  s->nsteps = m;
+}
+
+/* How many of `seeds` orders of c lose a signal (simulate's 2); -1 on a
+ * deadlock or error. */
+static int lostOrders(simCase *c, int seeds, char *why, size_t whylen) {
+  int lost = 0;
+  for (uint32_t sd = 1; sd <= (uint32_t)seeds; sd++) {
+    c->lag = (int)(sd % (uint32_t)(c->n + 1)) - 1;
+    c->mode = sd % 3 ? SIM_TOPO_PER_RANK : SIM_ROUNDS_SHARED;
+    c->nq = 1 + (int)(sd % 2);
+    c->seed = sd * 2654435761u + (uint32_t)c->n;
+    int rc = simulate(c, why, whylen);
+    if (rc != 0 && rc != 2) return -1;
+    lost += rc == 2;
+  }
+  return lost;
+}
+
+/* The same with different operations one after another: 600 random
+ * sequences of three (collective, direct algorithm, size, root) on 2-4
+ * ranks. An operation may signal a rank it has not heard from in it (a
+ * Broadcast's chain or relay passes PIECE on at once), so each must end
+ * with its words reset before any peer can go on. Controls, on 3 ranks:
+ * ReduceScatter push1 without its EXIT before two chain Broadcasts, and
+ * AllReduce push1 whose kernel resets its polled words at its end
+ * (simCase.resetAtEnd: after its own signals, which let lane C go on to the
+ * EXIT) before them: both lose signals. */
+static int testGraphWordsMixed(void) {
+  uint32_t seed = 31;
+  static vecStore v[3];
+  static planSchedule s[4][3];
+  memset(s, 0, sizeof(s));
+  char why[256];
+  static const size_t counts[] = {1, 600, 1000, 14000, 30000, 100003};
+  int runs = 0;
+  for (int trial = 0; trial < 600; trial++) {
+    int n = 2 + (int)(stageRand(&seed) % 3);
+    simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
+    char desc[3][96];
+    for (int k = 0; k < 3; k++) {
+      int coll, a;
+      do {
+        coll = (int)(stageRand(&seed) % PLAN_NUM_COLLS);
+        a = (int)(stageRand(&seed) % PLAN_NUM_ALGOS);
+      } while (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) ||
+               planIsComposed((planAlgo)a) || planIsStaged((planAlgo)a));
+      size_t count = counts[stageRand(&seed) % 6];
+      int root = (int)(stageRand(&seed) % (uint32_t)n);
+      makeVec((planColl)coll, n, count, &seed, &v[k]);
+      snprintf(desc[k], sizeof(desc[k]), "%s %s %zu root %d", planCollName((planColl)coll),
+               planAlgoName((planAlgo)a), count, root);
+      for (int r = 0; r < n; r++) {
+        ASSERT_EQ_INT(buildGraphOp((planColl)coll, (planAlgo)a, n, r, count, root, &v[k], &s[r][k]),
+                      0);
+        c.s[r][k] = &s[r][k];
+      }
+    }
+    int lost = lostOrders(&c, 3 * (n + 1), why, sizeof(why));
+    runs += 3 * (n + 1);
+    if (lost)
+      TEST_FAIL("n=%d: %s; %s; %s: %s", n, desc[0], desc[1], desc[2], lost < 0 ? "deadlock" : why);
+    ASSERT_EQ_INT(lost, 0);
+  }
+  /* the controls, and the same sequences as built */
+  int lostCtl[2], lostBuilt[2];
+  for (int ctl = 0; ctl < 2; ctl++) {
+    makeVec(PLAN_COLL_BROADCAST, 3, 1000, &seed, &v[1]);
+    for (int built = 0; built < 2; built++) {
+      planColl first = ctl ? PLAN_COLL_ALLREDUCE : PLAN_COLL_REDUCESCATTER;
+      makeVec(first, 3, 30000, &seed, &v[0]);
+      simCase c = {3, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, ctl && !built, -1};
+      for (int r = 0; r < 3; r++) {
+        ASSERT_EQ_INT(buildGraphOp(first, PLAN_ALGO_PUSH1, 3, r, 30000, 0, &v[0], &s[r][0]), 0);
+        ASSERT_EQ_INT((int)s[r][0].algo, PLAN_ALGO_PUSH1);
+        if (!ctl && !built) dropExits(&s[r][0]);
+        ASSERT_EQ_INT(
+            buildGraphOp(PLAN_COLL_BROADCAST, PLAN_ALGO_CHAIN, 3, r, 1000, 1, &v[1], &s[r][1]), 0);
+        c.s[r][0] = &s[r][0];
+        c.s[r][1] = c.s[r][2] = &s[r][1];
+      }
+      int lost = lostOrders(&c, 1000, why, sizeof(why));
+      ASSERT_TRUE(lost >= 0);
+      (built ? lostBuilt : lostCtl)[ctl] = lost;
+    }
+  }
+  printf("  600 sequences of three operations (%d runs) with graph words: no signal lost;\n"
+         "  controls before two chain Broadcasts, of 1000 orders: ReduceScatter push1 without "
+         "EXIT %d lose one (as built %d), AllReduce push1 reset at its kernel's end %d (as "
+         "built %d)\n",
+         runs, lostCtl[0], lostBuilt[0], lostCtl[1], lostBuilt[1]);
+  ASSERT_TRUE(lostCtl[0] > 0 && lostCtl[1] > 0);
+  ASSERT_TRUE(lostBuilt[0] == 0 && lostBuilt[1] == 0);
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < 3; k++) planScheduleFree(&s[r][k]);
+  return 0;
+}
+
 int main(void) {
   RUN(testAllCases);
   RUN(testExitOrder);
@@ -4193,6 +4358,7 @@ int main(void) {
   RUN(testHandshakesOnly);
   RUN(testRunEnd);
   RUN(testGraphWordsRepeat);
+  RUN(testGraphWordsMixed);
   RUN(testEveryCollective);
   RUN(testLinesMoveRanks);
   RUN(testAlltoallvForms);

@@ -555,8 +555,11 @@ static int colocated(dmacclComm_t comm, int p) {
  * Graph: signals store 1 in the peer's graph slot; waits wait for 1 and then
  *   reset their slot to 0 (in the same batch), so every replay starts from
  *   0. The reset cannot overtake the peer's next signal: the peer sends it
- *   only after this rank's next signal to it, which this lane issues after
- *   the reset. DATA has a word per graph staging slot (gslot), whose next
+ *   only after a signal of this rank's issued after the reset (in this
+ *   operation, or its last one: every operation ends with signals that
+ *   follow its resets, a kernel's polled words included; test_plan
+ *   testGraphWordsRepeat and testGraphWordsMixed check it in graph-word
+ *   simulations). DATA has a word per graph staging slot (gslot), whose next
  *   signal comes after this rank's signal of the staged operation between
  *   (staged.c).
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one

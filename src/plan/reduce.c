@@ -290,10 +290,14 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *            receive buffer; then SIGNAL EXIT to every peer
  *   round 4  lane 0: JOIN A and C, WAIT EXIT from every peer
  *   ReduceScatter, ReduceScatterV, Reduce: the kernel writes no word, and
- *   lane 0 JOINs lane A after it. No EXIT: no rank touches a peer's send
- *   or receive buffer, and a rank's part is complete once its kernel has
- *   reduced every piece (every peer's pushes landed before the signals it
- *   polled); the next operation's ENTRY frees the scratch buffers again.
+ *   lane 0 JOINs lane A after it, then SIGNALs EXIT to the peers that pushed
+ *   to it and WAITs for EXIT from those it pushed to. No rank touches a
+ *   peer's send or receive buffer, and a rank's part is complete once its
+ *   kernel has reduced every piece; the EXIT says the kernel has ended, its
+ *   polled words reset in a CUDA graph, so no peer's next operation signals
+ *   them before (a Broadcast's chain signals a rank it has not heard from
+ *   in that operation: without the EXIT that signal could land on a word
+ *   still set and be lost, test_plan testGraphWordsMixed).
  *
  * In place, a peer writes its piece k of T_p into my buffer only after its
  * kernel reduced that piece, which followed my push of it out of the same
@@ -390,8 +394,15 @@ static int buildPush(const planArgs *a, planSchedule *s) {
   for (size_t k = 0; k < K && share && !rc; k++)
     if (!(rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, r, (planPhase)(PLAN_PHASE_PIECE + (int)k))))
       s->steps[s->nsteps - 1].inKernel = 1;
-  if (!share) { /* the kernel's end is the rank's part: no EXIT (above) */
+  if (!share) { /* EXIT after the kernel (above) */
     if (!rc && toAny) rc = planAddJoin(s, 0, LANE_A);
+    s->round = 3;
+    for (int d = 1; d < n && !rc && T.bytes; d++)
+      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
+    s->round = 4;
+    for (int d = 1; d < n && !rc; d++)
+      if (ci->target(a, (r + d) % n, 0).bytes)
+        rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
     free(src);
     return rc;
   }
