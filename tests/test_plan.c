@@ -715,14 +715,12 @@ typedef struct {
   uint32_t seed;
   /* 1: CUDA graph words instead of epochs (cuda.c issueSync): a SIGNAL
    * writes 1, a stream WAIT waits for 1 and resets its word to 0, a
-   * kernel's polled WAIT resets its word when the kernel ends; a SIGNAL
+   * kernel's polled WAIT resets its word when the kernel ends (modelled
+   * as late as can be: when the kernel's lane takes its next step, since no
+   * one can know of the end earlier; the kernel's own signals come before
+   * it); a SIGNAL
    * that finds its word still 1 is lost (simulate returns 2) */
   int graph;
-  /* graph: a kernel that writes signals after its pieces resets each
-   * piece's polled words just before them (cuda_reduce.cu signalPiece);
-   * 1: at its end, as before (a control). A kernel's reset at its end is
-   * done when its lane takes its next step: no one can know of it earlier. */
-  int resetAtEnd;
   /* this rank's steps run only when no other rank's can (-1: none lags):
    * the orders where one rank falls behind, which races need */
   int lag;
@@ -900,13 +898,6 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
       SIM_ENDED(ref.rank, st->lane)
       int first = -1;
       if (c->graph) kernelPart(c->s[ref.rank][ref.op], ref.idx, &first);
-      if (c->graph && first >= 0 && st->kind == PLAN_STEP_SIGNAL && !c->resetAtEnd)
-        for (int m = 0; m < nkreset; m++) /* piece k's polled words, before its signals */
-          if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first &&
-              kreset[m].phase == (short)st->phase) {
-            flags[ref.rank][kreset[m].phase][kreset[m].peer] = 0;
-            kreset[m--] = kreset[--nkreset];
-          }
       if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
       if (st->kind == PLAN_STEP_SIGNAL)
         flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : (uint32_t)ref.op + 1;
@@ -959,6 +950,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
                         : (int32_t)(flags[ref.rank][st->phase][st->peer] - epoch) >= 0;
         if (!ok) break;
         SIM_ENDED(ref.rank, st->lane)
+        if (st->kind == PLAN_STEP_JOIN && !st->launched) { /* it has seen lane from's kernel end */
+          SIM_ENDED(ref.rank, st->from)
+        }
         if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
         if (st->kind == PLAN_STEP_SIGNAL)
           flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : epoch;
@@ -1022,7 +1016,7 @@ static int testQueueSafety(void) {
       for (int mode = SIM_LIST_PER_RANK; mode <= SIM_ROUNDS_SHARED && !rc; mode++)
         for (uint32_t seed = 1; seed <= 12 && !rc; seed++) {
           simCase c = {n, 4, {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n,
-                       0, 0, -1};
+                       0, -1};
           uint32_t pick = c.seed;
           unsigned long long staged = 0;
           for (int k = 0; k < c.nops && !rc; k++) {
@@ -1090,7 +1084,7 @@ static int testQueueSafetyControls(void) {
   memset(a, 0, sizeof(a));
   memset(b, 0, sizeof(b));
   char why[256];
-  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0, 0, -1};
+  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0, -1};
   for (int r = 0; r < 2; r++) {
     planArgs args = PA(PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0);
     ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &a[r]), 0);
@@ -1127,7 +1121,7 @@ static int testQueueSafetyControls(void) {
   printf("  control 2: planCheck: %s\n", why);
   int deadlocks = 0;
   for (uint32_t seed = 1; seed <= 400; seed++) {
-    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0, 0, -1};
+    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0, -1};
     for (int r = 0; r < 3; r++) t.s[r][0] = &b[r];
     deadlocks += simulate(&t, why, sizeof(why)) == 1;
   }
@@ -1744,7 +1738,7 @@ static int testGraphStagedProtocol(void) {
 /* One simulated run of one operation, ops[r] being rank r's schedule:
  * 0 when every step ran, 1 on a deadlock. */
 static int simOnce(planSchedule *const *ops, int n, simMode mode, int nq, uint32_t seed) {
-  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0, 0, -1};
+  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0, -1};
   for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
   char why[256];
   return simulate(&sc, why, sizeof(why));
@@ -4172,7 +4166,7 @@ static int testGraphWordsRepeat(void) {
           size_t count = counts[form % 6];
           int root = form < 6 ? 0 : n - 1;
           makeVec((planColl)coll, n, count, &seed, &v);
-          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
+          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
           for (int r = 0; r < n; r++) {
             planArgs x = anyArgs((planColl)coll, r, n, count, root, 0, &v, (size_t)1 << 20);
             x.pieceMin = 1024;
@@ -4196,7 +4190,7 @@ static int testGraphWordsRepeat(void) {
     }
   /* the control */
   makeVec(PLAN_COLL_ALLREDUCE, 2, 1, &seed, &v);
-  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
+  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
   int empty = 0;
   for (int r = 0; r < 2; r++) {
     planArgs x = anyArgs(PLAN_COLL_ALLREDUCE, r, 2, 1, 0, 0, &v, (size_t)1 << 20);
@@ -4252,6 +4246,23 @@ static void dropExits(planSchedule *s) {
   s->nsteps = m;
 }
 
+/* Drops the plain JOINs from lane 0 that come right before an EXIT SIGNAL
+ * on their lane (push1's lane C: a control's schedule); how many. */
+static int dropExitJoins(planSchedule *s) {
+  int m = 0, dropped = 0;
+  for (int i = 0; i < s->nsteps; i++) {
+    const planStep *st = &s->steps[i], *nx = i + 1 < s->nsteps ? &s->steps[i + 1] : NULL;
+    if (st->kind == PLAN_STEP_JOIN && st->from == 0 && !st->launched && nx &&
+        nx->kind == PLAN_STEP_SIGNAL && nx->phase == PLAN_PHASE_EXIT && nx->lane == st->lane) {
+      dropped++;
+      continue;
+    }
+    s->steps[m++] = *st;
+  }
+  s->nsteps = m;
+  return dropped;
+}
+
 /* How many of `seeds` orders of c lose a signal (simulate's 2); -1 on a
  * deadlock or error. */
 static int lostOrders(simCase *c, int seeds, char *why, size_t whylen) {
@@ -4274,9 +4285,10 @@ static int lostOrders(simCase *c, int seeds, char *why, size_t whylen) {
  * Broadcast's chain or relay passes PIECE on at once), so each must end
  * with its words reset before any peer can go on. Controls, on 3 ranks:
  * ReduceScatter push1 without its EXIT before two chain Broadcasts, and
- * AllReduce push1 whose kernel resets its polled words at its end
- * (simCase.resetAtEnd: after its own signals, which let lane C go on to the
- * EXIT) before them: both lose signals. */
+ * AllReduce push1 whose lane C sends its EXIT without first joining lane 0
+ * (the kernel's end, where its polled words are reset; the kernel's own
+ * signals, which let lane C get there, come before) before them: both lose
+ * signals. */
 static int testGraphWordsMixed(void) {
   uint32_t seed = 31;
   static vecStore v[3];
@@ -4287,7 +4299,7 @@ static int testGraphWordsMixed(void) {
   int runs = 0;
   for (int trial = 0; trial < 600; trial++) {
     int n = 2 + (int)(stageRand(&seed) % 3);
-    simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, 0, -1};
+    simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
     char desc[3][96];
     for (int k = 0; k < 3; k++) {
       int coll, a;
@@ -4320,11 +4332,12 @@ static int testGraphWordsMixed(void) {
     for (int built = 0; built < 2; built++) {
       planColl first = ctl ? PLAN_COLL_ALLREDUCE : PLAN_COLL_REDUCESCATTER;
       makeVec(first, 3, 30000, &seed, &v[0]);
-      simCase c = {3, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, ctl && !built, -1};
+      simCase c = {3, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
       for (int r = 0; r < 3; r++) {
         ASSERT_EQ_INT(buildGraphOp(first, PLAN_ALGO_PUSH1, 3, r, 30000, 0, &v[0], &s[r][0]), 0);
         ASSERT_EQ_INT((int)s[r][0].algo, PLAN_ALGO_PUSH1);
         if (!ctl && !built) dropExits(&s[r][0]);
+        if (ctl && !built) ASSERT_EQ_INT(dropExitJoins(&s[r][0]), 1);
         ASSERT_EQ_INT(
             buildGraphOp(PLAN_COLL_BROADCAST, PLAN_ALGO_CHAIN, 3, r, 1000, 1, &v[1], &s[r][1]), 0);
         c.s[r][0] = &s[r][0];
@@ -4337,8 +4350,8 @@ static int testGraphWordsMixed(void) {
   }
   printf("  600 sequences of three operations (%d runs) with graph words: no signal lost;\n"
          "  controls before two chain Broadcasts, of 1000 orders: ReduceScatter push1 without "
-         "EXIT %d lose one (as built %d), AllReduce push1 reset at its kernel's end %d (as "
-         "built %d)\n",
+         "EXIT %d lose one (as built %d), AllReduce push1 with its EXIT before its kernel's end "
+         "%d (as built %d)\n",
          runs, lostCtl[0], lostBuilt[0], lostCtl[1], lostBuilt[1]);
   ASSERT_TRUE(lostCtl[0] > 0 && lostCtl[1] > 0);
   ASSERT_TRUE(lostBuilt[0] == 0 && lostBuilt[1] == 0);

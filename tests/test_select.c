@@ -246,8 +246,7 @@ static int testTuneErrors(void) {
  * and AlltoAll take stagell up to 1 MB and stagesm above it up to 8 MB,
  * eager and captured;
  * AllReduce takes stagell up to 4 MB, twoshot above it, push1 from 16 MB
- * below 64 MB and pull1 from there, ReduceScatter push1 from 16 MB below 64
- * MB eager (pull1 in graphs), ReduceScatterV
+ * below 64 MB and pull1 from there, ReduceScatterV
  * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell
@@ -273,9 +272,9 @@ static int testGraphRanges(void) {
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, (64 << 20) - 1, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 0, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, (64 << 20) - 1, 0, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, (64 << 20) - 1, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 64 << 20, 0, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 0, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_ALLREDUCE, 512 << 10, 1, NULL), PLAN_ALGO_STAGELL);

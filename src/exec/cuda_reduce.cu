@@ -476,28 +476,13 @@ __device__ __forceinline__ void reduceSpan(void *dst, const Srcs &s, int n, size
   for (size_t i = head + tid; i < hi; i += stride) ((S *)dst)[i] = reduceOne<T, OP>(s, n, i, scale);
 }
 
-/* Whether rank q's word is polled (execReduceWait.pieceMask). */
-static __device__ __forceinline__ bool pieceRank(const execReduceWait &w, unsigned q) {
-  return q < 256 && (w.pieceMask[q / 64] >> (q % 64) & 1);
-}
-
 /* After piece k (execReduceWait.pieceSignals): the last block done with it
- * writes the peers' words, after every block's stores (as countAndSignal).
- * In a graph (reset) it first sets piece k's polled words back to 0: every
- * block has polled them before reducing, and a signal written after the
- * reset can let a rank move on (push1's lane C to its EXIT) whose peers may
- * then signal those words again; reset at the kernel's end, they could be
- * wiped (test_plan testGraphWordsMixed). */
+ * writes the peers' words, after every block's stores (as countAndSignal). */
 static __device__ void signalPiece(const execReduceWait &w, int k) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
     if (atomicAdd(&w.pieceCounts[k], 1u) == gridDim.x - 1) {
-      if (w.reset) {
-        bool masked = w.pieceMask[0] | w.pieceMask[1] | w.pieceMask[2] | w.pieceMask[3];
-        for (unsigned q = 0; q < (masked ? 256u : 1u); q++)
-          if (!masked || pieceRank(w, q)) w.pieceFlags[(size_t)k * w.pieceStride + q] = 0;
-      }
       __threadfence_system();
       for (int m = 0; m < w.npieceSignals; m++)
         asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(w.pieceSignals[m] +
@@ -507,6 +492,11 @@ static __device__ void signalPiece(const execReduceWait &w, int k) {
       w.pieceCounts[k] = 0; /* every block has counted: the next launch's */
     }
   }
+}
+
+/* Whether rank q's word is polled (execReduceWait.pieceMask). */
+static __device__ __forceinline__ bool pieceRank(const execReduceWait &w, unsigned q) {
+  return q < 256 && (w.pieceMask[q / 64] >> (q % 64) & 1);
 }
 
 /* Pieces (execReduceWait.pieces): piece k once its word (pieceMask: each
@@ -529,7 +519,7 @@ __device__ void reducePieces(void *dst, const Srcs &s, int n, size_t count, int 
     if (lo < hi) reduceSpan<T, OP>(dst, s, n, lo, hi, vec, scale);
     if (w.npieceSignals) signalPiece(w, k);
   }
-  if (w.reset && !w.npieceSignals) { /* (with signals: reset per piece, signalPiece) */
+  if (w.reset) {
     __syncthreads();
     if (threadIdx.x == 0) {
       unsigned seen = gridDim.x == 1 ? 0 : atomicAdd(w.count, 1u);

@@ -287,7 +287,9 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *            marked launched: no queue can then hold the kernel or what it
  *            waits for behind lane C's WAITs): per piece, WAIT my own
  *            PIECE+k, push that piece of my result into every peer's
- *            receive buffer; then SIGNAL EXIT to every peer
+ *            receive buffer; then JOIN lane 0 (the kernel's end, where its
+ *            polled words are reset in a CUDA graph) and SIGNAL EXIT to
+ *            every peer
  *   round 4  lane 0: JOIN A and C, WAIT EXIT from every peer
  *   ReduceScatter, ReduceScatterV, Reduce: the kernel writes no word, and
  *   lane 0 JOINs lane A after it, then SIGNALs EXIT to the peers that pushed
@@ -417,6 +419,10 @@ static int buildPush(const planArgs *a, planSchedule *s) {
       rc = planAddCopy(s, LANE_C, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off},
                        (planLoc){(r + d) % n, PLAN_BUF_RECV, T.dstOff + off}, len, 1);
   }
+  /* the EXIT after the kernel's end (lane C JOINs lane 0): its polled words
+   * are reset only there, after the signals that let lane C get here, and
+   * a peer's next operation may signal them as soon as it has the EXIT */
+  if (!rc && T.bytes) rc = planAddJoin(s, LANE_C, 0);
   int x = T.bytes ? LANE_C : LANE_A;
   for (int d = 1; d < n && !rc; d++)
     if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_SIGNAL, x, (r + d) % n, PLAN_PHASE_EXIT);

@@ -148,15 +148,12 @@ const char planDefaultTune[] =
      * MB level (graphs 256.8 against 260.8, eager 252.8-254.7 against
      * 252.5-255.1), so pull1 stays there; at 8 MB twoshot (graphs 51.5
      * against push1's 80.9, eager 53.0 against 69.4-71.2). ReduceScatter
-     * eager takes push1 from 16 MB below 64 MB, in graphs pull1: 2x H200
-     * (docs/results/push1-2xh200/ call X, push1-empty-2xh200/ call U) eager
-     * 16 MB 58.8-61.5 us against pull1's 64.3-70.0 in four sweeps, 32 MB
-     * 94.7-95.2 against 97.4-100.1, 64 MB level (157.9-158.9 against
-     * 158.5-159.1; NCCL 51.6-52.0, 90.7-90.8, 160.1-160.3); in graphs push1
-     * loses 10-30 us (16 MB 87.3-89.7 against pull1's 65.2-65.6; not
-     * explained, docs/algorithms.md). */
+     * keeps pull1: its push1 was 4-10% faster eager at 16-32 MB until it
+     * needed an EXIT (docs/algorithms.md), then 16 MB 64.4-64.6 us against
+     * 65.8-67.2 and 32 MB 103.2-104.1 against 99.1-99.4; in graphs it loses
+     * 10-30 us (docs/results/push1-empty-2xh200/, calls T and S). */
     "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-64M:push1,64M-inf:pull1;"
-    "reducescatter:0-16M:stagell,16M-64M:push1,64M-inf:pull1;reducescatter@graph:16M-inf:pull1;"
+    "reducescatter:0-16M:stagell,16M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     /* Broadcast and Scatter on 2 ranks from 8 MB: split, both ranks' copy
      * engines on the one link direction in use (one peer, nothing to
