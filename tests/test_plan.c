@@ -717,9 +717,9 @@ typedef struct {
    * writes 1, a stream WAIT waits for 1 and resets its word to 0, a
    * kernel's polled WAIT resets its word when the kernel ends (modelled
    * as late as can be: when the kernel's lane takes its next step, since no
-   * one can know of the end earlier; the kernel's own signals come before
-   * it); a SIGNAL
-   * that finds its word still 1 is lost (simulate returns 2) */
+   * one can know of the end earlier, or when a JOIN from that lane passes;
+   * the kernel's own signals come before it); a SIGNAL that finds its word
+   * still 1 is lost (simulate returns 2) */
   int graph;
   /* this rank's steps run only when no other rank's can (-1: none lags):
    * the orders where one rank falls behind, which races need */
@@ -4074,7 +4074,8 @@ static int testHandshakesOnly(void) {
  * of one kind and lane, none a kernel's, and stops only where the next step
  * differs; the sweep must meet the shape that hung push1 in CUDA graphs
  * (an ENTRY WAIT right before a kernel's polled WAIT on the same lane: a
- * Reduce's root, whose peers have empty parts), else it proves nothing.
+ * push1 AllReduce's rank whose peers' parts are empty), else it proves
+ * nothing.
  * Forms: list order or not, kernel signals or not (a peer on this GPU),
  * kernel waits, arrival NOTIFYs, 1 byte to 100 KB. */
 static int testRunEnd(void) {
