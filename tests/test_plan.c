@@ -774,13 +774,45 @@ static int simOrdInLane(const simCase *c, const int laneBase[][SIM_MAXOPS][MAXL]
   return o;
 }
 
+/* The word of step st's phase in operation ref: in a graph DATA of a
+ * staged operation on graph staging slot 1 has a word of its own (cuda.c
+ * flagGraphWord), index PLAN_NUM_PHASES here. */
+static int simPhase(const simCase *c, simRef ref, const planStep *st) {
+  const planSchedule *sc = c->s[ref.rank][ref.op];
+  if (c->graph && st->phase == PLAN_PHASE_DATA && planIsStaged(sc->algo) && sc->stageSlots > 0 &&
+      sc->stageIndex % (unsigned long long)sc->stageSlots == 1)
+    return PLAN_NUM_PHASES;
+  return (int)st->phase;
+}
+
 /* graph: whether the SIGNAL st of ref lands on a word still set (said). */
-static int simLost(const simCase *c, uint32_t flags[][PLAN_NUM_PHASES][MAXR], simRef ref,
+static int simPhase(const simCase *c, simRef ref, const planStep *st);
+static int simLost(const simCase *c, uint32_t flags[][PLAN_NUM_PHASES + 1][MAXR], simRef ref,
                    const planStep *st, char *why, size_t whylen) {
-  if (!c->graph || !flags[st->peer][st->phase][ref.rank]) return 0;
+  if (!c->graph || !flags[st->peer][simPhase(c, ref, st)][ref.rank]) return 0;
   snprintf(why, whylen,
            "rank %d's signal (phase %d) to rank %d in op %d lands on a word still set: lost",
            ref.rank, (int)st->phase, st->peer, ref.op + 1);
+  return 1;
+}
+
+/* Line copies landed (stagell) in simulate's run: where, in which
+ * operation. A REDUCE with line sources waits for each at its own offset
+ * (its kernel polls each line's flag: cuda.c readsLines), not for any
+ * lines in the slot. */
+static struct {
+  short rank, op;
+  size_t off;
+} landed[SIM_MAXSTEPS];
+static int nlanded;
+static int simLinesIn(const simCase *c, simRef ref, const planStep *st) {
+  for (int k = 0; k < st->nsrc; k++) {
+    const planLoc *src = &c->s[ref.rank][ref.op]->srcs[st->src0 + k];
+    int found = src->buf != PLAN_BUF_LINES;
+    for (int m = 0; m < nlanded && !found; m++)
+      found = landed[m].rank == src->rank && landed[m].op == ref.op && landed[m].off == src->off;
+    if (!found) return 0;
+  }
   return 1;
 }
 
@@ -793,14 +825,13 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   memset(launched, 0, sizeof(launched));
   int qlen[SIM_MAXQ] = {0}, head[SIM_MAXQ] = {0};
   int laneDone[MAXR][MAXL], laneBase[MAXR][SIM_MAXOPS][MAXL];
-  uint32_t flags[MAXR][PLAN_NUM_PHASES][MAXR];
+  uint32_t flags[MAXR][PLAN_NUM_PHASES + 1][MAXR]; /* (+1: simPhase) */
   int laneQ[MAXR][MAXL];
-  int linesIn[MAXR][SIM_MAXOPS]; /* line copies landed in a rank's slot (stagell) */
+  nlanded = 0;
   /* graph: the words a running kernel polled, reset when it ends */
   static struct { short rank, op, first, phase, peer, ended, lane; } kreset[SIM_MAXSTEPS];
   int nkreset = 0, allow = 0;
   uint32_t rnd = c->seed | 1;
-  memset(linesIn, 0, sizeof(linesIn));
   memset(laneDone, 0, sizeof(laneDone));
   memset(flags, 0, sizeof(flags));
   int nq = c->mode == SIM_ROUNDS_SHARED ? c->nq : c->mode == SIM_RANKS_SHARED ? 1 : c->n;
@@ -886,31 +917,32 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
         ok = laneDone[ref.rank][st->from] >= simOrdInLane(c, laneBase, ref, st->from);
       if (ok && st->kind == PLAN_STEP_WAIT)
         ok = c->graph
-                 ? flags[ref.rank][st->phase][st->peer] == 1
+                 ? flags[ref.rank][simPhase(c, ref, st)][st->peer] == 1
                  : (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
-      if (ok && st->kind == PLAN_STEP_REDUCE) { /* it polls its line sources */
-        int want = 0;
-        for (int k = 0; k < st->nsrc; k++)
-          want += c->s[ref.rank][ref.op]->srcs[st->src0 + k].buf == PLAN_BUF_LINES;
-        ok = linesIn[ref.rank][ref.op] >= want;
-      }
+      if (ok && st->kind == PLAN_STEP_REDUCE) ok = simLinesIn(c, ref, st); /* it polls them */
       if (!ok) continue;
       SIM_ENDED(ref.rank, st->lane)
       int first = -1;
       if (c->graph) kernelPart(c->s[ref.rank][ref.op], ref.idx, &first);
       if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
       if (st->kind == PLAN_STEP_SIGNAL)
-        flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : (uint32_t)ref.op + 1;
+        flags[st->peer][simPhase(c, ref, st)][ref.rank] = c->graph ? 1 : (uint32_t)ref.op + 1;
       if (c->graph && st->kind == PLAN_STEP_WAIT && first >= 0)
-        kreset[nkreset++] = (__typeof__(kreset[0])){
-            (short)ref.rank, (short)ref.op, (short)first, (short)st->phase, (short)st->peer, 0, 0};
+        kreset[nkreset++] = (__typeof__(kreset[0])){(short)ref.rank,
+                                                    (short)ref.op,
+                                                    (short)first,
+                                                    (short)simPhase(c, ref, st),
+                                                    (short)st->peer,
+                                                    0,
+                                                    0};
       if (c->graph && first >= 0 && ref.idx == kernelLast(c->s[ref.rank][ref.op], first))
         for (int m = 0; m < nkreset; m++) /* the kernel ends: the rest reset at its end */
           if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first)
             kreset[m].ended = 1, kreset[m].lane = (short)st->lane;
       if (ref.rank == c->lag) allow = 0;
       if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES)
-        linesIn[st->dst.rank][ref.op]++;
+        landed[nlanded++] =
+            (__typeof__(landed[0])){(short)st->dst.rank, (short)ref.op, st->dst.off};
       laneDone[ref.rank][st->lane]++;
       pend[i--] = pend[--npend];
       progressed = 1;
@@ -945,8 +977,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           ok = laneDone[ref.rank][st->from] >= need;
         }
         uint32_t epoch = (uint32_t)ref.op + 1;
+        if (ok && st->kind == PLAN_STEP_REDUCE) ok = simLinesIn(c, ref, st); /* a kernel too */
         if (ok && st->kind == PLAN_STEP_WAIT)
-          ok = c->graph ? flags[ref.rank][st->phase][st->peer] == 1
+          ok = c->graph ? flags[ref.rank][simPhase(c, ref, st)][st->peer] == 1
                         : (int32_t)(flags[ref.rank][st->phase][st->peer] - epoch) >= 0;
         if (!ok) break;
         SIM_ENDED(ref.rank, st->lane)
@@ -955,8 +988,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
         }
         if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
         if (st->kind == PLAN_STEP_SIGNAL)
-          flags[st->peer][st->phase][ref.rank] = c->graph ? 1 : epoch;
-        if (c->graph && st->kind == PLAN_STEP_WAIT) flags[ref.rank][st->phase][st->peer] = 0;
+          flags[st->peer][simPhase(c, ref, st)][ref.rank] = c->graph ? 1 : epoch;
+        if (c->graph && st->kind == PLAN_STEP_WAIT)
+          flags[ref.rank][simPhase(c, ref, st)][st->peer] = 0;
         if (ref.rank == c->lag) allow = 0;
         laneDone[ref.rank][st->lane]++;
         head[qi]++;
@@ -4228,13 +4262,27 @@ static int testGraphWordsRepeat(void) {
 }
 
 /* Builds rank r's schedule of (coll, algo, count, root) on n ranks into s
- * (the graph tests' arguments). */
-static int buildGraphOp(planColl coll, planAlgo a, int n, int r, size_t count, int root,
-                        const vecStore *v, planSchedule *s) {
+ * with the arguments of a captured call (src/core/op.c): a staged one the
+ * staged operation number `staged` of its capture (1 for the first: it
+ * takes the ENTRY), two graph staging slots, kernel waits. */
+static int buildGraphOpAt(planColl coll, planAlgo a, int n, int r, size_t count, int root,
+                          const vecStore *v, unsigned long long staged, planSchedule *s) {
   planArgs x = anyArgs(coll, r, n, count, root, 0, v, (size_t)1 << 20);
   x.pieceMin = 1024;
   x.kernelSignals = 1;
+  x.stageSlots = 2;
+  x.stageIndex = staged;
+  x.stageEntry = staged == 1;
+  x.stageSelfLate = 1;
+  x.kernelWait = 1;
+  x.lineBytes = (size_t)1 << 20;
   return planBuild(&x, a, s);
+}
+
+/* The same without a staged operation's number. */
+static int buildGraphOp(planColl coll, planAlgo a, int n, int r, size_t count, int root,
+                        const vecStore *v, planSchedule *s) {
+  return buildGraphOpAt(coll, a, n, r, count, root, v, 0, s);
 }
 
 /* Drops the EXIT SIGNALs and WAITs of s (a control's schedule). */
@@ -4281,9 +4329,10 @@ static int lostOrders(simCase *c, int seeds, char *why, size_t whylen) {
 }
 
 /* The same with different operations one after another: 600 random
- * sequences of three (collective, direct algorithm, size, root) on 2-4
- * ranks. An operation may signal a rank it has not heard from in it (a
- * Broadcast's chain or relay passes PIECE on at once), so each must end
+ * sequences of three (collective, algorithm, size, root) on 2-4 ranks,
+ * staged ones with a captured call's arguments (their DATA words on the
+ * graph staging slot of their number in the capture: simPhase). An operation may signal a rank it
+ * has not heard from in it (a Broadcast's chain or relay passes PIECE on at once), so each must end
  * with its words reset before any peer can go on. Controls, on 3 ranks:
  * ReduceScatter push1 without its EXIT before two chain Broadcasts, and
  * AllReduce push1 whose lane C sends its EXIT without first joining lane 0
@@ -4297,28 +4346,36 @@ static int testGraphWordsMixed(void) {
   memset(s, 0, sizeof(s));
   char why[256];
   static const size_t counts[] = {1, 600, 1000, 14000, 30000, 100003};
-  int runs = 0;
+  int runs = 0, stagedOps = 0;
   for (int trial = 0; trial < 600; trial++) {
     int n = 2 + (int)(stageRand(&seed) % 3);
     simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
     char desc[3][96];
+    unsigned long long staged = 0; /* the capture's staged operations so far */
     for (int k = 0; k < 3; k++) {
-      int coll, a;
-      do {
+      int coll, a, root;
+      size_t count;
+      unsigned long long idx;
+      for (;;) { /* one every rank's planner builds */
         coll = (int)(stageRand(&seed) % PLAN_NUM_COLLS);
         a = (int)(stageRand(&seed) % PLAN_NUM_ALGOS);
-      } while (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) ||
-               planIsComposed((planAlgo)a) || planIsStaged((planAlgo)a));
-      size_t count = counts[stageRand(&seed) % 6];
-      int root = (int)(stageRand(&seed) % (uint32_t)n);
-      makeVec((planColl)coll, n, count, &seed, &v[k]);
-      snprintf(desc[k], sizeof(desc[k]), "%s %s %zu root %d", planCollName((planColl)coll),
-               planAlgoName((planAlgo)a), count, root);
-      for (int r = 0; r < n; r++) {
-        ASSERT_EQ_INT(buildGraphOp((planColl)coll, (planAlgo)a, n, r, count, root, &v[k], &s[r][k]),
-                      0);
-        c.s[r][k] = &s[r][k];
+        if (!(planCollOf((planColl)coll)->algos & PLAN_ALGO_BIT(a)) || planIsComposed((planAlgo)a))
+          continue;
+        count = counts[stageRand(&seed) % 6];
+        root = (int)(stageRand(&seed) % (uint32_t)n);
+        idx = planIsStaged((planAlgo)a) ? staged + 1 : 0;
+        makeVec((planColl)coll, n, count, &seed, &v[k]);
+        int built = 1;
+        for (int r = 0; r < n && built; r++)
+          built = buildGraphOpAt((planColl)coll, (planAlgo)a, n, r, count, root, &v[k], idx,
+                                 &s[r][k]) == 0;
+        if (built) break;
       }
+      staged += idx != 0;
+      stagedOps += idx != 0;
+      snprintf(desc[k], sizeof(desc[k]), "%s %s %zu root %d%s", planCollName((planColl)coll),
+               planAlgoName((planAlgo)a), count, root, idx ? " (staged)" : "");
+      for (int r = 0; r < n; r++) c.s[r][k] = &s[r][k];
     }
     int lost = lostOrders(&c, 3 * (n + 1), why, sizeof(why));
     runs += 3 * (n + 1);
@@ -4349,11 +4406,13 @@ static int testGraphWordsMixed(void) {
       (built ? lostBuilt : lostCtl)[ctl] = lost;
     }
   }
-  printf("  600 sequences of three operations (%d runs) with graph words: no signal lost;\n"
+  printf("  600 sequences of three operations (%d staged; %d runs) with graph words: no signal "
+         "lost;\n"
          "  controls before two chain Broadcasts, of 1000 orders: ReduceScatter push1 without "
          "EXIT %d lose one (as built %d), AllReduce push1 with its EXIT before its kernel's end "
          "%d (as built %d)\n",
-         runs, lostCtl[0], lostBuilt[0], lostCtl[1], lostBuilt[1]);
+         stagedOps, runs, lostCtl[0], lostBuilt[0], lostCtl[1], lostBuilt[1]);
+  ASSERT_TRUE(stagedOps > 0);
   ASSERT_TRUE(lostCtl[0] > 0 && lostCtl[1] > 0);
   ASSERT_TRUE(lostBuilt[0] == 0 && lostBuilt[1] == 0);
   for (int r = 0; r < 4; r++)
