@@ -898,9 +898,11 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   }
 #undef SIM_PUSH
   /* graph: a kernel's reset at its end, once its lane goes on */
-#define SIM_ENDED(rr, ll)                                                                          \
+#define SIM_ENDED(rr, ll, ref_)                                                                    \
   for (int m_ = 0; m_ < nkreset; m_++)                                                             \
-    if (kreset[m_].ended && kreset[m_].rank == (rr) && kreset[m_].lane == (ll)) {                  \
+    if (kreset[m_].ended && kreset[m_].rank == (rr) && kreset[m_].lane == (ll) &&                  \
+        (kreset[m_].op < (ref_).op ||                                                              \
+         (kreset[m_].op == (ref_).op && kreset[m_].first < (ref_).idx))) {                         \
       flags[rr][kreset[m_].phase][kreset[m_].peer] = 0;                                            \
       kreset[m_--] = kreset[--nkreset];                                                            \
     }
@@ -921,7 +923,7 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
                  : (int32_t)(flags[ref.rank][st->phase][st->peer] - (uint32_t)(ref.op + 1)) >= 0;
       if (ok && st->kind == PLAN_STEP_REDUCE) ok = simLinesIn(c, ref, st); /* it polls them */
       if (!ok) continue;
-      SIM_ENDED(ref.rank, st->lane)
+      SIM_ENDED(ref.rank, st->lane, ref)
       int first = -1;
       if (c->graph) kernelPart(c->s[ref.rank][ref.op], ref.idx, &first);
       if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
@@ -940,6 +942,8 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           if (kreset[m].rank == ref.rank && kreset[m].op == ref.op && kreset[m].first == first)
             kreset[m].ended = 1, kreset[m].lane = (short)st->lane;
       if (ref.rank == c->lag) allow = 0;
+      if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES && nlanded == SIM_MAXSTEPS)
+        return -1;
       if (st->kind == PLAN_STEP_COPY && st->dst.buf == PLAN_BUF_LINES)
         landed[nlanded++] =
             (__typeof__(landed[0])){(short)st->dst.rank, (short)ref.op, st->dst.off};
@@ -982,9 +986,9 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
           ok = c->graph ? flags[ref.rank][simPhase(c, ref, st)][st->peer] == 1
                         : (int32_t)(flags[ref.rank][st->phase][st->peer] - epoch) >= 0;
         if (!ok) break;
-        SIM_ENDED(ref.rank, st->lane)
+        SIM_ENDED(ref.rank, st->lane, ref)
         if (st->kind == PLAN_STEP_JOIN && !st->launched) { /* it has seen lane from's kernel end */
-          SIM_ENDED(ref.rank, st->from)
+          SIM_ENDED(ref.rank, st->from, ref)               /* (kernels listed before it) */
         }
         if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
         if (st->kind == PLAN_STEP_SIGNAL)
@@ -4349,7 +4353,7 @@ static int testGraphWordsMixed(void) {
   int runs = 0, stagedOps = 0;
   for (int trial = 0; trial < 600; trial++) {
     int n = 2 + (int)(stageRand(&seed) % 3);
-    simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
+    simCase c = {n, 6, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1}; /* the three, replayed */
     char desc[3][96];
     unsigned long long staged = 0; /* the capture's staged operations so far */
     for (int k = 0; k < 3; k++) {
@@ -4375,10 +4379,10 @@ static int testGraphWordsMixed(void) {
       stagedOps += idx != 0;
       snprintf(desc[k], sizeof(desc[k]), "%s %s %zu root %d%s", planCollName((planColl)coll),
                planAlgoName((planAlgo)a), count, root, idx ? " (staged)" : "");
-      for (int r = 0; r < n; r++) c.s[r][k] = &s[r][k];
+      for (int r = 0; r < n; r++) c.s[r][k] = c.s[r][k + 3] = &s[r][k];
     }
-    int lost = lostOrders(&c, 3 * (n + 1), why, sizeof(why));
-    runs += 3 * (n + 1);
+    int lost = lostOrders(&c, 6 * (n + 1), why, sizeof(why));
+    runs += 6 * (n + 1);
     if (lost)
       TEST_FAIL("n=%d: %s; %s; %s: %s", n, desc[0], desc[1], desc[2], lost < 0 ? "deadlock" : why);
     ASSERT_EQ_INT(lost, 0);

@@ -556,10 +556,10 @@ static int colocated(dmacclComm_t comm, int p) {
  *   reset their slot to 0 (in the same batch), so every replay starts from
  *   0. The reset cannot overtake the peer's next signal: the peer sends it
  *   only after a signal of this rank's issued after the reset (in this
- *   operation, or its last one: every operation ends with signals that
- *   follow its resets, a kernel's polled words included; test_plan
- *   testGraphWordsRepeat and testGraphWordsMixed check it in graph-word
- *   simulations). DATA has a word per graph staging slot (gslot), whose next
+ *   operation, or in the next one's ENTRY for a wait that ends an
+ *   operation: a signal that ends one follows its resets, a kernel's polled
+ *   words included; test_plan testGraphWordsRepeat and testGraphWordsMixed
+ *   check it in graph-word simulations). DATA has a word per graph staging slot (gslot), whose next
  *   signal comes after this rank's signal of the staged operation between
  *   (staged.c).
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one

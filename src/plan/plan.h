@@ -14,9 +14,9 @@
  *   EXIT:  "I am done with your buffers": my copies that touch the peer are
  *          complete.
  * A rank's part is complete when it has seen EXIT from every peer (push1's
- * ReduceScatter, ReduceScatterV and Reduce have none: no rank touches a
- * peer's send or receive buffer, and a rank's part is complete when its
- * kernel has reduced what the peers pushed into its scratch buffer).
+ * ReduceScatter, ReduceScatterV and Reduce touch no peer's send or receive
+ * buffer; their EXIT, after the kernel, says its polled words are reset,
+ * reduce.c).
  *
  * Lanes are in-order queues (streams on the CUDA executor). Lane 0 starts
  * after the caller's earlier work and ends the operation; every other lane

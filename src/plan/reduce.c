@@ -328,11 +328,12 @@ static size_t pushPiece(const planArgs *a, size_t total) {
  * words' resets). (Such calls once hung in graphs: the CUDA executor issued
  * a kernel's polled WAIT as a stream wait together with the ENTRY WAIT
  * before it, which reset the word; planRunEnd now ends a run at a
- * kernel's step.) Not where a part is empty without an EXIT (a Reduce's
- * non-roots, a ReduceScatterV's zero counts): such a rank hears nothing
- * after its ENTRY wait, so in a graph its next ENTRY could land on a word
- * its peer has not reset yet, and be lost (test_plan
- * testGraphWordsRepeat). */
+ * kernel's step.) Not where another collective's part is empty (a Reduce's
+ * non-roots, a ReduceScatterV's zero counts): before those had their EXIT
+ * such a rank heard nothing after its ENTRY wait, so in a graph its next
+ * ENTRY could land on a word its peer had not reset yet, and be lost
+ * (test_plan testGraphWordsRepeat); with the EXIT it may be safe, but their
+ * push1 was no faster there (docs/algorithms.md), so they stay pull1. */
 int planPushRuns(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
