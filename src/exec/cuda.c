@@ -943,7 +943,7 @@ static int launchJoined(const planSchedule *sch, int i, int j) {
 
 /* A REDUCE in pieces (plan.h pieceBytes), steps[i]: one kernel that polls
  * the own word of piece k (written by its polled JOIN's lane; pull1) or
- * the PIECE+k words of the peers its inKernel WAITs name (push1) before
+ * the PUSH+k words of the peers its inKernel WAITs name (push1) before
  * piece k, and after it writes the PIECE+k words of the ranks that the
  * inKernel SIGNALs after the REDUCE name (the same ranks for every piece:
  * pull1's AllReduce its peers, push1 the rank itself, for its lane C). Those SIGNALs are written
@@ -970,7 +970,7 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
     const planStep *q = &sch->steps[k];
     if (q->lane != st->lane) continue;
     if (q->kind != PLAN_STEP_WAIT || !q->inKernel || q->phase < PLAN_PHASE_PIECE) break;
-    if (q->phase != PLAN_PHASE_PIECE) continue;
+    if (q->phase != PLAN_PHASE_PUSH) continue;
     if (colocated(comm, q->peer) || q->peer >= 256) {
       *rcOut = coreError(comm, dmacclInternalError,
                          "the kernel of a REDUCE in pieces cannot poll rank %d's words (it shares "
@@ -982,10 +982,13 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
     polled = 1;
   }
   if (polled)
-    w.pieceFlags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_PIECE, 0, gslot)
-                                     : FLAG_EAGER(n, PLAN_PHASE_PIECE, 0));
+    w.pieceFlags = s->flags + (graph ? flagGraphWord(n, PLAN_PHASE_PUSH, 0, gslot)
+                                     : FLAG_EAGER(n, PLAN_PHASE_PUSH, 0));
   w.value = graph ? 1 : epoch;
-  w.reset = graph;
+  /* push1's polled words are reset after the kernel by its stream (below):
+   * a kernel's stores to words its peers wrote seemed to hold it 15-25 us
+   * (docs/results/push1-empty-2xh200/, calls Q and P) */
+  w.reset = graph && !polled;
   w.count = s->flags + FLAG_KCOUNT(n, s->nlanes);
   w.signalValue = graph ? 1 : epoch;
   /* the SIGNALs of piece 0 name the peers, every later piece's the same
@@ -1008,6 +1011,31 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   if (w.npieceSignals) w.pieceCounts = s->flags + FLAG_KPIECE(n, s->nlanes);
   *rcOut = launchReduce(comm, sch, st, b, &w, lane, joined ? s->launched : NULL);
   if (joined && *rcOut == dmacclSuccess) s->launchedAt = i;
+  if (graph && polled && *rcOut == dmacclSuccess) {
+    /* the polled PUSH words back to 0 for the next replay, after the
+     * kernel on its stream (a graph WAIT's reset; plan.h says why no other
+     * operation's signal can land on them first) */
+    CUstreamBatchMemOpParams *prm = s->memops;
+    unsigned m2 = 0;
+    for (int k = 0; k < w.pieces; k++)
+      for (int q = 0; q < n; q++)
+        if (w.pieceMask[q / 64] >> (q % 64) & 1) {
+          memset(&prm[m2], 0, sizeof(*prm));
+          prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+          prm[m2].writeValue.address =
+              (CUdeviceptr)(uintptr_t)(w.pieceFlags + (size_t)k * w.pieceStride + q);
+          prm[m2++].writeValue.value = 0;
+          if (m2 == MEMOP_CHUNK) {
+            CUresult e = drv.batchMemOp((CUstream)lane, m2, prm, 0);
+            if (e != CUDA_SUCCESS)
+              *rcOut = cuFail(comm, "cuStreamBatchMemOp (PUSH words' reset)", e);
+            m2 = 0;
+          }
+        }
+    CUresult e =
+        m2 && *rcOut == dmacclSuccess ? drv.batchMemOp((CUstream)lane, m2, prm, 0) : CUDA_SUCCESS;
+    if (e != CUDA_SUCCESS) *rcOut = cuFail(comm, "cuStreamBatchMemOp (PUSH words' reset)", e);
+  }
   return j;
 }
 
@@ -1828,8 +1856,10 @@ static int cudaStuck(dmacclComm_t comm, uint64_t seq, char *why, size_t whylen) 
           char name[16];
           if (ph < PLAN_PHASE_PIECE)
             snprintf(name, sizeof(name), "%s", phaseName[ph]);
-          else
+          else if (ph < PLAN_PHASE_PUSH)
             snprintf(name, sizeof(name), "piece %d", ph - PLAN_PHASE_PIECE);
+          else
+            snprintf(name, sizeof(name), "push %d", ph - PLAN_PHASE_PUSH);
           snprintf(why, whylen, "waiting for rank %d's %s signal (flag holds %u, needs %u)", p,
                    name, w[FLAG_EAGER(n, ph, p)], (uint32_t)seq);
           found = 1;

@@ -180,8 +180,10 @@ static void describeStuck(dmacclComm_t comm, const hostJob *j, const execBuffers
       char phase[24];
       if (st->phase < PLAN_PHASE_PIECE)
         snprintf(phase, sizeof(phase), "%s", phases[st->phase]);
-      else
+      else if (st->phase < PLAN_PHASE_PUSH)
         snprintf(phase, sizeof(phase), "PIECE+%d", (int)st->phase - PLAN_PHASE_PIECE);
+      else
+        snprintf(phase, sizeof(phase), "PUSH+%d", (int)st->phase - PLAN_PHASE_PUSH);
       w = snprintf(why + at, len - at, " lane %d at step %d of %d, WAIT %s from rank %d (flag %u)",
                    l, next[l], s->nsteps, phase, st->peer, v);
     } else if (st->kind == PLAN_STEP_REDUCE) {

@@ -100,12 +100,22 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     /* A rank signals itself only from a kernel, after its REDUCE in pieces
      * (push1: piece k of its result is reduced), for a WAIT of a lane. */
     int self = st->peer == r && (st->kind == PLAN_STEP_SIGNAL ? after[i] >= 0 : !st->inKernel) &&
-               st->phase >= PLAN_PHASE_PIECE;
+               st->phase >= PLAN_PHASE_PIECE && st->phase < PLAN_PHASE_PUSH;
     if ((st->kind == PLAN_STEP_SIGNAL || st->kind == PLAN_STEP_WAIT) &&
         (st->peer < 0 || st->peer >= n || (st->peer == r && !self) ||
          (unsigned)st->phase >= PLAN_NUM_PHASES)) {
       rc = fail(err, errlen, "rank %d step %d: %s with peer %d, phase %d", r, i, kindName(st->kind),
                 st->peer, (int)st->phase);
+      break;
+    }
+    /* A kernel polls a peer's piece on PUSH words: reset after the kernel
+     * in a CUDA graph, they are words no other operation writes (plan.h). */
+    if (st->kind == PLAN_STEP_WAIT && st->inKernel && st->phase >= PLAN_PHASE_PIECE &&
+        st->phase < PLAN_PHASE_PUSH) {
+      rc = fail(err, errlen,
+                "rank %d step %d: a kernel polls rank %d's PIECE+%d word (a peer's piece is "
+                "polled on PUSH words)",
+                r, i, st->peer, planPhaseGroup(st->phase));
       break;
     }
     if (st->kind == PLAN_STEP_NOTIFY && (st->peer < 0 || st->peer >= n || st->inKernel)) {
@@ -224,7 +234,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       continue;
     }
     int join = W->kind == PLAN_STEP_JOIN;
-    /* a WAIT of PIECE+k that the kernel of a REDUCE in pieces polls before
+    /* a WAIT of PUSH+k that the kernel of a REDUCE in pieces polls before
      * piece k (push1; checked with the REDUCE below) */
     int pieceWait = W->kind == PLAN_STEP_WAIT && W->phase >= PLAN_PHASE_PIECE;
     int next = w + 1;
@@ -278,7 +288,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   }
   /* A REDUCE in pieces (plan.h pieceBytes): its lane's steps just before it
    * are, per piece k = 0, 1, ... in order, one polled JOIN of phase
-   * PIECE+k, or (push1) inKernel WAITs of PIECE+k for the same peers in
+   * PIECE+k, or (push1) inKernel WAITs of PUSH+k for the same peers in
    * the same order every piece; one form for all pieces. */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *R = &s->steps[i];
@@ -300,7 +310,8 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
     for (int t = 0, at = j + 1; ok && t < m; at++)
       if (s->steps[at].lane == R->lane) G[t++] = &s->steps[at];
     for (int t = 0; t < m && ok; t++) {
-      ok = (int)G[t]->phase == PLAN_PHASE_PIECE + t / per && G[t]->kind == G[0]->kind &&
+      int base = G[t]->kind == PLAN_STEP_JOIN ? PLAN_PHASE_PIECE : PLAN_PHASE_PUSH;
+      ok = (int)G[t]->phase == base + t / per && G[t]->kind == G[0]->kind &&
            (G[t]->kind == PLAN_STEP_JOIN ? per == 1
                                          : G[t]->peer == G[t % per]->peer && G[t]->peer != r);
       for (int q = 0; q < t && t < per && ok; q++) ok = G[q]->peer != G[t]->peer;
@@ -309,8 +320,9 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       rc = fail(err, errlen,
                 "rank %d step %d: a REDUCE in pieces of %zu bytes is not preceded on lane %d by "
                 "one polled JOIN per piece, or by WAITs it polls for the same peers each piece "
-                "(phases PIECE+0..%zu, at most %d pieces of 256-byte multiples)",
-                r, i, R->pieceBytes, R->lane, K ? K - 1 : 0, PLAN_PIECE_GROUPS);
+                "(phases PIECE+0..%zu, WAITs PUSH+0..%zu, at most %d pieces of 256-byte "
+                "multiples)",
+                r, i, R->pieceBytes, R->lane, K ? K - 1 : 0, K ? K - 1 : 0, PLAN_PIECE_GROUPS);
   }
   /* EXIT to peer p ("I am done with your buffers") follows every step of
    * this rank that reads or writes p's send or receive buffer. */
@@ -351,7 +363,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
   /* A COPY into peer p's scratch buffer (push1) follows a WAIT for p (p's
    * ENTRY: its previous reduction no longer reads the buffer), and the j-th
    * such COPY on its lane is followed there, before the next one, by the
-   * SIGNAL of PIECE+j to p (p's kernel polls that word before it reads
+   * SIGNAL of PUSH+j to p (p's kernel polls that word before it reads
    * piece j: buildPush pushes a peer's pieces in order, one a lane step). */
   for (int i = 0; i < s->nsteps && !rc; i++) {
     const planStep *S = &s->steps[i];
@@ -371,7 +383,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
       if (G->lane != S->lane) continue;
       if (G->kind == PLAN_STEP_COPY && G->dst.rank == p && G->dst.buf == PLAN_BUF_SCRATCH) break;
       if (G->kind == PLAN_STEP_SIGNAL && G->peer == p) {
-        told = (int)G->phase == PLAN_PHASE_PIECE + j;
+        told = (int)G->phase == PLAN_PHASE_PUSH + j;
         break;
       }
     }
@@ -380,7 +392,7 @@ static int checkRank(const planSchedule *s, int n, char *err, size_t errlen) {
                 r, i, S->lane, p,
                 !waited ? "before any WAIT for that rank: its last reduction may still read it"
                         : "and the next SIGNAL to that rank on its lane, before its next push "
-                          "there, is not the PIECE of this piece");
+                          "there, is not the PUSH of this piece");
   }
   /* ... and every peer whose buffers a step touches gets an EXIT. */
   for (int i = 0; i < s->nsteps && !rc; i++) {

@@ -232,11 +232,17 @@ static inline size_t planLinesBytes(size_t bytes) {
 /* DATA belongs to the staged algorithms (staged.c): "my block is in your
  * staging slot". PIECE + g belongs to pull1's AllReduce (reduce.c): "group
  * g of my part is reduced in my receive buffer" (in pieces: piece g), to
- * push1 (reduce.c): from a peer "piece g of your part is in your scratch
- * buffer", and from the rank's kernel to itself "piece g of my part is
- * reduced", and to relay (relay.c)
- * and chain (chain.c): "group g of my part (chain: of the block) is in my
- * receive buffer". */
+ * push1 (reduce.c) from the rank's kernel to itself "piece g of my part is
+ * reduced", and to relay (relay.c) and chain (chain.c): "group g of my
+ * part (chain: of the block) is in my receive buffer". PUSH + g belongs to
+ * push1 alone: from a peer "piece g of your part is in your scratch
+ * buffer", polled by the rank's kernel (inKernel WAITs) and, in a CUDA
+ * graph, reset after it. Words of its own, so that no other operation's
+ * signal can land on one before that reset: a peer writes them only in a
+ * push1 operation, after its ENTRY WAIT for this rank, whose ENTRY SIGNAL
+ * follows the reset on lane 0. (On PIECE words, which a Broadcast's chain
+ * signals at once, push1's EXIT had to wait for its kernel's end: 8 us of
+ * an AllReduce in a graph on 2x H200, docs/results/push1-empty-2xh200/.) */
 #define PLAN_PIECE_GROUPS 8
 #define PLAN_PIECE_MIN ((size_t)1 << 20)
 typedef enum {
@@ -244,8 +250,13 @@ typedef enum {
   PLAN_PHASE_EXIT = 1,
   PLAN_PHASE_DATA = 2,
   PLAN_PHASE_PIECE = 3,
-  PLAN_NUM_PHASES = PLAN_PHASE_PIECE + PLAN_PIECE_GROUPS
+  PLAN_PHASE_PUSH = PLAN_PHASE_PIECE + PLAN_PIECE_GROUPS,
+  PLAN_NUM_PHASES = PLAN_PHASE_PUSH + PLAN_PIECE_GROUPS
 } planPhase;
+/* g of a phase PIECE + g or PUSH + g. */
+static inline int planPhaseGroup(planPhase ph) {
+  return (int)ph - (ph >= PLAN_PHASE_PUSH ? PLAN_PHASE_PUSH : PLAN_PHASE_PIECE);
+}
 
 typedef struct {
   int rank;    /* whose buffer */

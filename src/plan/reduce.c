@@ -276,9 +276,9 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *            operation: its scratch buffer and its receive buffer are free)
  *            lane A: per piece k, per peer p: push piece k of T_p from my
  *              send buffer into p's scratch buffer (my region there, as
- *              buildPieced lays a peer's pieces out), SIGNAL PIECE+k to p
+ *              buildPieced lays a peer's pieces out), SIGNAL PUSH+k to p
  *   round 2  lane 0: one kernel (a REDUCE in pieces) that polls every
- *            peer's PIECE+k word itself (inKernel WAITs) before piece k,
+ *            peer's PUSH+k word itself (inKernel WAITs) before piece k,
  *            reduces mine and the pushed pieces into my receive buffer, and
  *            after piece k writes my own PIECE+k word (an inKernel SIGNAL to
  *            myself: "piece k of my result is reduced")
@@ -287,19 +287,20 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *            marked launched: no queue can then hold the kernel or what it
  *            waits for behind lane C's WAITs): per piece, WAIT my own
  *            PIECE+k, push that piece of my result into every peer's
- *            receive buffer; then JOIN lane 0 (the kernel's end, where its
- *            polled words are reset in a CUDA graph) and SIGNAL EXIT to
- *            every peer
+ *            receive buffer; then SIGNAL EXIT to every peer
  *   round 4  lane 0: JOIN A and C, WAIT EXIT from every peer
  *   ReduceScatter, ReduceScatterV, Reduce: the kernel writes no word, and
- *   lane 0 JOINs lane A after it, then SIGNALs EXIT to the peers that pushed
- *   to it and WAITs for EXIT from those it pushed to. No rank touches a
- *   peer's send or receive buffer, and a rank's part is complete once its
- *   kernel has reduced every piece; the EXIT says the kernel has ended, its
- *   polled words reset in a CUDA graph, so no peer's next operation signals
- *   them before (a Broadcast's chain signals a rank it has not heard from
- *   in that operation: without the EXIT that signal could land on a word
- *   still set and be lost, test_plan testGraphWordsMixed).
+ *   lane 0 JOINs lane A after it. No EXIT: no rank touches a peer's send or
+ *   receive buffer, and a rank's part is complete once its kernel has
+ *   reduced every piece (every peer's pushes landed before the words it
+ *   polled); the next operation's ENTRY frees the scratch buffers again.
+ *
+ * The polled words are PUSH words (plan.h), reset after the kernel in a
+ * CUDA graph; only a push1 operation writes them, after its ENTRY WAIT, and
+ * a rank's next ENTRY SIGNAL follows its reset on lane 0, so neither form
+ * needs its EXIT to wait for the kernel's end (test_plan
+ * testGraphWordsMixed: on PIECE words, without an EXIT after the kernel, a
+ * chain Broadcast's signal is lost in some orders).
  *
  * In place, a peer writes its piece k of T_p into my buffer only after its
  * kernel reduced that piece, which followed my push of it out of the same
@@ -329,11 +330,10 @@ static size_t pushPiece(const planArgs *a, size_t total) {
  * a kernel's polled WAIT as a stream wait together with the ENTRY WAIT
  * before it, which reset the word; planRunEnd now ends a run at a
  * kernel's step.) Not where another collective's part is empty (a Reduce's
- * non-roots, a ReduceScatterV's zero counts): before those had their EXIT
- * such a rank heard nothing after its ENTRY wait, so in a graph its next
- * ENTRY could land on a word its peer had not reset yet, and be lost
- * (test_plan testGraphWordsRepeat); with the EXIT it may be safe, but their
- * push1 was no faster there (docs/algorithms.md), so they stay pull1. */
+ * non-roots, a ReduceScatterV's zero counts): such a rank has no EXIT and
+ * hears nothing after its ENTRY wait, so in a graph its next ENTRY could
+ * land on a word its peer has not reset yet, and be lost (test_plan
+ * testGraphWordsRepeat). */
 int planPushRuns(const planArgs *a) {
   const planCollInfo *ci = planCollOf(a->coll);
   if (!a->kernelSignals || a->nranks < 2 || a->nranks - 1 > PLAN_SM_MAX_PEERS) return 0;
@@ -378,14 +378,14 @@ static int buildPush(const planArgs *a, planSchedule *s) {
       size_t at = ((size_t)(r < p ? r : r - 1) * Kp + (size_t)k) * Pp;
       rc = planAddCopy(s, LANE_A, (planLoc){r, PLAN_BUF_SEND, Tp.srcOff + off},
                        (planLoc){p, PLAN_BUF_SCRATCH, at}, len, 1);
-      if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, LANE_A, p, (planPhase)(PLAN_PHASE_PIECE + k));
+      if (!rc) rc = planAddSync(s, PLAN_STEP_SIGNAL, LANE_A, p, (planPhase)(PLAN_PHASE_PUSH + k));
     }
   /* the kernel: polls the peers' words of piece k, reduces it, tells lane C */
   s->round = 2;
   for (size_t k = 0; k < K && !rc; k++)
     for (int d = 1; d < n && !rc; d++)
       if (!(rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n,
-                             (planPhase)(PLAN_PHASE_PIECE + (int)k))))
+                             (planPhase)(PLAN_PHASE_PUSH + (int)k))))
         s->steps[s->nsteps - 1].inKernel = 1;
   for (int i = 0; i < n && !rc && T.bytes; i++)
     src[i] = i == r ? (planLoc){r, PLAN_BUF_SEND, T.srcOff}
@@ -397,15 +397,8 @@ static int buildPush(const planArgs *a, planSchedule *s) {
   for (size_t k = 0; k < K && share && !rc; k++)
     if (!(rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, r, (planPhase)(PLAN_PHASE_PIECE + (int)k))))
       s->steps[s->nsteps - 1].inKernel = 1;
-  if (!share) { /* EXIT after the kernel (above) */
+  if (!share) { /* the kernel's end is the rank's part: no EXIT (above) */
     if (!rc && toAny) rc = planAddJoin(s, 0, LANE_A);
-    s->round = 3;
-    for (int d = 1; d < n && !rc && T.bytes; d++)
-      rc = planAddSync(s, PLAN_STEP_SIGNAL, 0, (r + d) % n, PLAN_PHASE_EXIT);
-    s->round = 4;
-    for (int d = 1; d < n && !rc; d++)
-      if (ci->target(a, (r + d) % n, 0).bytes)
-        rc = planAddSync(s, PLAN_STEP_WAIT, 0, (r + d) % n, PLAN_PHASE_EXIT);
     free(src);
     return rc;
   }
@@ -420,10 +413,6 @@ static int buildPush(const planArgs *a, planSchedule *s) {
       rc = planAddCopy(s, LANE_C, (planLoc){r, PLAN_BUF_RECV, T.dstOff + off},
                        (planLoc){(r + d) % n, PLAN_BUF_RECV, T.dstOff + off}, len, 1);
   }
-  /* the EXIT after the kernel's end (lane C JOINs lane 0): its polled words
-   * are reset only there, after the signals that let lane C get here, and
-   * a peer's next operation may signal them as soon as it has the EXIT */
-  if (!rc && T.bytes) rc = planAddJoin(s, LANE_C, 0);
   int x = T.bytes ? LANE_C : LANE_A;
   for (int d = 1; d < n && !rc; d++)
     if (MEETS((r + d) % n)) rc = planAddSync(s, PLAN_STEP_SIGNAL, x, (r + d) % n, PLAN_PHASE_EXIT);
