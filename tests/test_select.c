@@ -247,7 +247,8 @@ static int testTuneErrors(void) {
  * eager and captured;
  * AllReduce takes stagell up to 4 MB, twoshot above it, push1 from 16 MB
  * below 64 MB and pull1 from there, ReduceScatterV
- * stagell below 8 MB, ReduceScatter below 16 MB, eager and captured (stagesm's
+ * stagell below 8 MB, ReduceScatter below 16 MB, then push1 below 32 MB,
+ * eager and captured (stagesm's
  * form where the lines do not fit; what does not fit a slot falls back to
  * pull1 at launch), Reduce keeps stage; 3 ranks or more: AllReduce stagell
  * below 1152 KB, then twoshot below 16 MB, ReduceScatter stagell below 8 MB,
@@ -273,8 +274,12 @@ static int testGraphRanges(void) {
                 PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 4 << 20, 1, NULL), PLAN_ALGO_STAGELL);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 8 << 20, 1, NULL), PLAN_ALGO_STAGELL);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 0, NULL), PLAN_ALGO_PULL1);
-  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 1, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 0, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 16 << 20, 1, NULL), PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, (32 << 20) - 1, 0, NULL),
+                PLAN_ALGO_PUSH1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 32 << 20, 0, NULL), PLAN_ALGO_PULL1);
+  ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 32 << 20, 1, NULL), PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, (64 << 20) - 1, 0, NULL),
                 PLAN_ALGO_PULL1);
   ASSERT_EQ_INT(planSelectIn(&t, PLAN_COLL_REDUCESCATTER, 64 << 20, 0, NULL), PLAN_ALGO_PULL1);

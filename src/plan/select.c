@@ -147,13 +147,16 @@ const char planDefaultTune[] =
      * 143.0-146.2 against 116.9-118.9 / 156.3-158.6 in three sweeps; at 64
      * MB level (graphs 256.8 against 260.8, eager 252.8-254.7 against
      * 252.5-255.1), so pull1 stays there; at 8 MB twoshot (graphs 51.5
-     * against push1's 80.9, eager 53.0 against 69.4-71.2). ReduceScatter
-     * keeps pull1: its push1 was 4-10% faster eager at 16-32 MB until it
-     * needed an EXIT (docs/algorithms.md), then 16 MB 64.4-64.6 us against
-     * 65.8-67.2 and 32 MB 103.2-104.1 against 99.1-99.4; in graphs it loses
-     * 10-30 us (docs/results/push1-empty-2xh200/, calls T and S). */
+     * against push1's 80.9, eager 53.0 against 69.4-71.2). Since push1
+     * polls PUSH words, reset after its kernel by its stream (call N,
+     * docs/results/push1-empty-2xh200/): AllReduce in graphs 89.0-91.0 /
+     * 138.0-139.2 us at 16 / 32 MB (NCCL 76.9-80.2 / 138.5-144.6), eager
+     * 93.1-94.4 / 142.3-144.1; ReduceScatter takes push1 at 16 MB below 32
+     * MB: eager 58.4-59.1 us against pull1's 64.3-64.6 (NCCL 52.4-53.7), in
+     * graphs 64.5-65.0 against 65.7-66.3; at 32 MB level (eager 99.1-100.3
+     * against 97.2-99.7, graphs 100.7-101.8 against 102.8-103.3). */
     "2 allreduce:0-4194305:stagell,4194305-16M:twoshot,16M-64M:push1,64M-inf:pull1;"
-    "reducescatter:0-16M:stagell,16M-inf:pull1;"
+    "reducescatter:0-16M:stagell,16M-32M:push1,32M-inf:pull1;"
     "reducescatterv:0-8M:stagell,8M-inf:pull1\n"
     /* Broadcast and Scatter on 2 ranks from 8 MB: split, both ranks' copy
      * engines on the one link direction in use (one peer, nothing to
