@@ -1,6 +1,6 @@
 /*
  * The reduction arithmetic, written once for the host executor (reduce.c)
- * and the reduction kernel (src/exec/cuda_reduce.cu), so the two give the
+ * and the reduction kernel (src/exec/cuda_reduce*.cu), so the two give the
  * same bytes by construction: plain integer and IEEE float operations, and
  * conversions of the small floating-point types done with integer
  * operations rather than a compiler's or CUDA's intrinsics. The rules are

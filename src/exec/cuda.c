@@ -768,7 +768,7 @@ out:
  * The first `own` moves are the reduction's own operation's: a line move of
  * those that starts where it writes (an in-place AllReduce) needs no
  * barrier, since the thread that stores unit u's line is the one that
- * reduces unit u, after it (cuda_reduce.cu, storeLines and reduceLines). */
+ * reduces unit u, after it (cuda_reduce_kernel.cuh, storeLines and reduceLines). */
 static int movesNeedBarrier(const execReduceWait *w, const kernelReduce *r, int own) {
   const char *d = r->dst;
   for (int m = 0; m < w->nmoves; m++) {
