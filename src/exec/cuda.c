@@ -558,8 +558,10 @@ static int colocated(dmacclComm_t comm, int p) {
  *   only after a signal of this rank's issued after the reset (in this
  *   operation, or in the next one's ENTRY for a wait that ends an
  *   operation: a signal that ends one follows its resets, a kernel's polled
- *   words included; test_plan testGraphWordsRepeat and testGraphWordsMixed
- *   check it in graph-word simulations). DATA has a word per graph staging slot (gslot), whose next
+ *   words included, but push1's PUSH words, which only the peers' next
+ *   push1 signals after this rank's next ENTRY: plan.h; test_plan
+ *   testGraphWordsRepeat and testGraphWordsMixed check it in graph-word
+ *   simulations). DATA has a word per graph staging slot (gslot), whose next
  *   signal comes after this rank's signal of the staged operation between
  *   (staged.c).
  * Signal path memop: one cuStreamBatchMemOp of remote writes. Path copy: one
@@ -941,6 +943,30 @@ static int launchJoined(const planSchedule *sch, int i, int j) {
   return 0;
 }
 
+/* push1's pending reset (cudaState.pushResetAt): the polled PUSH words
+ * back to 0 on `lane`, one batch of memory operations (a graph's resets;
+ * plan.h says why no other operation's signal can land on them first). */
+static dmacclResult_t issuePushReset(dmacclComm_t comm, cudaStream_t lane) {
+  cudaState *s = stateOf(comm);
+  CUstreamBatchMemOpParams *prm = s->memops;
+  unsigned m = 0;
+  int n = comm->nranks;
+  s->pushResetAt = -1;
+  for (int k = 0; k < s->pushResetPieces; k++)
+    for (int q = 0; q < n && q < 256; q++)
+      if (s->pushResetMask[q / 64] >> (q % 64) & 1) {
+        if (m == MEMOP_CHUNK) return coreError(comm, dmacclInternalError, "too many PUSH words");
+        memset(&prm[m], 0, sizeof(*prm));
+        prm[m].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        prm[m].writeValue.address =
+            (CUdeviceptr)(uintptr_t)(s->pushResetWords + (size_t)k * (size_t)n + (size_t)q);
+        prm[m++].writeValue.value = 0;
+      }
+  CUresult e = m ? drv.batchMemOp((CUstream)lane, m, prm, 0) : CUDA_SUCCESS;
+  return e == CUDA_SUCCESS ? dmacclSuccess
+                           : cuFail(comm, "cuStreamBatchMemOp (the PUSH words' reset)", e);
+}
+
 /* A REDUCE in pieces (plan.h pieceBytes), steps[i]: one kernel that polls
  * the own word of piece k (written by its polled JOIN's lane; pull1) or
  * the PUSH+k words of the peers its inKernel WAITs name (push1) before
@@ -1012,29 +1038,14 @@ static int launchPieced(dmacclComm_t comm, const planSchedule *sch, int i, const
   *rcOut = launchReduce(comm, sch, st, b, &w, lane, joined ? s->launched : NULL);
   if (joined && *rcOut == dmacclSuccess) s->launchedAt = i;
   if (graph && polled && *rcOut == dmacclSuccess) {
-    /* the polled PUSH words back to 0 for the next replay, after the
-     * kernel on its stream (a graph WAIT's reset; plan.h says why no other
-     * operation's signal can land on them first) */
-    CUstreamBatchMemOpParams *prm = s->memops;
-    unsigned m2 = 0;
-    for (int k = 0; k < w.pieces; k++)
-      for (int q = 0; q < n; q++)
-        if (w.pieceMask[q / 64] >> (q % 64) & 1) {
-          memset(&prm[m2], 0, sizeof(*prm));
-          prm[m2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-          prm[m2].writeValue.address =
-              (CUdeviceptr)(uintptr_t)(w.pieceFlags + (size_t)k * w.pieceStride + q);
-          prm[m2++].writeValue.value = 0;
-          if (m2 == MEMOP_CHUNK) {
-            CUresult e = drv.batchMemOp((CUstream)lane, m2, prm, 0);
-            if (e != CUDA_SUCCESS)
-              *rcOut = cuFail(comm, "cuStreamBatchMemOp (PUSH words' reset)", e);
-            m2 = 0;
-          }
-        }
-    CUresult e =
-        m2 && *rcOut == dmacclSuccess ? drv.batchMemOp((CUstream)lane, m2, prm, 0) : CUDA_SUCCESS;
-    if (e != CUDA_SUCCESS) *rcOut = cuFail(comm, "cuStreamBatchMemOp (PUSH words' reset)", e);
+    /* the polled PUSH words back to 0 for the next replay, by this lane
+     * after the kernel and after its JOIN of the pushing lane (plan.h
+     * planPushResetAt; issuePushReset) */
+    s->pushResetAt = planPushResetAt(sch, i);
+    s->pushResetWords = w.pieceFlags;
+    s->pushResetPieces = w.pieces;
+    memcpy(s->pushResetMask, w.pieceMask, sizeof(s->pushResetMask));
+    if (s->pushResetAt < j) *rcOut = issuePushReset(comm, lane);
   }
   return j;
 }
@@ -1137,6 +1148,9 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
                                    cudaMemcpyDefault, lane));
     j = i + 1;
   }
+  /* push1's PUSH words' reset, after the step planPushResetAt names */
+  if (s->pushResetAt >= i && s->pushResetAt < j)
+    rc = issuePushReset(comm, streams[sch->steps[s->pushResetAt].lane]);
 out:
   *rcOut = rc;
   return j;
@@ -1449,7 +1463,7 @@ static dmacclResult_t cudaLaunch(dmacclComm_t comm, const coreOp *op, const plan
   }
   /* A kernel run (issueKernelRun) may take steps of later rounds with it:
    * they are not issued again. */
-  if (from == 0) s->issuedTo = 0, s->launchedAt = -1;
+  if (from == 0) s->issuedTo = 0, s->launchedAt = -1, s->pushResetAt = -1;
   if (hold) {
     rc = holdKernel(comm, op, sch, &bb, into, L[0], epoch, gslot);
     if (rc != dmacclSuccess) goto out;

@@ -101,6 +101,12 @@ typedef struct {
   cudaEvent_t *join;
   cudaEvent_t launched; /* a REDUCE's launch, for the JOIN marked launched after it (plan.h) */
   int launchedAt;       /* ... that REDUCE's step in the operation being launched, or -1 */
+  /* In a graph, push1's PUSH words to reset after step pushResetAt of the
+   * operation being launched (plan.h planPushResetAt), or -1: pieces x the
+   * ranks in the mask, from pushResetWords at a stride of nranks */
+  int pushResetAt, pushResetPieces;
+  uint32_t *pushResetWords;
+  unsigned long long pushResetMask[4];
   uint32_t *flags;      /* own flag words */
   uint32_t **peerFlags; /* every rank's flag words as this rank reaches them */
   cudaEvent_t *sigEv;   /* [phase][peer]: signals to a peer of this process on this GPU */

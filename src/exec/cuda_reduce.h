@@ -96,7 +96,9 @@ typedef struct {
   int pieceStride;
   /* push1 (the peers' signals gate the pieces): with a bit set, the kernel
    * polls word pieceFlags[k*pieceStride + q] of every rank q in the mask
-   * before piece k (and resets them all), instead of the one word above. */
+   * before piece k (with reset, it resets them all at its end; the CUDA
+   * executor does not ask it to: its stream resets them, cuda.c
+   * launchPieced), instead of the one word above. */
   unsigned long long pieceMask[4];
   int npieceSignals;
   uint32_t *pieceSignals[EXEC_REDUCE_MAX_MOVES];

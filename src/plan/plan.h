@@ -5,7 +5,8 @@
  *
  * Synchronization model. Every rank owns a flag slot per peer and phase
  * (ENTRY, EXIT; DATA for the staged algorithms, PIECE + g for pull1's
- * AllReduce, relay, chain and push1). SIGNAL(peer, phase) stores the
+ * AllReduce, relay, chain and push1's own words, PUSH + g for push1's
+ * pushed pieces). SIGNAL(peer, phase) stores the
  * operation's epoch into the peer's slot [phase][my rank]; WAIT(peer, phase)
  * blocks its lane until my slot [phase][peer] has reached the epoch.
  *   ENTRY: "my buffers are ready": everything queued before the collective on
@@ -15,7 +16,7 @@
  *          complete.
  * A rank's part is complete when it has seen EXIT from every peer (push1's
  * ReduceScatter, ReduceScatterV and Reduce touch no peer's send or receive
- * buffer; their EXIT, after the kernel, says its polled words are reset,
+ * buffer and have no EXIT: their part is complete when their kernel ends,
  * reduce.c).
  *
  * Lanes are in-order queues (streams on the CUDA executor). Lane 0 starts
@@ -282,12 +283,13 @@ typedef struct {
   /* REDUCE: sources srcs[src0 .. src0+nsrc) of the schedule */
   int src0, nsrc;
   /* REDUCE: 0, or the bytes of each piece it may be done in (pull1 and
-   * push1, reduce.c): the steps before it on its lane are inKernel, of
-   * phases PIECE+0, PIECE+1, ... in order: one JOIN per piece (pull1), or
-   * WAITs for the same peers in the same order each piece (push1), and
+   * push1, reduce.c): the steps before it on its lane are inKernel, one
+   * JOIN per piece of phases PIECE+0, PIECE+1, ... in order (pull1), or
+   * WAITs of PUSH+0, PUSH+1, ... for the same peers in the same order each
+   * piece (push1), and
    * piece k (bytes [k*pieceBytes, (k+1)*pieceBytes) of the destination and
    * of every source) may be reduced once JOIN k's lane reached it, or the
-   * peers' signals of PIECE+k came. SIGNALs of phase PIECE+k marked
+   * peers' signals of PUSH+k came. SIGNALs of phase PIECE+k marked
    * inKernel right after it in the list, on its lane, in order of k, are
    * written by the kernel once piece k is reduced (the WAITs that need
    * them: rule 2 above); such a SIGNAL may name the rank itself (push1: its
@@ -525,10 +527,21 @@ int planAddArrivals(planSchedule *s, const planArgs *a);
  * same kind on the same lane, none of them a kernel's (inKernel), COPYs all
  * batched (after steps[i] itself, which the caller issues in any case), at
  * most `most` (>= 1) steps. A kernel's step is never part of a stream
- * command: push1's kernel polls a peer's PIECE word itself, and a CUDA
+ * command: push1's kernel polls a peer's PUSH word itself, and a CUDA
  * graph's stream wait resets the word it waited for, so a stream wait that
  * took that WAIT along would leave the kernel polling for good. */
 int planRunEnd(const planSchedule *s, int i, int most);
+
+/* In a CUDA graph the PUSH words that the kernel of the REDUCE in pieces
+ * steps[red] polls are reset by its lane after it (memory operations; an
+ * executor issues them right after steps[planPushResetAt(s, red)]): after
+ * the first JOIN on that lane, past the kernel, from the lane that SIGNALs
+ * PUSH words (push1's lane A), else after the kernel's last step. Never
+ * ahead of that lane's pushes and signals: a graph's launch may queue a
+ * step after the kernel ahead of another lane's, and with one hardware
+ * queue a reset that waited there for the kernel's end would hold the
+ * signals the peers' kernels need (test_plan testPushResetQueued). */
+int planPushResetAt(const planSchedule *s, int red);
 
 /* The SIGNALs a kernel writes after the REDUCE in pieces steps[red]: the
  * inKernel SIGNALs right after it in the list, on its lane. Returns how

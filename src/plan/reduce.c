@@ -296,8 +296,9 @@ static int buildPieced(const planArgs *a, planSchedule *s, planBlock T, int shar
  *   polled); the next operation's ENTRY frees the scratch buffers again.
  *
  * The polled words are PUSH words (plan.h), reset after the kernel in a
- * CUDA graph; only a push1 operation writes them, after its ENTRY WAIT, and
- * a rank's next ENTRY SIGNAL follows its reset on lane 0, so neither form
+ * CUDA graph (lane 0, after its JOIN of lane A: planPushResetAt); only a
+ * push1 operation writes them, after its ENTRY WAIT, and a rank's next
+ * ENTRY SIGNAL follows its reset on lane 0, so neither form
  * needs its EXIT to wait for the kernel's end (test_plan
  * testGraphWordsMixed: on PIECE words, without an EXIT after the kernel, a
  * chain Broadcast's signal is lost in some orders).
@@ -325,8 +326,8 @@ static size_t pushPiece(const planArgs *a, size_t total) {
 /* Whether push1 runs as itself for a (see above); the same on every rank.
  * An AllReduce's part may be empty (under 256 bytes a rank): that rank
  * pushes, has no kernel, and its next operation's ENTRY still waits for the
- * EXIT its peers send after their ENTRY waits (and, in a CUDA graph, their
- * words' resets). (Such calls once hung in graphs: the CUDA executor issued
+ * EXIT its peers send after their ENTRY waits (whose words those waits
+ * reset). (Such calls once hung in graphs: the CUDA executor issued
  * a kernel's polled WAIT as a stream wait together with the ENTRY WAIT
  * before it, which reset the word; planRunEnd now ends a run at a
  * kernel's step.) Not where another collective's part is empty (a Reduce's

@@ -81,6 +81,21 @@ int planRunEnd(const planSchedule *s, int i, int most) {
   return j;
 }
 
+int planPushResetAt(const planSchedule *s, int red) {
+  int last = red, L = s->steps[red].lane, from = -1;
+  while (last + 1 < s->nsteps && s->steps[last + 1].lane == L &&
+         s->steps[last + 1].kind == PLAN_STEP_SIGNAL && s->steps[last + 1].inKernel)
+    last++;
+  for (int i = 0; i < s->nsteps && from < 0; i++)
+    if (s->steps[i].kind == PLAN_STEP_SIGNAL && s->steps[i].phase >= PLAN_PHASE_PUSH)
+      from = s->steps[i].lane;
+  for (int j = last + 1; from >= 0 && j < s->nsteps; j++)
+    if (s->steps[j].lane == L && s->steps[j].kind == PLAN_STEP_JOIN && s->steps[j].from == from &&
+        !s->steps[j].launched && !s->steps[j].inKernel)
+      return j;
+  return last;
+}
+
 int planUsesLines(const planSchedule *s) {
   for (int i = 0; i < s->nsteps; i++)
     if (s->steps[i].kind == PLAN_STEP_COPY && s->steps[i].dst.buf == PLAN_BUF_LINES) return 1;
