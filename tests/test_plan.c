@@ -724,6 +724,10 @@ typedef struct {
   /* this rank's steps run only when no other rank's can (-1: none lags):
    * the orders where one rank falls behind, which races need */
   int lag;
+  /* 1: a kernel's polled PUSH words are reset only when a NOTIFY on the
+   * rank passes (standing for the CUDA executor's memory operations after
+   * the kernel, plan.h planPushResetAt), not at the kernel's end */
+  int pushReset;
 } simCase;
 
 /* Whether step i is part of a kernel (an inKernel step, the REDUCE after
@@ -898,9 +902,11 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
   }
 #undef SIM_PUSH
   /* graph: a kernel's reset at its end, once its lane goes on */
+#define SIM_PUSHWORD(m_) (kreset[m_].phase >= PLAN_PHASE_PUSH && kreset[m_].phase < PLAN_NUM_PHASES)
 #define SIM_ENDED(rr, ll, ref_)                                                                    \
   for (int m_ = 0; m_ < nkreset; m_++)                                                             \
     if (kreset[m_].ended && kreset[m_].rank == (rr) && kreset[m_].lane == (ll) &&                  \
+        !(c->pushReset && SIM_PUSHWORD(m_)) &&                                                     \
         (kreset[m_].op < (ref_).op ||                                                              \
          (kreset[m_].op == (ref_).op && kreset[m_].first < (ref_).idx))) {                         \
       flags[rr][kreset[m_].phase][kreset[m_].peer] = 0;                                            \
@@ -990,6 +996,13 @@ static int simulate(const simCase *c, char *why, size_t whylen) {
         if (st->kind == PLAN_STEP_JOIN && !st->launched) { /* it has seen lane from's kernel end */
           SIM_ENDED(ref.rank, st->from, ref)               /* (kernels listed before it) */
         }
+        if (c->pushReset && st->kind == PLAN_STEP_NOTIFY) /* the PUSH words' reset (above) */
+          for (int m = 0; m < nkreset; m++)
+            if (kreset[m].ended && kreset[m].rank == ref.rank && SIM_PUSHWORD(m) &&
+                (kreset[m].op < ref.op || (kreset[m].op == ref.op && kreset[m].first < ref.idx))) {
+              flags[ref.rank][kreset[m].phase][kreset[m].peer] = 0;
+              kreset[m--] = kreset[--nkreset];
+            }
         if (st->kind == PLAN_STEP_SIGNAL && simLost(c, flags, ref, st, why, whylen)) return 2;
         if (st->kind == PLAN_STEP_SIGNAL)
           flags[st->peer][simPhase(c, ref, st)][ref.rank] = c->graph ? 1 : epoch;
@@ -1053,8 +1066,8 @@ static int testQueueSafety(void) {
     for (int ci = 0; ci < 2 && !rc; ci++)
       for (int mode = SIM_LIST_PER_RANK; mode <= SIM_ROUNDS_SHARED && !rc; mode++)
         for (uint32_t seed = 1; seed <= 12 && !rc; seed++) {
-          simCase c = {n, 4, {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n,
-                       0, -1};
+          simCase c = {n, 4,  {{0}}, (simMode)mode, 1 + (int)(seed % 3), seed * 2654435761u + n,
+                       0, -1, 0};
           uint32_t pick = c.seed;
           unsigned long long staged = 0;
           for (int k = 0; k < c.nops && !rc; k++) {
@@ -1122,7 +1135,7 @@ static int testQueueSafetyControls(void) {
   memset(a, 0, sizeof(a));
   memset(b, 0, sizeof(b));
   char why[256];
-  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0, -1};
+  simCase c = {2, 1, {{0}}, SIM_RANKS_SHARED, 1, 1, 0, -1, 0};
   for (int r = 0; r < 2; r++) {
     planArgs args = PA(PLAN_COLL_ALLGATHER, r, 2, 64, 0, 0, 0);
     ASSERT_EQ_INT(planBuild(&args, PLAN_ALGO_PUSH1, &a[r]), 0);
@@ -1159,7 +1172,7 @@ static int testQueueSafetyControls(void) {
   printf("  control 2: planCheck: %s\n", why);
   int deadlocks = 0;
   for (uint32_t seed = 1; seed <= 400; seed++) {
-    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0, -1};
+    simCase t = {3, 1, {{0}}, SIM_TOPO_PER_RANK, 1, seed * 2654435761u, 0, -1, 0};
     for (int r = 0; r < 3; r++) t.s[r][0] = &b[r];
     deadlocks += simulate(&t, why, sizeof(why)) == 1;
   }
@@ -1776,7 +1789,7 @@ static int testGraphStagedProtocol(void) {
 /* One simulated run of one operation, ops[r] being rank r's schedule:
  * 0 when every step ran, 1 on a deadlock. */
 static int simOnce(planSchedule *const *ops, int n, simMode mode, int nq, uint32_t seed) {
-  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0, -1};
+  simCase sc = {n, 1, {{0}}, mode, nq, seed, 0, -1, 0};
   for (int r = 0; r < n; r++) sc.s[r][0] = ops[r];
   char why[256];
   return simulate(&sc, why, sizeof(why));
@@ -4213,7 +4226,7 @@ static int testGraphWordsRepeat(void) {
           size_t count = counts[form % 6];
           int root = form < 6 ? 0 : n - 1;
           makeVec((planColl)coll, n, count, &seed, &v);
-          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
+          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1, 0};
           for (int r = 0; r < n; r++) {
             planArgs x = anyArgs((planColl)coll, r, n, count, root, 0, &v, (size_t)1 << 20);
             x.pieceMin = 1024;
@@ -4237,7 +4250,7 @@ static int testGraphWordsRepeat(void) {
     }
   /* the control */
   makeVec(PLAN_COLL_ALLREDUCE, 2, 1, &seed, &v);
-  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
+  simCase c = {2, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1, 0};
   int empty = 0;
   for (int r = 0; r < 2; r++) {
     planArgs x = anyArgs(PLAN_COLL_ALLREDUCE, r, 2, 1, 0, 0, &v, (size_t)1 << 20);
@@ -4348,7 +4361,7 @@ static int testGraphWordsMixed(void) {
   int runs = 0, stagedOps = 0;
   for (int trial = 0; trial < 600; trial++) {
     int n = 2 + (int)(stageRand(&seed) % 3);
-    simCase c = {n, 6, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1}; /* the three, replayed */
+    simCase c = {n, 6, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1, 0}; /* the three, replayed */
     char desc[3][96];
     unsigned long long staged = 0; /* the capture's staged operations so far */
     for (int k = 0; k < 3; k++) {
@@ -4389,7 +4402,7 @@ static int testGraphWordsMixed(void) {
     for (int built = 0; built < 2; built++) {
       planColl first = ctl ? PLAN_COLL_ALLREDUCE : PLAN_COLL_REDUCESCATTER;
       makeVec(first, 3, 30000, &seed, &v[0]);
-      simCase c = {3, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
+      simCase c = {3, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1, 0};
       for (int r = 0; r < 3; r++) {
         ASSERT_EQ_INT(buildGraphOp(first, PLAN_ALGO_PUSH1, 3, r, 30000, 0, &v[0], &s[r][0]), 0);
         ASSERT_EQ_INT((int)s[r][0].algo, PLAN_ALGO_PUSH1);
@@ -4445,64 +4458,85 @@ static int queueReset(planSchedule *s, int at) {
 
 /* push1's PUSH words' reset in a CUDA graph (plan.h planPushResetAt; the
  * CUDA executor's memory operations on the kernel's lane): as a queued step
- * there, ReduceScatter, ReduceScatterV and AllReduce push1 on 2-4 ranks,
- * three operations, 400 random dependency orders each (a graph launch, one
- * queue per rank: CUDA_DEVICE_MAX_CONNECTIONS=1) with graph words: no
- * deadlock, no signal lost. Control (a review's finding): the reset right
- * after the kernel, where a launch may queue it ahead of lane A's pushes and
- * signals, which the peers' kernels need before it can end: deadlocks. */
+ * there that alone resets the words (simCase.pushReset), ReduceScatter,
+ * ReduceScatterV and AllReduce push1 on 2-4 ranks, parts of every rank and
+ * tiny AllReduces (ranks with no part: no kernel; ranks whose peers have
+ * none: no lane A, the reset right after the kernel), three operations,
+ * 400 random dependency orders each (a graph launch, one queue per rank:
+ * CUDA_DEVICE_MAX_CONNECTIONS=1) with graph words: no deadlock, no signal
+ * lost. Controls: the reset right after the kernel (a review's finding: a
+ * launch may queue it ahead of lane A's pushes and signals, which the
+ * peers' kernels need before it can end) deadlocks; no reset at all loses
+ * the next operation's signals. */
 static int testPushResetQueued(void) {
   static vecStore v;
   static planSchedule s[4];
   uint32_t seed = 77;
   char why[256];
   const planColl colls[] = {PLAN_COLL_REDUCESCATTER, PLAN_COLL_REDUCESCATTERV, PLAN_COLL_ALLREDUCE};
-  int cases = 0, deadCtl = 0, runsCtl = 0;
+  const size_t counts[] = {30000, 130, 70};
+  int cases = 0, noLaneA = 0, dead[3] = {0}, lost[3] = {0}, runs[3] = {0};
   for (size_t ci = 0; ci < 3; ci++)
-    for (int n = 2; n <= 4; n++)
-      for (int ctl = 0; ctl < 2; ctl++) {
-        memset(s, 0, sizeof(s));
-        makeVec(colls[ci], n, 30000, &seed, &v);
-        simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1};
-        int asPull = 0; /* a ReduceScatterV's zero count: pull1 (planPushRuns) */
-        for (int r = 0; r < n; r++) {
-          ASSERT_EQ_INT(buildGraphOp(colls[ci], PLAN_ALGO_PUSH1, n, r, 30000, 0, &v, &s[r]), 0);
-          asPull |= s[r].algo != PLAN_ALGO_PUSH1;
-        }
-        for (int r = 0; r < n && !asPull; r++) {
-          int red = 0;
-          while (!(s[r].steps[red].kind == PLAN_STEP_REDUCE && s[r].steps[red].pieceBytes)) red++;
-          int at = planPushResetAt(&s[r], red);
-          /* after lane 0's JOIN of lane A */
-          ASSERT_TRUE(s[r].steps[at].kind == PLAN_STEP_JOIN && s[r].steps[at].lane == 0 &&
-                      s[r].steps[at].from == 1);
-          ASSERT_EQ_INT(queueReset(&s[r], ctl ? -1 : at), 1);
-          for (int k = 0; k < 3; k++) c.s[r][k] = &s[r];
-        }
-        if (asPull) {
+    for (size_t cn = 0; cn < 3; cn++)
+      for (int n = 2; n <= 4; n++)
+        for (int form = 0; form < 3; form++) { /* 0 as built, 1 and 2 the controls */
+          size_t count = counts[cn];
+          memset(s, 0, sizeof(s));
+          makeVec(colls[ci], n, count, &seed, &v);
+          simCase c = {n, 3, {{0}}, SIM_TOPO_PER_RANK, 1, 0, 1, -1, 1};
+          int asPull = 0, kernels = 0; /* a zero part but an AllReduce's: pull1 (planPushRuns) */
+          for (int r = 0; r < n; r++) {
+            ASSERT_EQ_INT(buildGraphOp(colls[ci], PLAN_ALGO_PUSH1, n, r, count, 0, &v, &s[r]), 0);
+            asPull |= s[r].algo != PLAN_ALGO_PUSH1;
+          }
+          for (int r = 0; r < n && !asPull; r++) {
+            int red = 0, pushes = 0;
+            while (red < s[r].nsteps &&
+                   !(s[r].steps[red].kind == PLAN_STEP_REDUCE && s[r].steps[red].pieceBytes))
+              red++;
+            for (int i = 0; i < s[r].nsteps; i++)
+              pushes +=
+                  s[r].steps[i].kind == PLAN_STEP_SIGNAL && s[r].steps[i].phase >= PLAN_PHASE_PUSH;
+            if (red < s[r].nsteps) {
+              int at = planPushResetAt(&s[r], red);
+              /* after lane 0's JOIN of lane A, or with no lane A right
+               * after the kernel (its last SIGNAL, or the REDUCE) */
+              if (pushes)
+                ASSERT_TRUE(s[r].steps[at].kind == PLAN_STEP_JOIN && s[r].steps[at].lane == 0 &&
+                            s[r].steps[at].from == 1);
+              else
+                ASSERT_TRUE(at >= red && (at + 1 == s[r].nsteps || s[r].steps[at + 1].lane != 0 ||
+                                          !s[r].steps[at + 1].inKernel));
+              noLaneA += !pushes && form == 0;
+              kernels++;
+              if (form < 2) ASSERT_EQ_INT(queueReset(&s[r], form ? -1 : at), 1);
+            }
+            for (int k = 0; k < 3; k++) c.s[r][k] = &s[r];
+          }
+          if (asPull || !kernels || (form == 1 && noLaneA && count < 30000)) {
+            for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
+            continue;
+          }
+          for (uint32_t sd = 1; sd <= 400; sd++) {
+            c.lag = (int)(sd % (uint32_t)(n + 1)) - 1;
+            c.seed = sd * 2654435761u + (uint32_t)n;
+            int rc = simulate(&c, why, sizeof(why));
+            ASSERT_TRUE(rc >= 0);
+            dead[form] += rc == 1;
+            lost[form] += rc == 2;
+            runs[form]++;
+            if (form == 0 && rc)
+              TEST_FAIL("%s push1 n=%d count %zu: %s", planCollName(colls[ci]), n, count, why);
+            ASSERT_TRUE(form || !rc);
+          }
+          cases += form == 0;
           for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
-          continue;
         }
-        int dead = 0, lost = 0;
-        for (uint32_t sd = 1; sd <= 400; sd++) {
-          c.lag = (int)(sd % (uint32_t)(n + 1)) - 1;
-          c.seed = sd * 2654435761u + (uint32_t)n;
-          int rc = simulate(&c, why, sizeof(why));
-          ASSERT_TRUE(rc >= 0);
-          dead += rc == 1;
-          lost += rc == 2;
-        }
-        if (!ctl && (dead || lost))
-          TEST_FAIL("%s push1 n=%d: %d deadlocks, %d lost", planCollName(colls[ci]), n, dead, lost);
-        ASSERT_TRUE(ctl || (!dead && !lost));
-        if (ctl) deadCtl += dead, runsCtl += 400;
-        cases += !ctl;
-        for (int r = 0; r < n; r++) planScheduleFree(&s[r]);
-      }
-  printf("  %d cases, 400 orders each: no deadlock, no signal lost; control, the reset right "
-         "after the kernel: %d of %d orders deadlock\n",
-         cases, deadCtl, runsCtl);
-  ASSERT_TRUE(deadCtl > 0 && cases >= 6);
+  printf("  %d cases (%d ranks with no lane A), 400 orders each: no deadlock, no signal lost; "
+         "controls: the reset right after the kernel, %d of %d orders deadlock; no reset, %d of %d "
+         "lose a signal\n",
+         cases, noLaneA, dead[1], runs[1], lost[2], runs[2]);
+  ASSERT_TRUE(cases >= 10 && noLaneA > 0 && dead[1] > 0 && lost[2] > 0);
   return 0;
 }
 

@@ -117,7 +117,7 @@ __global__ void storeSignalPoll(const int4 *src, int4 *dst, size_t n, unsigned *
   }
 }
 
-// sm: the shape of dmaccl's stagesm kernel (src/exec/cuda_reduce.cu).
+// sm: the shape of dmaccl's stagesm kernel (src/exec/cuda_reduce_kernel.cuh).
 struct SmParams {
   const int4 *src, *slot;
   int4 *peerSlot, *out;

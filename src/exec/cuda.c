@@ -1149,7 +1149,7 @@ static int issueRun(dmacclComm_t comm, const planSchedule *sch, int i, const exe
     j = i + 1;
   }
   /* push1's PUSH words' reset, after the step planPushResetAt names */
-  if (s->pushResetAt >= i && s->pushResetAt < j)
+  if (rc == dmacclSuccess && s->pushResetAt >= i && s->pushResetAt < j)
     rc = issuePushReset(comm, streams[sch->steps[s->pushResetAt].lane]);
 out:
   *rcOut = rc;
